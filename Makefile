@@ -1,0 +1,39 @@
+# The few commands everyone runs. `make demo` and `make test` each set up
+# .venv first, so both work on a fresh clone.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: demo test lint typecheck unit bench docs clean
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@
+
+demo: $(VENV)/.installed
+	$(BIN)/interlock demo
+
+lint: $(VENV)/.installed
+	$(BIN)/ruff check src tests bench
+
+typecheck: $(VENV)/.installed
+	$(BIN)/mypy
+
+unit: $(VENV)/.installed
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+bench: $(VENV)/.installed
+	$(BIN)/python -m pip install --quiet -e '.[bench]'
+	$(BIN)/python bench/dispatch.py
+
+docs: $(VENV)/.installed
+	$(BIN)/interlock events --markdown > docs/events.md
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

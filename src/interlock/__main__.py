@@ -1,0 +1,3 @@
+from interlock.cli import main
+
+main()

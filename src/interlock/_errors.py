@@ -1,0 +1,110 @@
+"""Interlock's exceptions. There is one root, and everything a user can cause
+names the file, the field and the fix.
+
+    InterlockError
+    ├── ConfigError            bad config, HOOK.md or payload a user wrote
+    │   └── UnknownEventError  an event name not in the catalog (did-you-mean)
+    ├── RegistrationError      a hook that cannot be registered as declared
+    └── HookFailure            one hook invocation failed (dispatch isolates it)
+        ├── HookTimeout        it ran past its timeout
+        ├── HookCrash          it raised, died or exited with an error code
+        └── ContractError      it answered something its event does not accept
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+
+
+class InterlockError(Exception):
+    """Root of every exception Interlock raises on purpose."""
+
+
+class ConfigError(InterlockError):
+    """A configuration, payload or definition a user wrote is invalid.
+
+    The message names where (``file``), what (``field``) and how to fix it.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        line: int | None = None,
+        field: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.field = field
+        self.fix = fix
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        text = where + (f"{self.field}: " if self.field else "") + self.message
+        if self.fix:
+            text += f" (fix: {self.fix})"
+        return text
+
+
+class UnknownEventError(ConfigError):
+    """An event name that is not in the catalog."""
+
+    def __init__(self, name: str, known: list[str], **where: str | int | None) -> None:
+        close = difflib.get_close_matches(name, known, n=1)
+        fix = f"did you mean {close[0]!r}?" if close else "run `interlock events` for the list"
+        super().__init__(f"unknown event {name!r}", fix=fix, **where)  # type: ignore[arg-type]
+        self.suggestion = close[0] if close else None
+
+
+class RegistrationError(InterlockError):
+    """A hook was declared in a way the engine cannot honour."""
+
+
+class FailureMode(enum.StrEnum):
+    """Why one hook invocation produced no usable answer."""
+
+    TIMEOUT = "timeout"
+    CRASH = "crash"
+    CONTRACT = "contract"
+    EXHAUSTED = "exhausted"
+    DROPPED = "dropped"
+    BREAKER_OPEN = "breaker_open"
+    INELIGIBLE = "ineligible"
+    UNAPPROVED = "unapproved"
+
+
+class HookFailure(InterlockError):
+    """One hook invocation failed; the dispatcher applies the hook's on_error."""
+
+    mode: FailureMode = FailureMode.CRASH
+    retryable: bool = False
+
+    def __init__(self, message: str, *, mode: FailureMode | None = None,
+                 retryable: bool | None = None, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        if mode is not None:
+            self.mode = mode
+        if retryable is not None:
+            self.retryable = retryable
+        self.retry_after = retry_after
+
+
+class HookTimeout(HookFailure):
+    mode = FailureMode.TIMEOUT
+    retryable = True
+
+
+class HookCrash(HookFailure):
+    mode = FailureMode.CRASH
+    retryable = True
+
+
+class ContractError(HookFailure):
+    mode = FailureMode.CONTRACT

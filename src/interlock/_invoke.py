@@ -1,0 +1,155 @@
+"""Calling one hook, whatever it is, and checking its answer against its event.
+
+Sync hooks are called inline with no timer. Async hooks are stepped inline
+and get a timer only if they suspend. Blocking hooks go to a worker thread and
+executors are awaited, both under their timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+from collections.abc import Coroutine
+from typing import Any
+
+from interlock._catalog import EventSpec, Kind
+from interlock._decisions import Decision, Verdict
+from interlock._errors import ContractError, HookCrash, HookFailure, HookTimeout
+from interlock._hooks import Hook, Invocation, Mode
+from interlock._runner import finish_suspended
+from interlock.events import Event
+
+Answer = tuple[Decision | None, HookFailure | None]
+
+_ids = itertools.count(1)
+_prefix = os.urandom(4).hex()
+
+
+def new_id() -> str:
+    """A unique invocation id (cheap: a process prefix and a counter)."""
+    return f"{_prefix}-{next(_ids)}"
+
+
+def start(
+    hook: Hook, event: Event, spec: EventSpec
+) -> Answer | asyncio.Future[
+    Answer
+]:
+    """Step a non-sync hook inline; return its answer or a future for the rest."""
+    if hook.mode is Mode.ASYNC:
+        assert hook.fn is not None
+        try:
+            coro = hook.fn(event)
+            first = coro.send(None)  # type: ignore[union-attr]
+        except StopIteration as done:
+            return check_answer(hook, done.value, spec), None
+        except HookFailure as exc:
+            return None, exc
+        except Exception as exc:
+            return None, _crash(hook, exc)
+        return asyncio.ensure_future(_finish(hook, coro, first, spec))  # type: ignore[arg-type]
+    return asyncio.ensure_future(call(hook, event, spec))
+
+async def _finish(
+    hook: Hook, coro: Coroutine[Any, Any, Any], first: Any, spec: EventSpec
+) -> Answer:
+    deadline = None
+    if hook.timeout is not None:
+        deadline = asyncio.get_running_loop().time() + hook.timeout
+    try:
+        answer = await finish_suspended(coro, first, deadline)
+    except TimeoutError:
+        return None, HookTimeout(f"hook {hook.qualified_name} timed out after "
+                                 f"{hook.timeout:g}s")
+    except HookFailure as exc:
+        return None, exc
+    except Exception as exc:
+        return None, _crash(hook, exc)
+    try:
+        return check_answer(hook, answer, spec), None
+    except ContractError as exc:
+        return None, exc
+
+def call_sync(
+    hook: Hook, event: Event, spec: EventSpec
+) -> Answer:
+    try:
+        answer = hook.fn(event)  # type: ignore[misc]
+    except HookFailure as exc:
+        return None, exc
+    except Exception as exc:
+        return None, _crash(hook, exc)
+    if answer is None:
+        return None, None
+    try:
+        return check_answer(hook, answer, spec), None
+    except ContractError as exc:
+        return None, exc
+
+async def call(
+    hook: Hook, event: Event, spec: EventSpec
+) -> Answer:
+    """Run one hook to completion, whatever its mode."""
+    mode = hook.mode
+    if mode is Mode.SYNC:
+        return call_sync(hook, event, spec)
+    if mode is Mode.ASYNC:
+        stepped = start(hook, event, spec)
+        if isinstance(stepped, asyncio.Future):
+            return await stepped
+        return stepped
+    try:
+        if mode is Mode.BLOCKING:
+            assert hook.fn is not None
+            async with asyncio.timeout(hook.timeout):
+                answer = await asyncio.to_thread(hook.fn, event)
+        else:
+            assert hook.executor is not None
+            inv = Invocation(event=event, hook=hook, invocation_id=new_id())
+            async with asyncio.timeout(hook.timeout):
+                answer = await hook.executor(inv)
+    except TimeoutError:
+        return None, HookTimeout(f"hook {hook.qualified_name} timed out after "
+                                 f"{hook.timeout:g}s")
+    except HookFailure as exc:
+        return None, exc
+    except Exception as exc:
+        return None, _crash(hook, exc)
+    try:
+        return check_answer(hook, answer, spec), None
+    except ContractError as exc:
+        return None, exc
+
+def _crash(hook: Hook, exc: Exception) -> HookCrash:
+    return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}")
+
+def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
+    """Validate a hook's answer against what its event accepts."""
+    if answer is None:
+        return None
+    if not isinstance(answer, Decision):
+        raise ContractError(
+            f"hook {hook.qualified_name} returned {type(answer).__name__}; "
+            "return None or a decision (block(...), modify(...), ...)"
+        )
+    if spec.kind is Kind.OBSERVE:
+        return answer  # a warning, recorded as ignored; never an effect
+    verdict = answer.verdict
+    if verdict is Verdict.MODIFY and not hook.modifies:
+        raise ContractError(
+            f"hook {hook.qualified_name} returned modify but is a check; declare "
+            "`modifies = true` (modifies=True in code) so it runs in the modify phase"
+        )
+    if verdict not in spec.accepts and verdict not in (Verdict.NONE, Verdict.STOP):
+        raise ContractError(
+            f"hook {hook.qualified_name} returned {verdict.value!r}, which "
+            f"{spec.name} does not accept (it accepts: "
+            f"{', '.join(sorted(v.value for v in spec.accepts | {Verdict.STOP}))})"
+        )
+    if answer.context is not None and not spec.context:
+        raise ContractError(
+            f"hook {hook.qualified_name} returned context, which {spec.name} does not take"
+        )
+    return answer
+

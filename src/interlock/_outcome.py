@@ -1,0 +1,231 @@
+"""The merged outcome of one dispatch, and its one JSON shape.
+
+``hooks test --json``, ``POST /v1/events/{event}`` and the audit log all use
+:class:`OutcomeRecord` (``Outcome.to_record()``).
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from interlock._decisions import Decision, Verdict
+
+if TYPE_CHECKING:
+    from interlock._errors import HookFailure
+    from interlock._hooks import Hook
+    from interlock.events import Event
+
+
+class Status(enum.StrEnum):
+    """What became of one hook's answer."""
+
+    APPLIED = "applied"
+    """It decided the outcome, or its change/context was applied."""
+    SUPERSEDED = "superseded"
+    """A stronger (or earlier equal) decision won."""
+    NONE = "none"
+    """No opinion."""
+    FAILED = "failed"
+    """It failed; its on_error decided what that meant."""
+    SHADOW = "shadow"
+    """Shadow mode: audited, never applied."""
+    CANCELLED = "cancelled"
+    """The event ended before it answered."""
+    IGNORED = "ignored"
+    """A decision on an observe event: a warning, not an effect."""
+    QUEUED = "queued"
+    """A background hook, handed to its queue."""
+
+
+class HookRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One hook's part in a dispatch."""
+
+    hook: str
+    """Qualified name, ``source:name``."""
+    verdict: str
+    """block, modify, approve, ... or none."""
+    status: Status
+    latency_ms: float
+    reason: str | None = None
+    failure: str | None = None
+    """Failure mode (timeout, crash, contract, ...) when it failed."""
+    error: str | None = None
+    """What went wrong, when it failed."""
+
+
+class ContextItem(msgspec.Struct, kw_only=True):
+    hook: str
+    text: str
+
+
+class OutcomeRecord(msgspec.Struct, kw_only=True):
+    """The one JSON shape of an outcome."""
+
+    event: str
+    decision: str
+    """The merged decision: stop, block, skip, respond, retry, ask, approve, modify or none."""
+    reason: str | None
+    hint: str | None
+    hook: str | None
+    """The hook whose decision won, if any."""
+    changes: dict[str, Any]
+    """Fields changed by modifiers, with their final values."""
+    value: Any
+    """respond's value."""
+    context: list[ContextItem]
+    hooks: list[HookRecord]
+    session_id: str
+    revision: int
+    capped: bool = False
+    """True when the stop-loop cap turned a block into no opinion."""
+
+
+RawResult = tuple["Hook", "Decision | None", "HookFailure | None", int, Status]
+
+
+class Outcome:
+    """The merged result of one dispatch. ``payload`` is the changed event, or None."""
+
+    __slots__ = (
+        "_raw",
+        "capped",
+        "changes",
+        "contexts",
+        "event",
+        "hint",
+        "hook",
+        "payload",
+        "reason",
+        "revision",
+        "value",
+        "verdict",
+    )
+
+    def __init__(
+        self,
+        event: Event,
+        verdict: Verdict = Verdict.NONE,
+        *,
+        reason: str | None = None,
+        hint: str | None = None,
+        hook: Hook | None = None,
+        payload: Event | None = None,
+        changes: dict[str, Any] | None = None,
+        value: Any = None,
+        contexts: list[tuple[str, str]] | None = None,
+        raw: list[RawResult] | None = None,
+        revision: int = 0,
+        capped: bool = False,
+    ) -> None:
+        self.event = event
+        self.verdict = verdict
+        self.reason = reason
+        self.hint = hint
+        self.hook = hook
+        self.payload = payload
+        self.changes = changes or {}
+        self.value = value
+        self.contexts = contexts or []
+        self._raw = raw or []
+        self.revision = revision
+        self.capped = capped
+
+    # -- what hosts ask -------------------------------------------------------
+    @property
+    def blocked(self) -> bool:
+        return self.verdict is Verdict.BLOCK
+
+    @property
+    def stopped(self) -> bool:
+        return self.verdict is Verdict.STOP
+
+    @property
+    def ends(self) -> bool:
+        """True when the action must not happen (block, stop or skip)."""
+        return self.verdict in (Verdict.BLOCK, Verdict.STOP, Verdict.SKIP)
+
+    def final(self, event: Event | None = None) -> Event:
+        """The payload to act on: the changed one, else the emitted one."""
+        if self.payload is not None:
+            return self.payload
+        return event if event is not None else self.event
+
+    def tool_block_error(self) -> dict[str, Any]:
+        """The structured error a blocked tool call returns to the model."""
+        return {
+            "error": "tool call blocked",
+            "tool_name": getattr(self.event, "tool_name", None),
+            "reason": self.reason or "",
+            "hint": self.hint,
+            "hook": self.hook.qualified_name if self.hook is not None else None,
+        }
+
+    def context_text(self, cap: int = 10_000) -> str:
+        """Every context text in order, each wrapped in delimiters naming its hook.
+
+        Each text is capped at ``cap`` characters. Hosts put this into the
+        user message or the tool result (DESIGN.md, Context); it is never
+        persisted as if the user wrote it.
+        """
+        parts = []
+        for hook, text in self.contexts:
+            if len(text) > cap:
+                text = text[:cap] + f"... [truncated {len(text) - cap} characters]"
+            parts.append(f'<hook-context hook="{hook}">\n{text}\n</hook-context>')
+        return "\n".join(parts)
+
+    @property
+    def hooks(self) -> list[HookRecord]:
+        """Each hook's verdict, status and latency, in dispatch order."""
+        out = []
+        for hook, decision, failure, latency_ns, status in self._raw:
+            out.append(
+                HookRecord(
+                    hook=hook.qualified_name,
+                    verdict=(decision.verdict.value if decision is not None else "none"),
+                    status=status,
+                    latency_ms=round(latency_ns / 1e6, 4),
+                    reason=decision.reason if decision is not None else None,
+                    failure=failure.mode.value if failure is not None else None,
+                    error=str(failure) if failure is not None else None,
+                )
+            )
+        return out
+
+    def raw_results(self) -> list[RawResult]:
+        return list(self._raw)
+
+    def to_record(self) -> OutcomeRecord:
+        verdict = self.verdict
+        if verdict is Verdict.NONE and self.changes:
+            verdict = Verdict.MODIFY
+        return OutcomeRecord(
+            event=self.event.name,
+            decision=verdict.value,
+            reason=self.reason,
+            hint=self.hint,
+            hook=self.hook.qualified_name if self.hook is not None else None,
+            changes=self.changes,
+            value=self.value,
+            context=[ContextItem(hook=h, text=t) for h, t in self.contexts],
+            hooks=self.hooks,
+            session_id=self.event.session_id,
+            revision=self.revision,
+            capped=self.capped,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(self.to_record())
+        return out
+
+    def __repr__(self) -> str:
+        return (f"Outcome({self.event.name}, {self.verdict.value}, reason={self.reason!r}, "
+                f"changes={sorted(self.changes)}, contexts={len(self.contexts)})")
+
+
+def outcome_schema() -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.json.schema(OutcomeRecord)
+    return out

@@ -1,0 +1,140 @@
+"""Running hook code: timers only where something can hang, and the
+background loop that observers, background hooks and the sync facade share."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+import time
+from collections.abc import Callable, Coroutine, Generator
+from concurrent.futures import Future
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+
+class _Resume:
+    """Awaitable that continues a coroutine that has already been stepped once.
+
+    The dispatcher steps an async hook's coroutine inline with ``send(None)``;
+    most hooks finish there and never need a timer (an ``asyncio.timeout``
+    costs ~20 us, issue 2). Only a hook that actually suspended is resumed
+    through this object, under a timer. The future it yielded is handed on to
+    whichever task awaits us, unchanged.
+    """
+
+    __slots__ = ("coro", "first")
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], first: Any) -> None:
+        self.coro = coro
+        self.first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro = self.coro
+        value = self.first
+        while True:
+            try:
+                sent = yield value
+            except GeneratorExit:
+                coro.close()
+                raise
+            except BaseException as exc:  # forward cancellation and timeouts into the hook
+                try:
+                    value = coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+            else:
+                try:
+                    value = coro.send(sent)
+                except StopIteration as stop:
+                    return stop.value
+
+
+async def finish_suspended(coro: Coroutine[Any, Any, T], first: Any, deadline: float | None) -> T:
+    """Await the rest of a coroutine that suspended, until ``deadline`` (loop time)."""
+    if deadline is None:
+        result: T = await _Resume(coro, first)
+        return result
+    async with asyncio.timeout_at(deadline):
+        result = await _Resume(coro, first)
+        return result
+
+
+class LoopThread:
+    """A private event loop on a daemon thread.
+
+    The sync facade runs dispatches that may suspend here, and background
+    hooks and observer queues drain here, so a sync host never has to run a
+    loop of its own.
+    """
+
+    def __init__(self) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is not None:
+            return loop
+        with self._lock:
+            if self._loop is None:
+                ready = threading.Event()
+                new_loop = asyncio.new_event_loop()
+
+                def run() -> None:
+                    asyncio.set_event_loop(new_loop)
+                    ready.set()
+                    new_loop.run_forever()
+
+                self._thread = threading.Thread(target=run, name="interlock-loop", daemon=True)
+                self._thread.start()
+                ready.wait()
+                self._loop = new_loop
+            return self._loop
+
+    def in_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        if self.in_thread():
+            coro.close()
+            raise RuntimeError("the sync facade cannot be called from a hook on the engine loop")
+        return self.submit(coro).result()
+
+    def call_soon(self, fn: Callable[[], Any]) -> None:
+        self.loop.call_soon_threadsafe(fn)
+
+    def close(self) -> None:
+        loop = self._loop
+        if loop is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        if not loop.is_running():
+            loop.close()
+        self._loop = None
+        self._thread = None
+
+
+class HookQueue:
+    """A bounded FIFO of pending invocations of one background/observer hook."""
+
+    __slots__ = ("busy", "items", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.items: collections.deque[Callable[[], Coroutine[Any, Any, None]]] = (
+            collections.deque()
+        )
+        self.limit = limit
+        self.busy = False
+
+
+def monotonic_ns() -> int:
+    return time.perf_counter_ns()

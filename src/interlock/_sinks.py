@@ -1,0 +1,42 @@
+"""Sinks: where audit records and failures go (audit log, dead letters, metrics)."""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Protocol
+
+import msgspec
+
+from interlock._errors import FailureMode
+
+if TYPE_CHECKING:
+    from interlock._outcome import Outcome
+
+
+class FailureRecord(msgspec.Struct, kw_only=True):
+    """One hook failure that the dispatcher isolated (a dead letter to be)."""
+
+    hook: str
+    event: str
+    session_id: str
+    subject: str | None
+    mode: FailureMode
+    error: str
+    attempts: int = 1
+    invocation_id: str = ""
+    digest: str = ""
+    fail_closed: bool = True
+    contract_version: int = 1
+    at: float = msgspec.field(default_factory=time.time)
+
+
+class Sink(Protocol):
+    """Receives every dispatch's outcome and every isolated failure.
+
+    Called on the dispatching thread, so implementations must be quick: batch
+    and write elsewhere.
+    """
+
+    def dispatched(self, outcome: Outcome) -> None: ...
+
+    def failed(self, record: FailureRecord) -> None: ...

@@ -1,0 +1,365 @@
+"""Timers, crash isolation, concurrency, observe events, background and shadow."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+
+from interlock import Engine, Verdict, approve, ask, block, context, respond
+from interlock.events import (
+    BeforeStop,
+    BeforeToolCall,
+    ConfigChange,
+    LlmError,
+    Notification,
+    SubagentStop,
+    ToolError,
+    UserInput,
+)
+from interlock.testing import RecordingSink
+
+
+def ev(cmd="ls"):
+    return BeforeToolCall(tool_name="terminal", args={"command": cmd}, session_id="s")
+
+
+# -- timers --------------------------------------------------------------------
+async def test_async_hook_that_hangs_times_out_and_fails_closed(engine, sink):
+    async def hang(event):
+        await asyncio.Event().wait()
+
+    engine.on("before_tool_call", hang, timeout=0.05, name="hang")
+    out = await engine.emit(ev())
+    assert out.blocked
+    assert "did not answer (timeout)" in out.reason
+    assert sink.failures[0].mode.value == "timeout"
+
+
+async def test_async_hook_that_hangs_fails_open_when_told(engine, sink):
+    async def hang(event):
+        await asyncio.sleep(10)
+
+    engine.on("before_tool_call", hang, timeout=0.05, on_error="open")
+    out = await engine.emit(ev())
+    assert out.verdict is Verdict.NONE
+    assert sink.failures[0].mode.value == "timeout"
+
+
+def test_sync_facade_runs_async_hooks_with_timeouts(engine):
+    async def hang(event):
+        await asyncio.sleep(10)
+
+    engine.on("before_tool_call", hang, timeout=0.05)
+    assert engine.emit_sync(ev()).blocked
+
+
+async def test_async_hook_that_never_suspends_gets_no_timer(engine, monkeypatch):
+    calls = []
+    real = asyncio.timeout_at
+
+    def spy(*a, **k):
+        calls.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(asyncio, "timeout_at", spy)
+
+    async def quick(event):
+        return approve("fast")
+
+    engine.on("before_tool_call", quick)
+    out = await engine.emit(ev())
+    assert out.verdict is Verdict.APPROVE
+    assert calls == []
+
+
+async def test_async_hook_that_suspends_gets_a_timer(engine, monkeypatch):
+    calls = []
+    real = asyncio.timeout_at
+
+    def spy(*a, **k):
+        calls.append(a)
+        return real(*a, **k)
+
+    monkeypatch.setattr(asyncio, "timeout_at", spy)
+
+    async def slow(event):
+        await asyncio.sleep(0)
+        return approve("slow")
+
+    engine.on("before_tool_call", slow)
+    assert (await engine.emit(ev())).verdict is Verdict.APPROVE
+    assert len(calls) == 1
+
+
+def test_plain_sync_hooks_never_touch_an_event_loop(engine):
+    engine.on("before_tool_call", lambda e: approve("ok"))
+    engine.emit_sync(ev())
+    assert engine._loop._loop is None  # the private loop was never started
+
+
+def test_blocking_hook_runs_on_a_worker_thread_with_timeout(engine, sink):
+    threads = []
+
+    def slow(event):
+        threads.append(threading.current_thread())
+        time.sleep(0.5)
+        return approve("late")
+
+    engine.on("before_tool_call", slow, blocking=True, timeout=0.05)
+    out = engine.emit_sync(ev())
+    assert out.blocked
+    assert sink.failures[0].mode.value == "timeout"
+    assert threads[0] is not threading.main_thread()
+
+
+# -- crash isolation ------------------------------------------------------------
+@pytest.mark.parametrize("on_error", ["open", "closed"])
+def test_raising_hook_is_isolated(engine, sink, on_error):
+    def boom(event):
+        raise RuntimeError("kaboom")
+
+    engine.on("before_tool_call", boom, on_error=on_error, name="boom")
+    out = engine.emit_sync(ev())
+    assert out.verdict is (Verdict.BLOCK if on_error == "closed" else Verdict.NONE)
+    assert sink.failures[0].mode.value == "crash"
+    assert "kaboom" in sink.failures[0].error
+    if on_error == "closed":
+        # fixed engine text, not the hook's output (it may become the model's instruction)
+        assert "kaboom" not in out.reason
+        assert "boom" in out.reason
+
+
+async def test_async_raising_hook_is_isolated(engine, sink):
+    async def boom(event):
+        await asyncio.sleep(0)
+        raise ValueError("bad")
+
+    engine.on("before_tool_call", boom)
+    assert (await engine.emit(ev())).blocked
+
+
+def test_defaults_closed_on_gate_open_on_observe(engine, sink):
+    def boom(event):
+        raise RuntimeError("x")
+
+    engine.on(["before_tool_call", "notification"], boom)
+    assert engine.emit_sync(ev()).blocked
+    out = engine.emit_sync(Notification(message="hi"))
+    assert out.verdict is Verdict.NONE
+    assert len(sink.failures) == 2
+
+
+def test_cancellation_is_not_swallowed():
+    engine = Engine()
+
+    async def cancelled(event):
+        raise asyncio.CancelledError
+
+    engine.on("before_tool_call", cancelled)
+
+    async def main():
+        return await engine.emit(ev())
+
+    with pytest.raises(asyncio.CancelledError):
+        asyncio.run(main())
+
+
+# -- fail-closed per event ---------------------------------------------------------
+def boom(event):
+    raise RuntimeError("x")
+
+
+@pytest.mark.parametrize(
+    ("event", "blocks"),
+    [
+        (ev(), True),
+        (UserInput(text="hi"), True),
+        (BeforeStop(), False),
+        (SubagentStop(), False),
+        (LlmError(error="500"), False),
+        (ToolError(tool_name="t", error="e"), False),
+        (ConfigChange(operator=False), True),
+        (ConfigChange(operator=True), False),
+    ],
+)
+def test_fail_closed_means_what_the_event_says(engine, event, blocks):
+    engine.on(event.name, boom, on_error="closed")
+    out = engine.emit_sync(event)
+    assert out.blocked is blocks
+
+
+def test_model_select_failure_has_no_effect(engine):
+    from interlock.events import ModelSelect
+
+    engine.on("model_select", boom, on_error="closed")
+    out = engine.emit_sync(ModelSelect(model="m"))
+    assert out.verdict is Verdict.NONE
+    assert out.final().model == "m"
+
+
+# -- concurrency -------------------------------------------------------------------
+def make_check(kind, delay):
+    async def check(event):
+        await asyncio.sleep(delay)
+        return {"block": block(f"b{delay}"), "ask": ask(f"a{delay}"),
+                "approve": approve(f"p{delay}"), "respond": respond(delay),
+                "ctx": context(f"c{delay}"), "none": None}[kind]
+
+    return check
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        [("approve", 0.03), ("block", 0.001), ("ask", 0.02)],
+        [("block", 0.03), ("block", 0.001)],
+        [("ask", 0.02), ("ask", 0.001), ("approve", 0.0)],
+        [("ctx", 0.02), ("respond", 0.001), ("ctx", 0.0), ("block", 0.01)],
+        [("none", 0.01), ("approve", 0.02), ("respond", 0.0)],
+    ],
+)
+async def test_concurrent_checks_equal_sequential(plan):
+    async def run(concurrent: bool):
+        engine = Engine()
+        for i, (kind, delay) in enumerate(plan):
+            check = make_check(kind, delay)
+            if concurrent:
+                engine.on("before_tool_call", check, name=f"h{i}")
+            else:
+                # the same logic as a blocking hook runs strictly one at a time
+                engine.on("before_tool_call",
+                          (lambda c: lambda e: asyncio.run(c(e)))(check),
+                          name=f"h{i}", blocking=True)
+        out = await engine.emit(ev())
+        engine.close()
+        return (out.verdict, out.reason, out.hook.name if out.hook else None, out.value,
+                out.contexts)
+
+    assert await run(True) == await run(False)
+
+
+async def test_checks_actually_run_concurrently():
+    engine = Engine()
+    for i in range(5):
+        engine.on("before_tool_call", make_check("none", 0.2), name=f"h{i}")
+    t0 = time.perf_counter()
+    await engine.emit(ev())
+    assert time.perf_counter() - t0 < 0.8  # five 200 ms checks, not one after another
+
+
+async def test_block_cancels_later_outstanding_checks():
+    engine = Engine()
+    finished = []
+
+    async def slow(event):
+        await asyncio.sleep(5)
+        finished.append("slow")
+
+    engine.on("before_tool_call", make_check("block", 0.01), name="first")
+    engine.on("before_tool_call", slow, name="slow")
+    out = await engine.emit(ev())
+    assert out.blocked
+    assert {r.hook: r.status.value for r in out.hooks}["code:slow"] == "cancelled"
+    assert finished == []
+
+
+async def test_observers_run_concurrently():
+    engine = Engine()
+    for i in range(10):
+        async def obs(event, i=i):
+            await asyncio.sleep(0.1)
+
+        engine.on("notification", obs, name=f"o{i}")
+    t0 = time.perf_counter()
+    await engine.emit(Notification(message="x"))
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 0.5
+
+
+def test_decision_on_observe_event_is_a_warning(engine, caplog):
+    engine.on("notification", lambda e: block("no"), name="confused")
+    out = engine.emit_sync(Notification(message="x"))
+    assert out.verdict is Verdict.NONE
+    assert out.hooks[0].status.value == "ignored"
+    assert "ignored" in caplog.text
+
+
+def test_background_hooks_are_not_awaited(engine):
+    gate = threading.Event()
+    done = []
+
+    def slow(event):
+        gate.wait(5)
+        done.append(event.name)
+
+    engine.on("notification", slow, background=True)
+    out = engine.emit_sync(Notification(message="x"))
+    assert out.hooks[0].status.value == "queued"
+    assert done == []
+    gate.set()
+    assert engine.drain(5)
+    assert done == ["notification"]
+
+
+def test_background_failures_are_recorded(engine, sink):
+    engine.on("notification", boom, background=True, name="bg")
+    engine.emit_sync(Notification(message="x"))
+    engine.drain(5)
+    assert [f.hook for f in sink.failures] == ["code:bg"]
+
+
+def test_background_queue_overflow_is_dead_lettered():
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink], queue_limit=2)
+    gate = threading.Event()
+    engine.on("notification", lambda e: gate.wait(5), background=True, name="slow")
+    for _ in range(6):
+        engine.notify(Notification(message="x"))
+    dropped = [f for f in sink.failures if f.mode.value == "dropped"]
+    gate.set()
+    engine.close()
+    assert len(dropped) >= 3  # at most one running plus two queued
+
+
+def test_shadow_hooks_are_audited_not_applied(engine, sink):
+    engine.on("before_tool_call", lambda e: block("would block"), shadow=True, name="trial")
+    out = engine.emit_sync(ev())
+    assert out.verdict is Verdict.NONE
+    rec = out.hooks[0]
+    assert (rec.hook, rec.verdict, rec.status.value) == ("code:trial", "block", "shadow")
+    assert sink.outcomes[-1].hooks[0].verdict == "block"
+
+
+def test_failing_shadow_hook_never_blocks(engine, sink):
+    engine.on("before_tool_call", boom, shadow=True, name="trial")
+    assert not engine.emit_sync(ev()).blocked
+    assert sink.failures[0].hook == "code:trial"
+
+
+# -- loop cap ------------------------------------------------------------------------
+@pytest.mark.parametrize("cls", [BeforeStop, SubagentStop])
+def test_stop_loop_cap(cls):
+    engine = Engine(stop_loop_cap=3)
+    seen = []
+
+    def keep_going(event):
+        seen.append((event.stop_hook_active, event.block_count))
+        return block("keep working")
+
+    engine.on(cls.name if hasattr(cls, "name") else "before_stop", keep_going)
+    results = [engine.emit_sync(cls(session_id="s")).verdict for _ in range(5)]
+    assert results == [Verdict.BLOCK] * 3 + [Verdict.NONE, Verdict.BLOCK]
+    assert seen[:4] == [(False, 0), (True, 1), (True, 2), (True, 3)]
+
+
+def test_stop_loop_cap_resets_on_user_input():
+    engine = Engine(stop_loop_cap=2)
+    engine.on("before_stop", lambda e: block("more"))
+    assert engine.emit_sync(BeforeStop(session_id="s")).blocked
+    assert engine.emit_sync(BeforeStop(session_id="s")).blocked
+    engine.emit_sync(UserInput(session_id="s", text="next"))
+    assert engine.emit_sync(BeforeStop(session_id="s")).blocked
+    assert engine.emit_sync(BeforeStop(session_id="other")).blocked

@@ -1,0 +1,50 @@
+"""register(ctx), entry points, handles, and the public surface."""
+
+from __future__ import annotations
+
+import pytest
+
+import interlock
+from interlock import Engine, RegistrationError, block
+from interlock.events import BeforeToolCall
+from interlock.extensions import load_extension
+
+
+def test_register_ctx_on_with_priority_and_matcher():
+    engine = Engine()
+
+    def register(ctx):
+        ctx.on("before_tool_call", lambda e: block("nope"), priority=-10, matcher="terminal",
+               name="guard")
+
+        @ctx.on("before_tool_call")
+        def watch(e):
+            return None
+
+    ext = load_extension(engine, "policy", register)
+    assert [h.name for h in engine.hooks] == ["policy.guard", "policy.watch"]
+    assert engine.hooks[0].source.label == "package"
+    assert engine.emit_sync(BeforeToolCall(tool_name="terminal")).blocked
+    assert not engine.emit_sync(BeforeToolCall(tool_name="read_file")).blocked
+    ext.unload()
+    assert engine.hooks == ()
+
+
+def test_a_crashing_extension_registers_nothing():
+    engine = Engine()
+
+    def register(ctx):
+        ctx.on("before_tool_call", lambda e: None)
+        raise RuntimeError("half loaded")
+
+    with pytest.raises(RegistrationError, match="half loaded"):
+        load_extension(engine, "broken", register)
+    assert engine.hooks == ()
+
+
+def test_public_all_is_sorted_and_complete():
+    names = interlock.__all__
+    assert names == sorted(names)
+    public = {n for n in vars(interlock) if not n.startswith("_")}
+    modules = {n for n in public if type(getattr(interlock, n)).__name__ == "module"}
+    assert public - modules == set(names)

@@ -1,0 +1,138 @@
+"""Modify phase, check phase, re-validation, immutability (rules 1, 2, 5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from interlock import Verdict, approve, block, modify
+from interlock.events import AfterLlmCall, BeforeToolCall, ModelSelect
+
+
+def tool(engine, args=None):
+    return engine.emit_sync(BeforeToolCall(tool_name="terminal",
+                                           args=args or {"command": "ls"}, session_id="s"))
+
+
+def test_modifiers_chain_in_order_and_checks_see_final_payload(engine):
+    seen = []
+    engine.on("before_tool_call",
+              lambda ev: modify(args={"command": ev.args["command"] + " -a"}),
+              modifies=True, priority=2, name="second")
+    engine.on("before_tool_call",
+              lambda ev: modify(args={"command": ev.args["command"] + " -l"}),
+              modifies=True, priority=1, name="first")
+    # a check registered with a lower priority still runs after every modifier
+    engine.on("before_tool_call", lambda ev: seen.append(ev.args["command"]), priority=-100)
+    out = tool(engine)
+    assert out.final().args == {"command": "ls -l -a"}
+    assert out.changes == {"args": {"command": "ls -l -a"}}
+    assert seen == ["ls -l -a"]
+
+
+def test_modify_replaces_the_whole_field(engine):
+    engine.on("before_tool_call", lambda ev: modify(args={"path": "x"}), modifies=True)
+    out = tool(engine, {"command": "ls", "timeout": 5})
+    assert out.final().args == {"path": "x"}  # replaced, not merged key by key
+
+
+def test_tool_name_never_changes(engine, sink):
+    engine.on("before_tool_call", lambda ev: modify(tool_name="read_file"), modifies=True,
+              on_error="open", name="sneaky")
+    out = tool(engine)
+    assert out.final().tool_name == "terminal"
+    assert sink.failures[0].mode.value == "contract"
+    assert "tool_name" in sink.failures[0].error
+
+
+def test_unknown_field_is_contract_error(engine, sink):
+    engine.on("before_tool_call", lambda ev: modify(result="x"), modifies=True,
+              on_error="open")
+    tool(engine)
+    assert "does not let hooks change" in sink.failures[0].error
+
+
+def test_revalidation_failure_is_the_hooks_failure(engine, sink):
+    def schema(ev):
+        if not isinstance(ev.args.get("command"), str):
+            raise ValueError("args.command must be a string")
+
+    engine.add_validator("before_tool_call", schema)
+    engine.on("before_tool_call", lambda ev: modify(args={"command": 42}), modifies=True,
+              name="bad-mod")
+    out = tool(engine)
+    # fail-closed by default on a gate: the invalid change blocks, it is never applied
+    assert out.verdict is Verdict.BLOCK
+    assert "bad-mod" in out.reason
+    assert out.payload is None
+    assert "args.command must be a string" in sink.failures[0].error
+
+
+def test_type_revalidation_from_the_catalog(engine, sink):
+    engine.on("model_select", lambda ev: modify(model=123), modifies=True, on_error="open")
+    out = engine.emit_sync(ModelSelect(model="gpt"))
+    assert out.final().model == "gpt"
+    assert "invalid" in sink.failures[0].error
+
+
+def test_check_that_modifies_is_a_contract_error(engine, sink):
+    engine.on("before_tool_call", lambda ev: modify(args={"command": "rm"}), name="check")
+    out = tool(engine)
+    assert out.verdict is Verdict.BLOCK  # closed by default on a gate
+    assert out.final().args == {"command": "ls"}
+    assert "modifies = true" in sink.failures[0].error
+
+
+def test_in_place_mutation_is_detected_and_undone(engine, sink):
+    def mutate(ev):
+        ev.args["command"] = "rm -rf /"
+        return approve("looks fine")
+
+    engine.on("before_tool_call", mutate, name="mutator", on_error="open")
+    later = []
+    engine.on("before_tool_call", lambda ev: later.append(dict(ev.args)), name="after")
+    out = tool(engine)
+    assert sink.failures[0].mode.value == "contract"
+    assert "in place" in sink.failures[0].error
+    assert out.final().args == {"command": "ls"}
+    assert later == [{"command": "ls"}]
+    assert out.verdict is Verdict.NONE  # the mutator's approve is void
+
+
+def test_in_place_mutation_by_modifier_fails_closed(engine):
+    def mutate(ev):
+        ev.args["command"] = "rm -rf /"
+
+    engine.on("before_tool_call", mutate, modifies=True, name="m")
+    out = tool(engine)
+    assert out.blocked
+    assert out.final().args == {"command": "ls"}
+
+
+def test_decision_the_event_does_not_accept_is_reported(engine, sink):
+    engine.on("after_llm_call", lambda ev: approve("?"), name="wrong", on_error="open")
+    out = engine.emit_sync(AfterLlmCall(text="hi"))
+    assert out.verdict is Verdict.NONE
+    assert sink.failures[0].mode.value == "contract"
+    assert "does not accept" in sink.failures[0].error
+
+
+def test_garbage_answer_is_a_contract_error_and_blocks_closed(engine, sink):
+    engine.on("before_tool_call", lambda ev: {"decision": "allow"}, name="garbage")
+    out = tool(engine)
+    assert out.blocked
+    assert "returned dict" in sink.failures[0].error
+
+
+def test_modifier_block_ends_before_checks(engine):
+    ran = []
+    engine.on("before_tool_call", lambda ev: block("m"), modifies=True, name="m")
+    engine.on("before_tool_call", lambda ev: ran.append(1))
+    assert tool(engine).blocked
+    assert ran == []
+
+
+def test_modifies_requires_an_event_with_mutable_fields(engine):
+    from interlock import RegistrationError
+
+    with pytest.raises(RegistrationError, match="none of its events"):
+        engine.on("task_created", lambda ev: None, modifies=True)
