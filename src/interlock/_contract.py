@@ -24,11 +24,23 @@ Validator = Callable[[Event], None]
 CONTAINER_TYPES = frozenset({"dict[str, Any]", "list[dict[str, Any]]", "list[str]", "Any"})
 
 
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+
+
 def copy_payload(value: Any) -> Any:
-    """A private deep copy of JSON-like data (dicts and lists), cheaply."""
-    if type(value) is dict:
-        return {k: copy_payload(v) for k, v in value.items()}
-    if type(value) is list:
+    """A private deep copy of JSON-like data (dicts and lists), cheaply.
+
+    Scalars are shared (immutable); a flat dict, the usual tool args, costs one
+    C-level copy.
+    """
+    cls = type(value)
+    if cls is dict:
+        scalars = _SCALARS
+        for v in value.values():
+            if type(v) not in scalars:
+                return {k: copy_payload(v) for k, v in value.items()}
+        return value.copy()
+    if cls is list:
         return [copy_payload(v) for v in value]
     return value
 
@@ -67,14 +79,20 @@ def apply_changes(
     return new
 
 def check_mutation(
-    hook: Hook, event: Event, snaps: dict[str, Any], failure: HookFailure | None
+    hook: Hook, event: Event, snaps: list[tuple[str, Any]], failure: HookFailure | None
 ) -> tuple[Event, HookFailure | None]:
-    for name, snap in snaps.items():
+    """Compare the payload with its private copy; restore it if a hook mutated it."""
+    for name, snap in snaps:
         if getattr(event, name) != snap:
-            restored = event.replace(**{n: copy_payload(v) for n, v in snaps.items()})
-            return restored, ContractError(
-                f"hook {hook.qualified_name} changed {name!r} in place; payloads are "
-                "immutable: return modify(...) from a modifier instead"
-            )
+            return restore(hook, event, snaps, name)
     return event, failure
 
+
+def restore(hook: Hook, event: Event, snaps: list[tuple[str, Any]], name: str
+            ) -> tuple[Event, ContractError]:
+    """The payload rebuilt from its private copy, and the contract error to report."""
+    restored = event.replace(**{n: copy_payload(v) for n, v in snaps})
+    return restored, ContractError(
+        f"hook {hook.qualified_name} changed {name!r} in place; payloads are immutable: "
+        "return modify(...) from a modifier instead"
+    )

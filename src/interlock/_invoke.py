@@ -47,7 +47,7 @@ def start(
         except HookFailure as exc:
             return None, exc
         except Exception as exc:
-            return None, _crash(hook, exc)
+            return None, crash(hook, exc)
         return asyncio.ensure_future(_finish(hook, coro, first, spec))  # type: ignore[arg-type]
     return asyncio.ensure_future(call(hook, event, spec))
 
@@ -65,7 +65,7 @@ async def _finish(
     except HookFailure as exc:
         return None, exc
     except Exception as exc:
-        return None, _crash(hook, exc)
+        return None, crash(hook, exc)
     try:
         return check_answer(hook, answer, spec), None
     except ContractError as exc:
@@ -79,7 +79,7 @@ def call_sync(
     except HookFailure as exc:
         return None, exc
     except Exception as exc:
-        return None, _crash(hook, exc)
+        return None, crash(hook, exc)
     if answer is None:
         return None, None
     try:
@@ -115,13 +115,13 @@ async def call(
     except HookFailure as exc:
         return None, exc
     except Exception as exc:
-        return None, _crash(hook, exc)
+        return None, crash(hook, exc)
     try:
         return check_answer(hook, answer, spec), None
     except ContractError as exc:
         return None, exc
 
-def _crash(hook: Hook, exc: Exception) -> HookCrash:
+def crash(hook: Hook, exc: Exception) -> HookCrash:
     return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}")
 
 def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:

@@ -7,6 +7,8 @@
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 import msgspec
@@ -48,7 +50,8 @@ class HookRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
     verdict: str
     """block, modify, approve, ... or none."""
     status: Status
-    latency_ms: float
+    latency_ms: float | None
+    """None when hooks were not timed (no sink attached; see Engine(timed=...))."""
     reason: str | None = None
     failure: str | None = None
     """Failure mode (timeout, crash, contract, ...) when it failed."""
@@ -86,52 +89,38 @@ class OutcomeRecord(msgspec.Struct, kw_only=True):
 RawResult = tuple["Hook", "Decision | None", "HookFailure | None", int, Status]
 
 
-class Outcome:
-    """The merged result of one dispatch. ``payload`` is the changed event, or None."""
+_NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
 
-    __slots__ = (
-        "_raw",
-        "capped",
-        "changes",
-        "contexts",
-        "event",
-        "hint",
-        "hook",
-        "payload",
-        "reason",
-        "revision",
-        "value",
-        "verdict",
-    )
 
-    def __init__(
-        self,
-        event: Event,
-        verdict: Verdict = Verdict.NONE,
-        *,
-        reason: str | None = None,
-        hint: str | None = None,
-        hook: Hook | None = None,
-        payload: Event | None = None,
-        changes: dict[str, Any] | None = None,
-        value: Any = None,
-        contexts: list[tuple[str, str]] | None = None,
-        raw: list[RawResult] | None = None,
-        revision: int = 0,
-        capped: bool = False,
-    ) -> None:
-        self.event = event
-        self.verdict = verdict
-        self.reason = reason
-        self.hint = hint
-        self.hook = hook
-        self.payload = payload
-        self.changes = changes or {}
-        self.value = value
-        self.contexts = contexts or []
-        self._raw = raw or []
-        self.revision = revision
-        self.capped = capped
+class Outcome(msgspec.Struct, kw_only=True, gc=False):
+    """The merged result of one dispatch.
+
+    A ``msgspec.Struct`` because an event with no hooks still returns one:
+    it must cost tens of nanoseconds, not hundreds.
+    """
+
+    name: str
+    """The event's name."""
+    event: Event | None = None
+    """The event as emitted; None on the shared outcome of an event with no hooks."""
+    verdict: Verdict = Verdict.NONE
+    """The merged decision."""
+    reason: str | None = None
+    hint: str | None = None
+    hook: Hook | None = None
+    """The hook whose decision won."""
+    payload: Event | None = None
+    """The changed payload, or None when no hook changed it (see ``final()``)."""
+    changes: Mapping[str, Any] = _NO_CHANGES
+    """Fields changed by modifiers, with their final values."""
+    value: Any = None
+    """respond's value."""
+    contexts: Sequence[tuple[str, str]] = ()
+    """(hook, text) for every context, in hook order."""
+    raw: Sequence[RawResult] = ()
+    revision: int = 0
+    capped: bool = False
+    """True when the stop-loop cap turned a block into no opinion."""
 
     # -- what hosts ask -------------------------------------------------------
     @property
@@ -148,10 +137,15 @@ class Outcome:
         return self.verdict in (Verdict.BLOCK, Verdict.STOP, Verdict.SKIP)
 
     def final(self, event: Event | None = None) -> Event:
-        """The payload to act on: the changed one, else the emitted one."""
-        if self.payload is not None:
-            return self.payload
-        return event if event is not None else self.event
+        """The payload to act on: the changed one, else the one emitted.
+
+        The shared outcome of an event with no hooks does not hold the event,
+        so hosts pass the event they emitted: ``outcome.final(event)``.
+        """
+        found = self.payload or self.event or event
+        if found is None:
+            raise ValueError("outcome.final(event): pass the event you emitted")
+        return found
 
     def tool_block_error(self) -> dict[str, Any]:
         """The structured error a blocked tool call returns to the model."""
@@ -181,13 +175,13 @@ class Outcome:
     def hooks(self) -> list[HookRecord]:
         """Each hook's verdict, status and latency, in dispatch order."""
         out = []
-        for hook, decision, failure, latency_ns, status in self._raw:
+        for hook, decision, failure, latency_ns, status in self.raw:
             out.append(
                 HookRecord(
                     hook=hook.qualified_name,
                     verdict=(decision.verdict.value if decision is not None else "none"),
                     status=status,
-                    latency_ms=round(latency_ns / 1e6, 4),
+                    latency_ms=round(latency_ns / 1e6, 4) if latency_ns else None,
                     reason=decision.reason if decision is not None else None,
                     failure=failure.mode.value if failure is not None else None,
                     error=str(failure) if failure is not None else None,
@@ -195,34 +189,34 @@ class Outcome:
             )
         return out
 
-    def raw_results(self) -> list[RawResult]:
-        return list(self._raw)
 
-    def to_record(self) -> OutcomeRecord:
+    def to_record(self, event: Event | None = None) -> OutcomeRecord:
+        """The one JSON shape; pass the emitted event for a no-hooks outcome."""
+        event = self.event or event
         verdict = self.verdict
         if verdict is Verdict.NONE and self.changes:
             verdict = Verdict.MODIFY
         return OutcomeRecord(
-            event=self.event.name,
+            event=self.name,
             decision=verdict.value,
             reason=self.reason,
             hint=self.hint,
             hook=self.hook.qualified_name if self.hook is not None else None,
-            changes=self.changes,
+            changes=dict(self.changes),
             value=self.value,
             context=[ContextItem(hook=h, text=t) for h, t in self.contexts],
             hooks=self.hooks,
-            session_id=self.event.session_id,
+            session_id=event.session_id if event is not None else "",
             revision=self.revision,
             capped=self.capped,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = msgspec.to_builtins(self.to_record())
+    def to_dict(self, event: Event | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(self.to_record(event))
         return out
 
-    def __repr__(self) -> str:
-        return (f"Outcome({self.event.name}, {self.verdict.value}, reason={self.reason!r}, "
+    def summary(self) -> str:
+        return (f"Outcome({self.name}, {self.verdict.value}, reason={self.reason!r}, "
                 f"changes={sorted(self.changes)}, contexts={len(self.contexts)})")
 
 

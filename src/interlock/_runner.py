@@ -4,7 +4,6 @@ background loop that observers, background hooks and the sync facade share."""
 from __future__ import annotations
 
 import asyncio
-import collections
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
@@ -123,18 +122,5 @@ class LoopThread:
         self._thread = None
 
 
-class HookQueue:
-    """A bounded FIFO of pending invocations of one background/observer hook."""
-
-    __slots__ = ("busy", "items", "limit")
-
-    def __init__(self, limit: int) -> None:
-        self.items: collections.deque[Callable[[], Coroutine[Any, Any, None]]] = (
-            collections.deque()
-        )
-        self.limit = limit
-        self.busy = False
-
-
-def monotonic_ns() -> int:
-    return time.perf_counter_ns()
+monotonic_ns = time.perf_counter_ns
+"""The clock for hook latencies (bound directly: it is read once per hook)."""

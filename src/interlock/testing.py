@@ -36,7 +36,7 @@ class RecordingSink:
 
     def verdicts(self) -> list[tuple[str, str, str]]:
         """(event, hook, verdict) for every hook of every recorded dispatch."""
-        return [(o.event.name, r.hook, r.verdict) for o in self.outcomes for r in o.hooks]
+        return [(o.name, r.hook, r.verdict) for o in self.outcomes for r in o.hooks]
 
 
 def fire(engine: Engine, event: str, payload: dict[str, Any] | None = None,
