@@ -363,3 +363,42 @@ def test_stop_loop_cap_resets_on_user_input():
     engine.emit_sync(UserInput(session_id="s", text="next"))
     assert engine.emit_sync(BeforeStop(session_id="s")).blocked
     assert engine.emit_sync(BeforeStop(session_id="other")).blocked
+
+
+# -- the two APIs -----------------------------------------------------------------
+def test_event_with_no_hooks_returns_the_shared_outcome(engine):
+    a = engine.emit_sync(ev("ls"))
+    b = engine.emit_sync(ev("pwd"))
+    assert a is b
+    assert a.verdict is Verdict.NONE
+    assert a.event is None
+    assert a.final(ev("x")).args == {"command": "x"}
+    assert a.to_dict(ev())["event"] == "before_tool_call"
+
+
+async def test_emit_returns_awaitables_that_gather_accepts(engine):
+    engine.on("user_input", lambda e: block("no"))
+    outs = await asyncio.gather(engine.emit(ev()), engine.emit(UserInput(text="x")))
+    assert [o.verdict for o in outs] == [Verdict.NONE, Verdict.BLOCK]
+    fut = asyncio.ensure_future(engine.emit(UserInput(text="y")))
+    assert (await fut).blocked
+
+
+async def test_sync_facade_works_inside_a_running_loop_with_async_hooks(engine):
+    async def slow(event):
+        await asyncio.sleep(0.01)
+        return block("slow no")
+
+    engine.on("before_tool_call", slow)
+    # a sync host library called from async code: the facade uses its own loop thread
+    out = await asyncio.to_thread(engine.emit_sync, ev())
+    assert out.blocked
+    assert engine.emit_sync(ev()).blocked
+
+
+def test_latency_is_measured_when_a_sink_is_attached():
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: None, name="h")
+    assert engine.emit_sync(ev()).hooks[0].latency_ms is None
+    engine.add_sink(RecordingSink())
+    assert engine.emit_sync(ev()).hooks[0].latency_ms > 0

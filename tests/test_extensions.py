@@ -48,3 +48,34 @@ def test_public_all_is_sorted_and_complete():
     public = {n for n in vars(interlock) if not n.startswith("_")}
     modules = {n for n in public if type(getattr(interlock, n)).__name__ == "module"}
     assert public - modules == set(names)
+
+
+def test_entry_point_extensions_are_discovered(tmp_path, monkeypatch):
+    import sys
+
+    from interlock.extensions import load_entry_points
+
+    pkg = tmp_path / "acme_policy.py"
+    pkg.write_text(
+        "from interlock import block\n"
+        "def register(ctx):\n"
+        "    ctx.on('before_tool_call', lambda e: block('acme says no'), name='deny')\n"
+    )
+    broken = tmp_path / "acme_broken.py"
+    broken.write_text("def register(ctx):\n    raise RuntimeError('boom at load')\n")
+    dist = tmp_path / "acme_policy-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-policy\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text(
+        "[interlock.extensions]\nacme = acme_policy\nbroken = acme_broken\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    engine = Engine()
+    loaded, errors = load_entry_points(engine)
+    assert [ctx.name for ctx in loaded] == ["acme"]
+    assert len(errors) == 1
+    assert "broken" in errors[0]
+    assert "boom at load" in errors[0]
+    assert engine.emit_sync(BeforeToolCall(tool_name="x")).reason == "acme says no"
+    assert engine.hooks[0].qualified_name == "package:acme.deny"
+    sys.modules.pop("acme_policy", None)
+    sys.modules.pop("acme_broken", None)

@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Callable, Generator, Iterable
 from typing import Any, TypeVar, Unpack, overload
 
 import msgspec
@@ -25,7 +25,17 @@ from interlock._contract import Validator, apply_changes, check_mutation, copy_p
 from interlock._decisions import ENDING, RANK, Decision, Verdict
 from interlock._errors import ContractError, HookFailure
 from interlock._hooks import Hook, HookFn, HookOptions, Matcher, Mode, OnError
-from interlock._invoke import Answer, call, call_sync, check_answer, crash, new_id, start
+from interlock._invoke import (
+    Answer,
+    call,
+    call_sync,
+    check_answer,
+    crash,
+    new_id,
+    start,
+    timed,
+    timed_call,
+)
 from interlock._outcome import Outcome, RawResult, Status
 from interlock._plan import STOP_EVENTS, HookSet, Plan
 from interlock._runner import LoopThread, monotonic_ns
@@ -41,29 +51,18 @@ _NONE = Status.NONE
 
 
 class _Passed:
-    """What an event with no hooks gets: one shared outcome (and a done future
-    holding it for the async API), built once per event type."""
+    """What an event with no hooks gets: one shared outcome, built once per type."""
 
-    __slots__ = ("future", "outcome")
+    __slots__ = ("outcome",)
 
-    def __init__(self, spec: EventSpec, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, spec: EventSpec) -> None:
         self.outcome = Outcome(name=spec.name)
-        self.future: asyncio.Future[Outcome] = loop.create_future()
-        self.future.set_result(self.outcome)
 
 
-def _passes() -> dict[type[Event], _Passed]:
-    # Awaiting a finished future never touches its loop, so one closed private
-    # loop can own these; it saves the ~60 ns of an `async def` frame on every
-    # emit without hooks (issue 2's async target).
-    loop = asyncio.new_event_loop()
-    try:
-        return {EVENT_TYPES[s.name]: _Passed(s, loop) for s in SPECS}
-    finally:
-        loop.close()
-
-
-_PASSED = _passes()
+_PASSED = {EVENT_TYPES[s.name]: _Passed(s) for s in SPECS}
+_EMPTY_USER_INPUT = Plan(spec=EVENT_TYPES["user_input"].spec, modifiers=(), checks=(), shadows=(),
+                         background=(), may_suspend=False, containers=(), gate=True,
+                         stop_event=False)
 
 
 class _Run(msgspec.Struct, gc=False):
@@ -165,6 +164,12 @@ class Engine:
     def _install(self, hookset: HookSet) -> None:
         entries: dict[type[Event], Any] = dict(_PASSED)
         entries.update(hookset.entries)
+        if any(cls.spec.name in STOP_EVENTS for cls in hookset.entries):
+            # user_input resets the stop-loop counters, so it must reach the
+            # dispatcher even with no hooks of its own (rule 7).
+            entries.setdefault(EVENT_TYPES["user_input"], None)
+            if entries[EVENT_TYPES["user_input"]].__class__ is _Passed:
+                entries[EVENT_TYPES["user_input"]] = _EMPTY_USER_INPUT
         self._set = hookset
         self._entries = entries  # one dict read per emit decides everything
 
@@ -251,8 +256,6 @@ class Engine:
         """Dispatch ``event`` and return the merged outcome (sync hosts)."""
         entry = self._entries[event.__class__]
         if entry.__class__ is _Passed:
-            if self._stop_blocks:
-                self._note_unhooked(event)
             result: Outcome = entry.outcome
             return result
         plan = entry if entry.__class__ is Plan else entry.resolve(event)
@@ -262,25 +265,18 @@ class Engine:
             return self._loop.run(self._dispatch(event, plan))
         return self._dispatch_sync(event, plan)
 
-    def emit(self, event: Event) -> Awaitable[Outcome]:
-        """Dispatch ``event``; await the result for the merged outcome.
-
-        Returns an awaitable: a coroutine when a hook may suspend, else a
-        finished future (plain sync hooks have already run). ``await`` it, or
-        pass it to ``asyncio.ensure_future`` / ``gather``.
-        """
+    async def emit(self, event: Event) -> Outcome:
+        """Dispatch ``event`` and return the merged outcome."""
         entry = self._entries[event.__class__]
         if entry.__class__ is _Passed:
-            if self._stop_blocks:
-                self._note_unhooked(event)
-            future: asyncio.Future[Outcome] = entry.future
-            return future
+            result: Outcome = entry.outcome
+            return result
         plan = entry if entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
-            return _PASSED[event.__class__].future
+            return _PASSED[event.__class__].outcome
         if plan.may_suspend:
-            return self._dispatch(event, plan)
-        return _Ready(self._dispatch_sync(event, plan))
+            return await self._dispatch(event, plan)
+        return self._dispatch_sync(event, plan)
 
     def notify(self, event: Event) -> None:
         """Hand an observe event to the background queues; never waits."""
@@ -292,18 +288,14 @@ class Engine:
         for hook in (*plan.checks, *plan.shadows, *plan.background):
             self._background.submit(hook, event)
 
-    def _note_unhooked(self, event: Event) -> None:
-        if event.name == "user_input":
-            self._reset_stop_counts(event.session_id)
-
     # -- the dispatch core ----------------------------------------------------
     # Two drivers run the same steps: _dispatch_sync for plans of plain sync
     # hooks (no coroutine, no loop: the hot path), _dispatch for plans where a
     # hook may suspend. They differ only in awaiting; every step is shared.
     def _dispatch_sync(self, event: Event, plan: Plan) -> Outcome:
         if not plan.gate:
-            return self._observed_outcome(
-                event, plan, [(h, *call_sync(h, event, plan.spec)) for h in plan.checks])
+            return self._observed_outcome(event, plan, [
+                (h, *timed(call_sync, h, event, plan.spec)) for h in plan.checks])
         run = self._begin(event, plan)
         for hook in plan.modifiers:
             t0 = monotonic_ns()
@@ -320,9 +312,9 @@ class Engine:
     async def _dispatch(self, event: Event, plan: Plan) -> Outcome:
         if not plan.gate:
             hooks = (*plan.checks, *plan.shadows)
-            answers = await asyncio.gather(*(call(h, event, plan.spec) for h in hooks))
+            answers = await asyncio.gather(*(timed_call(h, event, plan.spec) for h in hooks))
             return self._observed_outcome(
-                event, plan, [(h, d, f) for h, (d, f) in zip(hooks, answers, strict=True)])
+                event, plan, [(h, *a) for h, a in zip(hooks, answers, strict=True)])
         run = self._begin(event, plan)
         for hook in plan.modifiers:
             t0 = monotonic_ns()
@@ -595,10 +587,10 @@ class Engine:
             self._stop_blocks.pop((name, session_id), None)
 
     def _observed_outcome(self, event: Event, plan: Plan,
-                          answers: list[tuple[Hook, Decision | None, HookFailure | None]]
+                          answers: list[tuple[Hook, Decision | None, HookFailure | None, int]]
                           ) -> Outcome:
         """Observe events: hooks ran concurrently; decisions are warnings."""
-        raw = [self._observed(h, event, d, f) for h, d, f in answers]
+        raw = [self._observed(h, event, d, f, lat) for h, d, f, lat in answers]
         for hook in plan.background:
             self._background.submit(hook, event)
             raw.append((hook, None, None, 0, Status.QUEUED))

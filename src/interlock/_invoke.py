@@ -10,7 +10,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-from collections.abc import Coroutine
+import time
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from interlock._catalog import EventSpec, Kind
@@ -153,3 +154,19 @@ def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
         )
     return answer
 
+
+
+def timed(fn: Callable[[Hook, Event, EventSpec], Answer], hook: Hook, event: Event,
+          spec: EventSpec) -> tuple[Decision | None, HookFailure | None, int]:
+    """``fn(hook, event, spec)`` with its latency in ns appended."""
+    t0 = time.perf_counter_ns()
+    decision, failure = fn(hook, event, spec)
+    return decision, failure, time.perf_counter_ns() - t0
+
+
+async def timed_call(hook: Hook, event: Event, spec: EventSpec
+                     ) -> tuple[Decision | None, HookFailure | None, int]:
+    """``call`` with its latency in ns appended (observers run concurrently)."""
+    t0 = time.perf_counter_ns()
+    decision, failure = await call(hook, event, spec)
+    return decision, failure, time.perf_counter_ns() - t0
