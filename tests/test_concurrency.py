@@ -402,3 +402,13 @@ def test_latency_is_measured_when_a_sink_is_attached():
     assert engine.emit_sync(ev()).hooks[0].latency_ms is None
     engine.add_sink(RecordingSink())
     assert engine.emit_sync(ev()).hooks[0].latency_ms > 0
+
+
+async def test_async_hook_answering_garbage_without_suspending_is_isolated(engine, sink):
+    async def garbage(event):
+        return "allow"
+
+    engine.on("before_tool_call", garbage, name="garbage")
+    out = await engine.emit(ev())
+    assert out.blocked
+    assert sink.failures[0].mode.value == "contract"

@@ -11,14 +11,14 @@ import asyncio
 import itertools
 import os
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from interlock._catalog import EventSpec, Kind
 from interlock._decisions import Decision, Verdict
 from interlock._errors import ContractError, HookCrash, HookFailure, HookTimeout
 from interlock._hooks import Hook, Invocation, Mode
-from interlock._runner import finish_suspended
+from interlock._runner import Resume
 from interlock.events import Event
 
 Answer = tuple[Decision | None, HookFailure | None]
@@ -32,65 +32,40 @@ def new_id() -> str:
     return f"{_prefix}-{next(_ids)}"
 
 
-def start(
-    hook: Hook, event: Event, spec: EventSpec
-) -> Answer | asyncio.Future[
-    Answer
-]:
-    """Step a non-sync hook inline; return its answer or a future for the rest."""
+def start(hook: Hook, event: Event, spec: EventSpec) -> Answer | asyncio.Future[Answer]:
+    """Step a non-sync hook inline; return its answer, or a future for the rest."""
     if hook.mode is Mode.ASYNC:
         assert hook.fn is not None
         try:
             coro = hook.fn(event)
             first = coro.send(None)  # type: ignore[union-attr]
         except StopIteration as done:
-            return check_answer(hook, done.value, spec), None
+            return settle(hook, spec, done.value)
         except HookFailure as exc:
             return None, exc
         except Exception as exc:
             return None, crash(hook, exc)
-        return asyncio.ensure_future(_finish(hook, coro, first, spec))  # type: ignore[arg-type]
+        # It suspended: only now does it get a timer (~20 us each, issue 2).
+        deadline = None
+        if hook.timeout is not None:
+            deadline = asyncio.get_running_loop().time() + hook.timeout
+        resumed = Resume(coro, first)  # type: ignore[arg-type]
+        return asyncio.ensure_future(_guarded(hook, spec, resumed, deadline))
     return asyncio.ensure_future(call(hook, event, spec))
 
-async def _finish(
-    hook: Hook, coro: Coroutine[Any, Any, Any], first: Any, spec: EventSpec
-) -> Answer:
-    deadline = None
-    if hook.timeout is not None:
-        deadline = asyncio.get_running_loop().time() + hook.timeout
-    try:
-        answer = await finish_suspended(coro, first, deadline)
-    except TimeoutError:
-        return None, HookTimeout(f"hook {hook.qualified_name} timed out after "
-                                 f"{hook.timeout:g}s")
-    except HookFailure as exc:
-        return None, exc
-    except Exception as exc:
-        return None, crash(hook, exc)
-    try:
-        return check_answer(hook, answer, spec), None
-    except ContractError as exc:
-        return None, exc
 
-def call_sync(
-    hook: Hook, event: Event, spec: EventSpec
-) -> Answer:
+def call_sync(hook: Hook, event: Event, spec: EventSpec) -> Answer:
+    """Call a plain sync hook (no timer: it runs on the caller's thread)."""
     try:
         answer = hook.fn(event)  # type: ignore[misc]
     except HookFailure as exc:
         return None, exc
     except Exception as exc:
         return None, crash(hook, exc)
-    if answer is None:
-        return None, None
-    try:
-        return check_answer(hook, answer, spec), None
-    except ContractError as exc:
-        return None, exc
+    return settle(hook, spec, answer)
 
-async def call(
-    hook: Hook, event: Event, spec: EventSpec
-) -> Answer:
+
+async def call(hook: Hook, event: Event, spec: EventSpec) -> Answer:
     """Run one hook to completion, whatever its mode."""
     mode = hook.mode
     if mode is Mode.SYNC:
@@ -100,16 +75,23 @@ async def call(
         if isinstance(stepped, asyncio.Future):
             return await stepped
         return stepped
+    deadline = None
+    if hook.timeout is not None:
+        deadline = asyncio.get_running_loop().time() + hook.timeout
+    if mode is Mode.BLOCKING:
+        assert hook.fn is not None
+        return await _guarded(hook, spec, asyncio.to_thread(hook.fn, event), deadline)
+    assert hook.executor is not None
+    invocation = Invocation(event=event, hook=hook, invocation_id=new_id())
+    return await _guarded(hook, spec, hook.executor(invocation), deadline)
+
+
+async def _guarded(hook: Hook, spec: EventSpec, answer_of: Awaitable[Any],
+                   deadline: float | None) -> Answer:
+    """Await a hook's answer under its deadline; failures become values."""
     try:
-        if mode is Mode.BLOCKING:
-            assert hook.fn is not None
-            async with asyncio.timeout(hook.timeout):
-                answer = await asyncio.to_thread(hook.fn, event)
-        else:
-            assert hook.executor is not None
-            inv = Invocation(event=event, hook=hook, invocation_id=new_id())
-            async with asyncio.timeout(hook.timeout):
-                answer = await hook.executor(inv)
+        async with asyncio.timeout_at(deadline):
+            answer = await answer_of
     except TimeoutError:
         return None, HookTimeout(f"hook {hook.qualified_name} timed out after "
                                  f"{hook.timeout:g}s")
@@ -117,10 +99,18 @@ async def call(
         return None, exc
     except Exception as exc:
         return None, crash(hook, exc)
+    return settle(hook, spec, answer)
+
+
+def settle(hook: Hook, spec: EventSpec, answer: Any) -> Answer:
+    """A hook's raw answer checked against its event: a decision, or a contract error."""
+    if answer is None:
+        return None, None
     try:
         return check_answer(hook, answer, spec), None
     except ContractError as exc:
         return None, exc
+
 
 def crash(hook: Hook, exc: Exception) -> HookCrash:
     return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}")

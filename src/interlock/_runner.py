@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-class _Resume:
+class Resume:
     """Awaitable that continues a coroutine that has already been stepped once.
 
     The dispatcher steps an async hook's coroutine inline with ``send(None)``;
@@ -48,16 +48,6 @@ class _Resume:
                     value = coro.send(sent)
                 except StopIteration as stop:
                     return stop.value
-
-
-async def finish_suspended(coro: Coroutine[Any, Any, T], first: Any, deadline: float | None) -> T:
-    """Await the rest of a coroutine that suspended, until ``deadline`` (loop time)."""
-    if deadline is None:
-        result: T = await _Resume(coro, first)
-        return result
-    async with asyncio.timeout_at(deadline):
-        result = await _Resume(coro, first)
-        return result
 
 
 class LoopThread:
