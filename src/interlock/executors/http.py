@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import time
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -124,9 +125,12 @@ class HttpExecutor:
         if self.allowlist:
             log.warning("http hook %s may reach private targets through its allowlist: %s",
                         hook_name, ", ".join(self.allowlist.entries))
-        self._owns = client is None
-        self._client: httpx.AsyncClient = client or self._new_client()
-        self._loop: asyncio.AbstractEventLoop | None = None
+        self._shared = client
+        # Pooled connections belong to the event loop that opened them, so an
+        # executor used from several loops (the async API and the sync
+        # facade's loop thread) keeps one pool per loop.
+        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient]
+        self._clients = weakref.WeakKeyDictionary()
 
     def _new_client(self) -> PinnedClient:
         return PinnedClient(allow_private=self.allowlist, resolver=self._resolver,
@@ -136,17 +140,36 @@ class HttpExecutor:
         return f"HttpExecutor({self._shown!r}, hook_name={self.hook_name!r})"
 
     async def aclose(self) -> None:
-        """Close the connection pool (a shared client is left to its owner)."""
-        if self._owns:
-            await self._client.aclose()
+        """Close the connection pools (a shared client is left to its owner).
+
+        Pools opened on another running loop (such as the sync facade's loop
+        thread) are closed on that loop; a stopped loop's went with it.
+        """
+        current = asyncio.get_running_loop()
+        for loop, client in list(self._clients.items()):
+            del self._clients[loop]
+            if loop is current:
+                await client.aclose()
+            elif loop.is_running():
+                await asyncio.wrap_future(
+                    asyncio.run_coroutine_threadsafe(client.aclose(), loop))
+
+    def _client(self) -> httpx.AsyncClient:
+        if self._shared is not None:
+            return self._shared
+        loop = asyncio.get_running_loop()
+        client = self._clients.get(loop)
+        if client is None:
+            client = self._clients[loop] = self._new_client()
+        return client
 
     async def __call__(self, invocation: Invocation) -> Decision | None:
-        self._bind_loop()
+        client = self._client()
         body = msgspec.json.encode(invocation.wire())
         headers = self._headers(invocation, body)
         try:
             async with asyncio.timeout(self.timeout):
-                async with self._client.stream("POST", self.url, content=body,
+                async with client.stream("POST", self.url, content=body,
                                                headers=headers) as resp:
                     return await self._answer(resp)
         except (TimeoutError, httpx.TimeoutException):
@@ -164,15 +187,6 @@ class HttpExecutor:
 
     def _me(self) -> str:
         return f"http hook {self.hook_name} ({self._shown})"
-
-    def _bind_loop(self) -> None:
-        # Pooled connections belong to the event loop that opened them; a
-        # client first used on a loop that has since gone is replaced.
-        loop = asyncio.get_running_loop()
-        if self._loop is not loop:
-            if self._loop is not None and self._owns:
-                self._client = self._new_client()
-            self._loop = loop
 
     def _headers(self, invocation: Invocation, body: bytes) -> dict[str, str]:
         headers = {
