@@ -64,6 +64,7 @@ Route = Callable[["_Handler", Seen], None]
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so pooling can be observed
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -447,6 +448,14 @@ async def test_connection_refused_is_a_retryable_transport_failure(
         await ex(invocation())
     assert info.value.retryable
     assert "ConnectError" in str(info.value)
+
+
+async def test_unresolvable_name_is_a_retryable_failure(
+        make_executor: Callable[..., HttpExecutor]) -> None:
+    ex = make_executor("http://gone.example.test/hook")
+    with pytest.raises(HookFailure, match=r"could not resolve gone\.example\.test") as info:
+        await ex(invocation())
+    assert info.value.retryable
 
 
 async def test_one_total_timeout_covers_a_server_that_stalls(

@@ -119,6 +119,10 @@ HOSTILE = [
     ("gopher://hooks.example.com:70/", "scheme", "'gopher' is not allowed"),
     ("ws://hooks.example.com/", "scheme", "'ws' is not allowed"),
     ("http:///nohost", "no-host", "no host"),
+    # look-alikes that must not parse as something else
+    ("http://１２７.０.０.１/", "invalid-url", "not a valid URL"),
+    ("http://[0:0:0:0:0:ffff:7f00:1]/", "loopback", "embeds 127.0.0.1 (IPv4-mapped)"),
+    ("http://%31%32%37.0.0.1/", "host-chars", "characters no DNS name has"),
 ]
 
 
