@@ -715,8 +715,9 @@ async def test_tls_through_the_pin_sends_sni_and_verifies_the_hostname(
             # Same address, a name the certificate does not carry: refused.
             wrong = HttpExecutor(srv.url("/hook", host="other.example.test",
                                          scheme="https"), hook_name="tls", client=client)
-            with pytest.raises(HookCrash, match=r"CERTIFICATE_VERIFY_FAILED|hostname"):
+            with pytest.raises(HookCrash, match=r"CERTIFICATE_VERIFY_FAILED|hostname") as info:
                 await wrong(invocation())
+            assert not info.value.retryable
             assert len(srv.seen) == 1
     finally:
         srv.close()

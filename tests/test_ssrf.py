@@ -309,3 +309,48 @@ def test_names_are_not_numbers() -> None:
     for host in ["hooks.example.com", "0x7f.example.com", "127.0.0.1.nip.io", "08.0.0.1",
                  "256.0.0.1", "1.2.3.4.5", "1e3"]:
         assert parse_numeric_host(host) is None, host
+
+
+def _refused(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    try:
+        check_address("h", address)
+    except SSRFError:
+        return True
+    return False
+
+
+@given(st.ip_addresses(v=4))
+def test_wrapping_an_ipv4_address_never_changes_the_verdict(v4: ipaddress.IPv4Address) -> None:
+    n = int(v4)
+    wrapped = {
+        "mapped": ipaddress.IPv6Address((0xFFFF << 32) | n),
+        "6to4": ipaddress.IPv6Address((0x2002 << 112) | (n << 80) | 1),
+        "nat64": ipaddress.IPv6Address((0x64FF9B << 96) | n),
+        # Teredo with a public server (65.54.227.120); the client is XOR'ed.
+        "teredo": ipaddress.IPv6Address((0x20010000 << 96) | (0x4136E378 << 64)
+                                        | (n ^ 0xFFFFFFFF)),
+    }
+    for how, v6 in wrapped.items():
+        assert _refused(v6) == _refused(v4), (how, str(v6))
+    # Deprecated or local-use carriers are refused whatever they carry.
+    assert _refused(ipaddress.IPv6Address(n)) or n <= 1
+    assert _refused(ipaddress.IPv6Address((0x64FF9B0001 << 80) | n))
+
+
+@given(st.ip_addresses(v=4))
+def test_everything_the_stdlib_calls_non_global_is_refused_v4(
+        v4: ipaddress.IPv4Address) -> None:
+    if not v4.is_global:
+        assert _refused(v4)
+
+
+_CARRIER_PREFIXES = [ipaddress.ip_network(n) for n in
+                     ("::ffff:0:0/96", "2001::/32", "2002::/16", "64:ff9b::/96")]
+
+
+@given(st.ip_addresses(v=6))
+def test_everything_the_stdlib_calls_non_global_is_refused_v6(
+        v6: ipaddress.IPv6Address) -> None:
+    # Carriers are judged by what they carry (the test above), not by prefix.
+    if not v6.is_global and not any(v6 in net for net in _CARRIER_PREFIXES):
+        assert _refused(v6)

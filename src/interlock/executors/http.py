@@ -9,7 +9,8 @@ Failures are :class:`~interlock.HookFailure` subclasses whose ``retryable`` and
 ``retry_after`` tell the reliability wrappers what to do:
 
     transport error, timeout, 408, 425, 429, 5xx   retryable (Retry-After kept)
-    other 4xx, redirect, refused target, bad body  terminal
+    other 4xx, redirect, refused target, bad body,
+    a certificate that does not verify             terminal
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import email.utils
 import logging
 import os
 import re
+import ssl
 import time
 import weakref
 from collections.abc import Mapping, Sequence
@@ -179,8 +181,10 @@ class HttpExecutor:
             raise SSRFError(f"{self._me()}: {exc}", reason=exc.reason, host=exc.host,
                             address=exc.address) from None
         except httpx.TransportError as exc:
+            # A certificate that does not verify will not verify on a retry.
             raise HookCrash(f"{self._me()}: {type(exc).__name__}: {exc}",
-                            retryable=True) from None
+                            retryable=not _caused_by(exc, ssl.SSLCertVerificationError)
+                            ) from None
         except httpx.HTTPError as exc:
             raise HookCrash(f"{self._me()}: {type(exc).__name__}: {exc}",
                             retryable=False) from None
@@ -300,6 +304,17 @@ def retry_after(value: str | None, *, now: float | None = None) -> float | None:
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(8):  # a short chain; never loop on a cycle
+        if seen is None:
+            return False
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _check_env_headers(mapping: Mapping[str, str]) -> dict[str, str]:
