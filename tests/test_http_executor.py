@@ -624,6 +624,11 @@ async def test_missing_environment_variable_is_a_terminal_failure_naming_it(
             await ex(invocation())
         assert info.value.mode is FailureMode.INELIGIBLE
         assert not info.value.retryable
+    monkeypatch.setenv("SMUGGLER", "ok\r\nX-Injected: 1")
+    ex = make_executor(server.url("/hook"), headers_from_env={"X-Token": "SMUGGLER"})
+    with pytest.raises(HookFailure, match="line break") as info:
+        await ex(invocation())
+    assert not info.value.retryable
     assert server.seen == []
 
 

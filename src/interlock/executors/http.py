@@ -24,7 +24,7 @@ import ssl
 import time
 import weakref
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import msgspec
@@ -39,6 +39,9 @@ from interlock._errors import (
     HookTimeout,
 )
 from interlock._hooks import Invocation
+
+if TYPE_CHECKING:
+    from interlock._hooks import Executor
 from interlock.net import signing
 from interlock.net.pinned import PinnedClient
 from interlock.net.ssrf import Allowlist, Resolver, SSRFError, check_url, parse_url
@@ -172,7 +175,7 @@ class HttpExecutor:
         try:
             async with asyncio.timeout(self.timeout):
                 async with client.stream("POST", self.url, content=body,
-                                               headers=headers) as resp:
+                                         headers=headers) as resp:
                     return await self._answer(resp)
         except (TimeoutError, httpx.TimeoutException):
             raise HookTimeout(f"{self._me()}: no complete answer within "
@@ -215,6 +218,10 @@ class HttpExecutor:
             raise HookFailure(f"{self._me()}: {what} needs environment variable {var}, "
                               f"which is not set (fix: export {var} for the process that "
                               "runs Interlock)", mode=FailureMode.INELIGIBLE, retryable=False)
+        if any(c in value for c in "\r\n\0"):
+            raise HookFailure(f"{self._me()}: environment variable {var} ({what}) holds a "
+                              "line break or NUL, which no header may carry",
+                              mode=FailureMode.INELIGIBLE, retryable=False)
         return value
 
     async def _answer(self, resp: httpx.Response) -> Decision | None:
@@ -334,3 +341,8 @@ def _check_env_headers(mapping: Mapping[str, str]) -> dict[str, str]:
                               fix=f'export the secret and write {header} = "HOOK_TOKEN"')
         out[header] = var
     return out
+
+
+if TYPE_CHECKING:
+    def _is_an_executor(x: HttpExecutor) -> Executor:  # mypy checks the protocol here
+        return x
