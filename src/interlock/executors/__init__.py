@@ -1,0 +1,1 @@
+"""Executors: how out-of-process hooks (command, worker, http, ...) are run."""
