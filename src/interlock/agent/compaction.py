@@ -47,7 +47,7 @@ async def compact(agent: Agent, trigger: str = "auto") -> str:
     session = agent.session
     msgs = session.messages
     cut = _cut(msgs, agent.options.keep_recent)
-    if cut <= 0:
+    if cut < 2:  # replacing one message by a summary saves nothing
         return "nothing to compact"
     gate = await agent.gate("before_compaction", trigger=trigger, message_count=len(msgs),
                             tokens=estimate_tokens(msgs))
