@@ -48,7 +48,6 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
                         sys.stdout.write(f"{reply}\n")
                     continue
                 result = await agent.run(line)
-                sys.stdout.write("\n")
                 if not result.ok:
                     sys.stderr.write(f"[{result.status.value}] {result.text}\n")
             await agent.close()
