@@ -471,3 +471,36 @@ async def test_tool_result_persist_and_after_tool_call_change_what_is_kept(eng, 
     result = json.loads(tool_messages(model, 1)[0]["content"])
     assert result["error"] == "tool result blocked"
     assert "leaks secrets" in result["reason"]
+
+
+async def test_mcp_tools_are_named_by_server_and_matchers_select_them(eng, tmp_path):
+    from interlock.agent import Agent, AgentOptions, ToolRegistry
+    from interlock.testing import ScriptedModel
+    from interlock.tooling import ToolSpec
+
+    def issue(args, ctx):
+        return {"issue": args["n"]}
+
+    tools = ToolRegistry([ToolSpec("mcp__github__get_issue", "get", {"type": "object"}, issue),
+                          ToolSpec("mcp__jira__get_issue", "get", {"type": "object"}, issue)])
+    eng.on("before_tool_call", lambda e: block("no github"), matcher="mcp__github__*")
+    model = ScriptedModel([{"tool_calls": [call("mcp__github__get_issue", n=1),
+                                           call("mcp__jira__get_issue", n=2)]}, {"text": "ok"}])
+    agent = Agent(eng, model, options=AgentOptions(cwd=tmp_path), tools=tools)
+    await agent.run("go")
+    gh, jira = (json.loads(m["content"]) for m in tool_messages(model, 1))
+    assert gh["reason"] == "no github"
+    assert jira == {"issue": 2}
+    with pytest.raises(Exception, match="mcp__<server>__<tool>"):
+        ToolRegistry([ToolSpec("github.get", "x", {"type": "object"}, issue)])
+
+
+async def test_subagents_nest_only_to_the_depth_cap(eng, tmp_path):
+    steps = [{"tool_calls": [call("delegate", task="a")]},
+             {"tool_calls": [call("delegate", task="b")]},  # depth 1 may not delegate
+             {"text": "child done"},
+             {"text": "parent done"}]
+    agent, model = make_agent(eng, steps, tmp_path, max_depth=1)
+    assert (await agent.run("go")).text == "parent done"
+    child_result = next(m for m in model.calls[2].messages if m["role"] == "tool")
+    assert "unknown tool 'delegate'" in child_result["content"]
