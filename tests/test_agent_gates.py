@@ -504,3 +504,41 @@ async def test_subagents_nest_only_to_the_depth_cap(eng, tmp_path):
     assert (await agent.run("go")).text == "parent done"
     child_result = next(m for m in model.calls[2].messages if m["role"] == "tool")
     assert "unknown tool 'delegate'" in child_result["content"]
+
+
+async def test_a_symlink_into_a_protected_path_is_refused(eng, tmp_path):
+    (tmp_path / ".interlock").mkdir()
+    (tmp_path / ".interlock/config.toml").write_text("keep")
+    (tmp_path / "innocent.txt").symlink_to(tmp_path / ".interlock/config.toml")
+    steps = [{"tool_calls": [call("write_file", path="innocent.txt", content="pwned")]},
+             {"text": "ok"}]
+    agent, model = make_agent(eng, steps, tmp_path)
+    await agent.run("go")
+    assert "protected" in json.loads(tool_messages(model, 1)[0]["content"])["reason"]
+    assert (tmp_path / ".interlock/config.toml").read_text() == "keep"
+
+
+async def test_a_permission_prompt_nobody_answers_in_time_is_a_denial(eng, tmp_path):
+    async def away(prompt):
+        await asyncio.Event().wait()
+
+    steps = [{"tool_calls": [call("terminal", command="touch x")]}, {"text": "ok"}]
+    agent, model = make_agent(eng, steps, tmp_path, ask_person=away, permission_timeout=0.1,
+                              permissions=[PermissionRule("terminal", "*", "ask")])
+    await agent.run("go")
+    reason = json.loads(tool_messages(model, 1)[0]["content"])["reason"]
+    assert reason == "nobody answered the permission prompt within 0.1s"
+    assert not (tmp_path / "x").exists()
+
+
+async def test_a_provider_that_crashes_is_an_llm_error_not_a_crash(eng, tmp_path):
+    errors = []
+    eng.on("llm_error", lambda e: errors.append(e.error))
+
+    def broken(request):
+        raise KeyError("choices")
+
+    agent, _ = make_agent(eng, [broken], tmp_path)
+    result = await agent.run("go")
+    assert result.status == "error"
+    assert errors == ["the model provider failed: KeyError: 'choices'"]

@@ -40,6 +40,18 @@ BUFFERING_EVENTS = ("after_llm_call", "before_message_send")
 """While a hook is on one of these, reply text is not streamed before it passed."""
 
 
+RECORDED_MESSAGES = 20
+"""before_llm_call payloads are recorded with their last messages only: the whole
+transcript on every call would make the event log grow with the square of its length."""
+
+
+def _recordable(event: Event) -> dict[str, Any]:
+    data = event.to_dict()
+    if event.name == "before_llm_call" and len(data["messages"]) > RECORDED_MESSAGES:
+        data["messages"] = data["messages"][-RECORDED_MESSAGES:]
+    return data
+
+
 class RunStopped(Exception):
     """A hook answered ``stop``: the run ends and the reason goes to the user."""
 
@@ -171,7 +183,7 @@ class Agent:
         """Write new messages and recorded events (redacted) in one transaction."""
         recorded, self._recorded = self._recorded, []
         self.session.events.extend(
-            (ev.name, ev.to_dict(), outcome.to_dict(ev)) for ev, outcome in recorded)
+            (ev.name, _recordable(ev), outcome.to_dict(ev)) for ev, outcome in recorded)
         if self.store is not None:
             self.store.save(self.session)
         else:

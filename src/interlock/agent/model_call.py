@@ -91,6 +91,15 @@ def _unique_ids(agent: Agent, calls: list[ToolCall]) -> list[ToolCall]:
 
 
 async def _ask_model(agent: Agent, request: ModelRequest, stream: bool) -> ModelResponse:
+    try:
+        return await _provider_call(agent, request, stream)
+    except ModelError:
+        raise
+    except Exception as exc:  # a provider's bug is a failed call, not a crashed run
+        raise ModelError(f"the model provider failed: {type(exc).__name__}: {exc}") from exc
+
+
+async def _provider_call(agent: Agent, request: ModelRequest, stream: bool) -> ModelResponse:
     on_text = agent.options.on_text
     if not stream or on_text is None:
         return await agent.model.complete(request)

@@ -45,6 +45,8 @@ class AgentOptions:
     """Declarative rules: the policy of non-interactive runs."""
     ask_person: AskPerson | None = None
     """Interactive runs: asks a person; None means no person can answer."""
+    permission_timeout: float = 300.0
+    """Seconds to wait for a person's answer; no answer in time is a denial."""
     on_text: Callable[[str], None] | None = None
     """Receives reply text: streamed deltas, or the whole text once hooks passed it."""
     on_step: Callable[[str, dict[str, Any]], None] | None = None

@@ -209,10 +209,18 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
                         message=f"{call.name} needs permission: {redact(reason or '')}")
     answer = ask_person(PermissionPrompt(call.name, dict(args), reason, agent.session.id))
     if inspect.isawaitable(answer):
-        answer = await answer
+        try:
+            answer = await asyncio.wait_for(_awaited(answer), agent.options.permission_timeout)
+        except TimeoutError:
+            return await _denied(agent, call, args, "nobody answered the permission prompt "
+                                 f"within {agent.options.permission_timeout:g}s")
     if answer:
         return None
     return await _denied(agent, call, args, "denied by the user")
+
+
+async def _awaited(value: Any) -> Any:
+    return await value
 
 
 async def _denied(agent: Agent, call: ToolCall, args: dict[str, Any], reason: str) -> str:
