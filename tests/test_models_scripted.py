@@ -80,3 +80,17 @@ def test_resolve_model_errors_are_clear(tmp_path):
     with pytest.raises(ConfigError, match="cannot read the script"):
         resolve_model(f"scripted:{tmp_path / 'missing.yaml'}")
     assert resolve_model("ext:m", providers={"ext": lambda n: ScriptedModel([n])})[1] == "ext:m"
+
+
+def test_run_agent_drives_the_reference_agent_in_one_call(tmp_path, monkeypatch):
+    from interlock import Engine
+    from interlock.testing import run_agent
+
+    monkeypatch.setenv("INTERLOCK_STATE_DIR", str(tmp_path / "state"))
+    engine = Engine()
+    model = ScriptedModel([{"tool_calls": [{"name": "list_dir", "args": {}}]},
+                           {"match": "entries", "text": "listed"}])
+    result = run_agent(engine, model, "list", cwd=tmp_path)
+    engine.close()
+    assert (result.status, result.text) == ("completed", "listed")
+    model.assert_done()
