@@ -5,17 +5,30 @@
     sink = RecordingSink()
     engine = Engine(sinks=[sink])
     outcome = fire(engine, "before_tool_call", tool_name="terminal", args={"command": "ls"})
+
+Drive the reference agent with a scripted model (no network):
+
+    from interlock.testing import ScriptedModel, run_agent
+
+    model = ScriptedModel([{"tool_calls": [{"name": "terminal", "args": {"command": "ls"}}]},
+                           {"text": "done"}])
+    result = run_agent(engine, model, "list the files", cwd=tmp_path)
+    model.assert_done()
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlock._dispatch import Engine
 from interlock._outcome import Outcome
 from interlock._sinks import FailureRecord
 from interlock.events import make
+from interlock.models.scripted import ScriptedModel, ScriptExhausted, ScriptMismatch, Step
+
+if TYPE_CHECKING:
+    from interlock.agent import RunResult
 
 
 class RecordingSink:
@@ -49,3 +62,22 @@ async def afire(engine: Engine, event: str, payload: dict[str, Any] | None = Non
                 **fields: Any) -> Outcome:
     """Build event ``event`` from fields and emit it through the async API."""
     return await engine.emit(make(event, payload, **fields))
+
+
+def run_agent(engine: Engine, model: Any, prompt: str, **options: Any) -> RunResult:
+    """Run the reference agent once on ``prompt`` (sync helper); options are AgentOptions."""
+    import asyncio
+
+    from interlock.agent import Agent, AgentOptions
+
+    async def go() -> RunResult:
+        agent = Agent(engine, model, options=AgentOptions(**options))
+        result = await agent.run(prompt)
+        await agent.close()
+        return result
+
+    return asyncio.run(go())
+
+
+__all__ = ["RecordingSink", "ScriptExhausted", "ScriptMismatch", "ScriptedModel", "Step",
+           "afire", "fire", "run_agent"]

@@ -8,7 +8,7 @@ import typer
 def register(app: typer.Typer) -> None:
     @app.command("demo")
     def demo_cmd() -> None:
-        """Fire a short scripted run's events through three policy hooks and show each step."""
+        """Run the reference agent on a scripted session with three policy hooks, offline."""
         from interlock.demo import run_demo
 
         raise SystemExit(run_demo())

@@ -1,0 +1,58 @@
+"""The interactive loop behind `interlock chat`.
+
+Input is read on a worker thread so hooks keep running on the loop; a tool
+that needs permission asks on the terminal (after a notification event).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from interlock.agent.host import RunSpec, _print_step, build_agent
+from interlock.agent.options import PermissionPrompt
+
+
+def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
+    async def ask_person(prompt: PermissionPrompt) -> bool:
+        answer = await asyncio.to_thread(
+            read, f"allow {prompt.tool_name} {prompt.args}? ({prompt.reason}) [y/N] ")
+        return answer.strip().lower() in ("y", "yes")
+
+    def on_text(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    agent = build_agent(spec, interactive=True, on_text=on_text, on_step=_print_step,
+                        ask_person=ask_person)
+    sys.stderr.write(f"session {agent.session.id} · model {agent.session.model} · "
+                     "/help for commands, /exit to quit\n")
+
+    async def loop() -> None:
+        try:
+            while True:
+                try:
+                    line = await asyncio.to_thread(read, "> ")
+                except EOFError:
+                    break
+                line = line.strip()
+                if not line:
+                    continue
+                if line in ("/exit", "/quit"):
+                    break
+                if line.startswith("/"):
+                    reply: Any = await agent.command(line)
+                    if reply:
+                        sys.stdout.write(f"{reply}\n")
+                    continue
+                result = await agent.run(line)
+                if not result.ok:
+                    sys.stderr.write(f"[{result.status.value}] {result.text}\n")
+            await agent.close()
+        finally:
+            agent.engine.close()
+
+    asyncio.run(loop())
+    return 0

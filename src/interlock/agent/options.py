@@ -1,0 +1,98 @@
+"""What a run is configured with, and what it returns."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from interlock.agent.permissions import PermissionRule
+
+DEFAULT_SYSTEM_PROMPT = (
+    "You are a careful coding agent. Use the tools to inspect and change the "
+    "workspace; explain what you did when you are done."
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PermissionPrompt:
+    """What a person is asked when a tool call needs permission."""
+
+    tool_name: str
+    args: dict[str, Any]
+    reason: str | None
+    session_id: str
+
+
+AskPerson = Callable[[PermissionPrompt], "bool | Awaitable[bool]"]
+
+
+@dataclass(slots=True)
+class AgentOptions:
+    """Settings of one agent (a subagent inherits its parent's)."""
+
+    model: str = "scripted"
+    """Model name shown in events and sent to the provider."""
+    system_prompt: str = DEFAULT_SYSTEM_PROMPT
+    cwd: Path = field(default_factory=Path.cwd)
+    """Working directory of the tools."""
+    project_root: Path | None = None
+    """Where ``.interlock/`` lives; defaults to cwd."""
+    platform: str = "cli"
+    permissions: list[PermissionRule] = field(default_factory=list)
+    """Declarative rules: the policy of non-interactive runs."""
+    ask_person: AskPerson | None = None
+    """Interactive runs: asks a person; None means no person can answer."""
+    permission_timeout: float = 300.0
+    """Seconds to wait for a person's answer; no answer in time is a denial."""
+    on_text: Callable[[str], None] | None = None
+    """Receives reply text: streamed deltas, or the whole text once hooks passed it."""
+    on_step: Callable[[str, dict[str, Any]], None] | None = None
+    """Receives progress (tool calls, results, blocks) for displays such as the demo."""
+    stream: bool = True
+    max_turns: int = 25
+    tool_timeout: float = 120.0
+    """Seconds one tool call may take (terminal has its own ``timeout`` argument too)."""
+    output_cap: int = 30_000
+    """Characters of tool output kept."""
+    tool_retry_cap: int = 2
+    """Retries of one tool call that a tool_error hook may ask for."""
+    llm_retry_cap: int = 2
+    """Retries of one model call that an llm_error hook may ask for."""
+    context_cap: int = 10_000
+    """Characters of each hook context text."""
+    token_budget: int = 60_000
+    """Estimated transcript tokens above which the transcript is compacted."""
+    keep_recent: int = 6
+    """Messages kept verbatim by compaction."""
+    max_depth: int = 2
+    """Deepest subagent nesting."""
+    protected: list[Path] = field(default_factory=list)
+    """Extra protected paths, beside .interlock/, $INTERLOCK_HOME and the state dir."""
+
+
+class RunStatus(enum.StrEnum):
+    COMPLETED = "completed"
+    RESPONDED = "responded"
+    """A user_input hook answered instead of the model."""
+    BLOCKED = "blocked"
+    STOPPED = "stopped"
+    ERROR = "error"
+
+
+@dataclass(slots=True)
+class RunResult:
+    """What ``Agent.run`` returns."""
+
+    status: RunStatus
+    text: str = ""
+    """The final reply (or the block / stop / error reason)."""
+    session_id: str = ""
+    turns: int = 0
+    reason: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status in (RunStatus.COMPLETED, RunStatus.RESPONDED)
