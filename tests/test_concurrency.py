@@ -412,3 +412,19 @@ async def test_async_hook_answering_garbage_without_suspending_is_isolated(engin
     out = await engine.emit(ev())
     assert out.blocked
     assert sink.failures[0].mode.value == "contract"
+
+
+def test_replay_mode_reaches_executors_through_the_sync_facade(engine):
+    from interlock import Hook
+    from interlock._invoke import is_replay, replay_mode
+
+    seen = []
+
+    async def executor(invocation):
+        seen.append((invocation.replay, is_replay(), invocation.wire()["replay"]))
+
+    engine.register(Hook(name="x", events=("before_tool_call",), executor=executor))
+    engine.emit_sync(ev())
+    with replay_mode():
+        engine.emit_sync(ev())
+    assert seen == [(False, False, False), (True, True, True)]

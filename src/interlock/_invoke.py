@@ -8,10 +8,12 @@ executors are awaited, both under their timeout.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import itertools
 import os
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from interlock._catalog import EventSpec, Kind
@@ -22,6 +24,26 @@ from interlock._runner import Resume
 from interlock.events import Event
 
 Answer = tuple[Decision | None, HookFailure | None]
+
+_REPLAY: contextvars.ContextVar[bool] = contextvars.ContextVar("interlock_replay", default=False)
+"""True while `interlock replay` re-evaluates a recorded session."""
+
+
+def is_replay() -> bool:
+    """True when the current dispatch is a replay: hooks with side effects
+    (checkpoints, loggers) should skip them."""
+    return _REPLAY.get()
+
+
+@contextlib.contextmanager
+def replay_mode() -> Iterator[None]:
+    """Mark every dispatch inside the block as a replay (Invocation.replay)."""
+    token = _REPLAY.set(True)
+    try:
+        yield
+    finally:
+        _REPLAY.reset(token)
+
 
 _ids = itertools.count(1)
 _prefix = os.urandom(4).hex()
@@ -82,7 +104,8 @@ async def call(hook: Hook, event: Event, spec: EventSpec) -> Answer:
         assert hook.fn is not None
         return await _guarded(hook, spec, asyncio.to_thread(hook.fn, event), deadline)
     assert hook.executor is not None
-    invocation = Invocation(event=event, hook=hook, invocation_id=new_id())
+    invocation = Invocation(event=event, hook=hook, invocation_id=new_id(),
+                            replay=_REPLAY.get())
     return await _guarded(hook, spec, hook.executor(invocation), deadline)
 
 

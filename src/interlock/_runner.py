@@ -4,6 +4,7 @@ background loop that observers, background hooks and the sync facade share."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
@@ -88,7 +89,30 @@ class LoopThread:
         return self._thread is not None and threading.current_thread() is self._thread
 
     def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop)
+        """Run ``coro`` on the loop thread in a copy of the caller's context.
+
+        The caller's contextvars (replay mode, tracing context) reach the
+        hooks, as they would with ``await`` on the caller's own loop.
+        """
+        ctx = contextvars.copy_context()
+        result: Future[T] = Future()
+        loop = self.loop
+
+        def start() -> None:
+            task = loop.create_task(coro, context=ctx)
+
+            def done(t: asyncio.Task[T]) -> None:
+                if t.cancelled():
+                    result.cancel()
+                elif (exc := t.exception()) is not None:
+                    result.set_exception(exc)
+                else:
+                    result.set_result(t.result())
+
+            task.add_done_callback(done)
+
+        loop.call_soon_threadsafe(start)
+        return result
 
     def run(self, coro: Coroutine[Any, Any, T]) -> T:
         if self.in_thread():

@@ -19,6 +19,7 @@ from typing import Any
 from interlock._catalog import BY_NAME, Kind
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError
+from interlock._invoke import replay_mode
 from interlock.events import make
 
 
@@ -102,7 +103,8 @@ def replay(engine: Engine, records: Iterable[tuple[int, dict[str, Any]]], *,
             report.skipped_observe += 1
             continue
         event = make(name, record["payload"], source=f"{source}:{lineno}")
-        outcome = engine.emit_sync(event)
+        with replay_mode():  # hooks see Invocation.replay / interlock.is_replay()
+            outcome = engine.emit_sync(event)
         now = outcome.to_record(event)
         old = record.get("outcome") or {}
         report.evaluated += 1
