@@ -70,6 +70,8 @@ class Installer:
                 return "folder"
             if (path / "HEAD").is_file() or (path / ".git").exists():
                 return "git"
+            if (path / "pyproject.toml").is_file():
+                return "package"  # a Python project: pip builds and installs it
             raise ConfigError(f"{source} has no extension.toml and is not a git repository",
                               field="source", fix="point at the extension's folder")
         if _GIT_URL.search(source):
@@ -137,6 +139,12 @@ class Installer:
         if path.is_file():
             artifact = file_sha256(path)
             dist_name = _dist_name_of_file(path)
+            spec = str(path.resolve())
+        elif path.is_dir():
+            import tomllib
+
+            project = tomllib.loads((path / "pyproject.toml").read_text()).get("project", {})
+            dist_name = str(project.get("name", ""))
             spec = str(path.resolve())
         else:
             dist_name = re.split(r"[<>=!~\[ ;@]", source, maxsplit=1)[0]
