@@ -27,13 +27,13 @@ _PATTERNS: tuple[tuple[str, int, str], ...] = (
                     r"\b(?:previous|prior|above|earlier|preceding|all|any|your|the|system)\b"
                     r"[^.\n]{0,20}?\b(?:instructions?|prompts?|rules|guidelines|directives|"
                     r"context|messages?)\b"),
-    ("new-instructions", 2, r"\b(?:new|updated|real|actual|revised)\s+(?:system\s+)?"
+    ("new-instructions", 3, r"\b(?:new|updated|real|actual|revised)\s+(?:system\s+)?"
                             r"instructions?\s*[:\-]"),
     ("role-reassign", 2, r"\byou\s+are\s+(?:now|no\s+longer)\b|\bfrom\s+now\s+on,?\s+you\b|"
                          r"\bact\s+as\s+(?:an?\s+)?(?:unrestricted|jailbroken|DAN)\b"),
     ("fake-role-marker", 3, r"<\|?(?:im_start|im_end|system|endoftext)\|?>|^\s*#{2,}\s*system\b|"
                             r"\[/?(?:INST|SYS)\]|^\s*(?:system|assistant)\s*:\s"),
-    ("exfiltrate-prompt", 2, r"\b(?:reveal|print|show|repeat|output|leak)\b[^.\n]{0,30}"
+    ("exfiltrate-prompt", 3, r"\b(?:reveal|print|show|repeat|output|leak)\b[^.\n]{0,30}"
                              r"\b(?:system\s+prompt|hidden\s+instructions|initial\s+prompt)\b"),
     ("developer-mode", 2, r"\b(?:developer|god|jailbreak|DAN)\s+mode\b"),
     ("secrecy", 1, r"\bdo\s+not\s+(?:tell|inform|mention\s+(?:this\s+)?to)\s+the\s+user\b"),
@@ -100,6 +100,9 @@ def _text_of(value: object) -> str:
 class InjectionFilter:
     action: Action = Action.WRAP
     threshold: int = 3
+
+    def __post_init__(self) -> None:
+        self.action = Action(self.action)
 
     def check(self, event: Event) -> Decision | None:
         if event.name == "after_tool_call":
