@@ -150,3 +150,14 @@ def test_the_bundled_hook_blocks_file_tools_and_terminal(world):
         assert os.path.exists(project / "src" / "app.py")
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("command", [
+    "python3 -c \"print(open('/home/alice/.ssh/id_rsa').read())\"",
+    "node -e \"require('fs').readFileSync('.env')\"",
+    "awk '{print}' $HOME/.ssh/id_rsa",
+])
+def test_paths_inside_inline_scripts_are_refused(world, command):
+    sandbox, home, project = world
+    command = command.replace("/home/alice", str(home))
+    assert sandbox.check_command(command, str(project)) is not None, command

@@ -87,12 +87,45 @@ def check(command: str, *, home: str = "/root", cwd: str = "",
                            f"({exc}); rewrite it plainly")
         return None
     branches = tuple(protected_branches)
+    downloaded: set[str] = set()
     for cmd in commands:
         for rule in _RULES:
             found = rule(cmd, home, branches)
             if found is not None:
                 return found
+        found = _run_downloaded(cmd, downloaded)
+        if found is not None:
+            return found
     return _fork_bomb(command)
+
+
+def _run_downloaded(cmd: Command, downloaded: set[str]) -> Finding | None:
+    """``curl -o x.sh URL && sh x.sh``: curl | sh in two steps."""
+    if cmd.name in DOWNLOADERS:
+        args = cmd.args
+        for i, a in enumerate(args):
+            if a in ("-o", "-O", "--output", "--output-document") and i + 1 < len(args):
+                downloaded.add(_norm(args[i + 1], cmd.cwd))
+            elif a.startswith(("--output=", "--output-document=")):
+                downloaded.add(_norm(a.split("=", 1)[1], cmd.cwd))
+        for op, target in cmd.redirects:
+            if op in (">", ">>", ">|"):
+                downloaded.add(_norm(target, cmd.cwd))
+        return None
+    if not downloaded or not cmd.argv:
+        return None
+    runs = _norm(cmd.argv[0], cmd.cwd) if "/" in cmd.argv[0] else None
+    if cmd.name in SHELLS or cmd.name in ("source", ".", "python", "python3", "perl", "ruby",
+                                            "node"):
+        script = next((a for a in cmd.args if not a.startswith("-")), None)
+        runs = _norm(script, cmd.cwd) if script else None
+    if runs is not None and runs in downloaded:
+        return Finding("download-exec", f"a downloaded file is executed by `{cmd.name}`")
+    return None
+
+
+def _norm(path: str, cwd: str) -> str:
+    return posixpath.normpath(posixpath.join(cwd or "/", path))
 
 
 # -- paths ---------------------------------------------------------------------

@@ -35,6 +35,8 @@ PATH_KEYS = ("path", "file_path", "filepath", "paths", "target", "source", "dest
 TERMINAL_TOOLS = ("terminal", "shell", "bash", "exec_command", "run_command")
 _GLOB = re.compile(r"[*?\[]")
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+_EMBEDDED = re.compile(r"(?<![\w.:/])(?:~|\$HOME|\$\{HOME\})?/[^\s'\"`;|&<>(),]+"
+                       r"|(?<![\w/])[\w./-]*\.env(?:\.[\w-]+)?(?![\w-])")
 
 
 @dataclass
@@ -125,6 +127,12 @@ class Sandbox:
         words = list(cmd.argv)
         targets = [t for _op, t in cmd.redirects]
         for i, word in enumerate(words + targets):
+            # Paths inside inline scripts (python -c "open('/x')"): deny lists only.
+            for embedded in _EMBEDDED.findall(word):
+                if embedded != word:
+                    why = self.check_path(embedded, cmd.cwd, require_allow=False)
+                    if why:
+                        return why
             for candidate in _path_candidates(word):
                 looks_like_path = "/" in candidate or candidate.startswith(("~", "."))
                 for path in self._globbed(candidate, cmd.cwd):

@@ -333,6 +333,9 @@ def _command(node: Any, scope: _Scope, depth: int, via: str,
         scope.env[name] = value
     yield from subs
     if not argv:
+        if redirects:  # a bare `> /dev/sda` still writes
+            yield Command(argv=[], opaque=[], cwd=scope.cwd, redirects=redirects,
+                          depth=depth, via=via)
         return
     if stdin_text is None and upstream:
         stdin_text = _literal_output(upstream[-1])
@@ -361,7 +364,8 @@ def _literal_output(cmd: Command) -> str | None:
         words = [w for w in cmd.args if not re.fullmatch(r"-[neE]+", w)]
         return " ".join(words)
     if cmd.name == "printf" and cmd.args:
-        return " ".join(cmd.args)
+        text = " ".join(cmd.args)
+        return text.replace("\\n", "\n").replace("\\t", "\t")
     if cmd.name == "cat" and not cmd.args and cmd.stdin_text is not None:
         return cmd.stdin_text
     return None
@@ -411,7 +415,9 @@ def shell_script_of(cmd: Command) -> tuple[str, str] | None:
     name = cmd.name
     if name == "eval":
         return " ".join(cmd.args), "eval"
-    if name in SHELLS or re.fullmatch(r"(ba|z|da|k)?sh\d*(\.\d+)?", name):
+    # `$SHELL -c ...` / `$(which bash) -c ...`: a computed name with -c is a shell.
+    computed = bool(cmd.opaque and cmd.opaque[0]) and "-c" in cmd.args
+    if computed or name in SHELLS or re.fullmatch(r"(ba|z|da|k)?sh\d*(\.\d+)?", name):
         args = cmd.args
         for i, word in enumerate(args):
             if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
