@@ -287,3 +287,19 @@ def test_bad_manifests_are_clear_errors(cli, tmp_path):
     result = cli("ext", "install", str(folder), "--yes", ok=False)
     assert "unknown event 'before_tool_cal'" in result.output
     assert "did you mean 'before_tool_call'" in result.output
+
+
+def test_a_broken_folder_is_listed_and_does_not_stop_the_others(cli, tmp_path):
+    cli("ext", "install", str(_folder(tmp_path)), "--yes")
+    broken = cli.home / "extensions" / "broken"
+    broken.mkdir()
+    (broken / "extension.toml").write_text("name = [")
+    rows = {r["name"]: r for r in json.loads(cli("ext", "list", "--json").output)}
+    assert rows["broken"]["status"] == "failed"
+    assert "invalid TOML" in rows["broken"]["message"]
+    assert rows["shouter"]["status"] == "ok"
+    engine, exts, infos = _load(cli.home)
+    assert infos["broken"].status == "failed"
+    assert infos["shouter"].status == "loaded"
+    exts.close()
+    engine.close()

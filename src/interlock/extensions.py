@@ -303,6 +303,8 @@ class _Candidate:
     manifest: Manifest | None = None
     entry_point: EntryPoint | None = None
     register: Callable[[ExtensionContext], Any] | None = None
+    error: ConfigError | None = None
+    """Why it cannot even be read (a bad extension.toml)."""
 
 
 class ExtensionSet:
@@ -351,9 +353,7 @@ class ExtensionSet:
             manifest = read_manifest(folder)
         except ConfigError as exc:
             # Not loadable; reported under the folder's name.
-            cand = _Candidate(folder.name, source, str(folder))
-            cand.register = _raiser(exc)
-            return cand
+            return _Candidate(folder.name, source, str(folder), error=exc)
         return _Candidate(manifest.name, source, str(folder), guards=manifest.guards,
                           manifest=manifest)
 
@@ -392,7 +392,7 @@ class ExtensionSet:
         self._candidates[cand.name] = cand
         info = ExtensionInfo(cand.name, cand.source, cand.origin, guards=cand.guards)
         self.infos[cand.name] = info
-        pin, problem, status = self._consent(cand)
+        pin, problem, status = self.consent(cand)
         info.pin = pin
         if problem is not None:
             info.status, info.message = status, problem
@@ -422,8 +422,10 @@ class ExtensionSet:
         info.providers = tuple(ctx.providers)
         return info
 
-    def _consent(self, cand: _Candidate) -> tuple[Pin | None, str | None, str]:
-        """(pin, why it may not load, status) for one candidate."""
+    def consent(self, cand: _Candidate) -> tuple[Pin | None, str | None, str]:
+        """(pin, why it may not load, status) for one candidate; runs none of its code."""
+        if cand.error is not None:
+            return None, str(cand.error), "failed"
         if cand.source is Source.PROJECT and cand.manifest is not None:
             assert self.project is not None
             pin = self.pins.get(project_key(self.project, cand.name))
@@ -557,13 +559,6 @@ class ExtensionSet:
         for name in list(self._placeholders):
             self._placeholders.pop(name).unregister()
         self.bus.close()
-
-
-def _raiser(exc: Exception) -> Callable[[ExtensionContext], Any]:
-    def register(ctx: ExtensionContext) -> None:
-        raise exc
-
-    return register
 
 
 def _event_names() -> frozenset[str]:

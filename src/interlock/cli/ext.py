@@ -136,12 +136,7 @@ def _status_rows() -> list[dict[str, object]]:
     seen: set[str] = set()
     try:
         for cand in exts.discover():
-            pin, problem, status = exts._consent(cand)
-            if cand.register is not None:  # an unreadable extension.toml
-                try:
-                    cand.register(None)  # type: ignore[arg-type]
-                except Exception as exc:
-                    problem, status = str(exc), "failed"
+            pin, problem, status = exts.consent(cand)
             seen.add(cand.name)
             rows.append({
                 "name": cand.name, "source": cand.source.label, "origin": cand.origin,
