@@ -248,14 +248,21 @@ def _expand(word: Any, scope: _Scope, depth: int,
     """A word's value and whether part of it is unknown."""
     text: str = word.word
     opaque = False
+    outputs: list[str] = []
     for part in getattr(word, "parts", None) or ():
         if part.kind in ("commandsubstitution", "processsubstitution"):
-            opaque = True
+            inner = list(_node(part.command, scope, depth, "substitution", []))
             if subs is not None:
-                subs.extend(_node(part.command, scope, depth, "substitution", []))
-    # Command and process substitutions: unknown output.
-    if opaque:
-        text = _strip_substitutions(text)
+                subs.extend(inner)
+            # $(echo /), $(dirname /x): output known without running anything.
+            top = [c for c in inner if c.depth == depth]
+            known = _literal_output(top[-1]) if len(top) == 1 and \
+                part.kind == "commandsubstitution" else None
+            if known is None:
+                opaque = True
+            outputs.append((known or "").strip())
+    if outputs:
+        text = _strip_substitutions(text, outputs)
 
     def var(m: re.Match[str]) -> str:
         nonlocal opaque
@@ -283,9 +290,11 @@ def _expand(word: Any, scope: _Scope, depth: int,
     return text, opaque
 
 
-def _strip_substitutions(text: str) -> str:
+def _strip_substitutions(text: str, outputs: list[str]) -> str:
+    """``text`` with its substitutions replaced, in order, by ``outputs``."""
     out = []
     i = 0
+    pending = iter(outputs)
     while i < len(text):
         if text.startswith(("$(", "<(", ">("), i):
             level = 0
@@ -299,10 +308,12 @@ def _strip_substitutions(text: str) -> str:
                         break
                 j += 1
             i = j + 1
+            out.append(next(pending, ""))
             continue
         if text[i] == "`":
             j = text.find("`", i + 1)
             i = len(text) if j < 0 else j + 1
+            out.append(next(pending, ""))
             continue
         out.append(text[i])
         i += 1
@@ -380,6 +391,13 @@ def _literal_output(cmd: Command) -> str | None:
         return text.replace("\\n", "\n").replace("\\t", "\t")
     if cmd.name == "cat" and not cmd.args and cmd.stdin_text is not None:
         return cmd.stdin_text
+    ops = [a for a in cmd.args if not a.startswith("-")]
+    if cmd.name == "dirname" and len(ops) == 1 and not any(cmd.opaque):
+        return posixpath.dirname(ops[0].rstrip("/")) or "/"
+    if cmd.name == "basename" and ops and not any(cmd.opaque):
+        return posixpath.basename(ops[0].rstrip("/"))
+    if cmd.name == "pwd" and cmd.cwd:
+        return cmd.cwd
     return None
 
 
