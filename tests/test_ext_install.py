@@ -18,6 +18,7 @@ from interlock.extensions import ExtensionSet
 from interlock.testing import fire
 
 MODULE = textwrap.dedent('''
+    GUARDS = ["before_tool_call"]
     SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}}
 
     def register(ctx):
@@ -239,6 +240,7 @@ async def test_wheel_install_use_and_remove(cli, tmp_path):
         assert pin["dist"] == WHEEL_DIST
         assert pin["version"] == "0.3.0"
         assert pin["artifact_sha256"].startswith("sha256:")
+        assert pin["guards"] == ["before_tool_call"]
         assert distribution(WHEEL_DIST).version == "0.3.0"
 
         infos = await _use(cli.home, entry_points=True)

@@ -233,3 +233,22 @@ def test_invalid_registrations_are_clear(engine):
         load_extension(engine, "e", lambda c: c.register_tool("bad name", SCHEMA, print))
     with pytest.raises(RegistrationError, match="JSON Schema of type object"):
         load_extension(engine, "e", lambda c: c.register_tool("t", {"type": "string"}, print))
+
+
+def test_guards_recorded_in_a_pin_hold_when_the_module_cannot_load(engine, tmp_path):
+    from interlock._extpins import FilePinStore, Pin
+
+    pins = FilePinStore(tmp_path / "pins")
+    pins.put("pkg", Pin(name="pkg", kind="package", source="pkg.whl", dist="pkg",
+                        guards=["before_tool_call"]))
+    exts = ExtensionSet(engine, home=tmp_path, pins=pins, use_entry_points=False)
+
+    def cannot_import(ctx):
+        raise ModuleNotFoundError("No module named 'pkg'")
+
+    info = exts.load("pkg", cannot_import)
+    assert info.status == "failed"
+    assert info.guards == ("before_tool_call",)
+    assert fire(engine, "before_tool_call", tool_name="read_file").blocked
+    exts.close()
+    assert not fire(engine, "before_tool_call", tool_name="read_file").blocked

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
-from importlib.metadata import PackageNotFoundError, distribution
+from importlib.metadata import EntryPoint, PackageNotFoundError, distribution
 from pathlib import Path
 
 from interlock._errors import ConfigError
@@ -174,7 +174,7 @@ class Installer:
         for ep in eps:
             pin = Pin(name=ep.name, kind="package", source=source, digest=digest,
                       dist=dist.metadata["Name"], version=dist.version,
-                      artifact_sha256=artifact)
+                      artifact_sha256=artifact, guards=_declared_guards(ep))
             self.store.put(ep.name, pin)
             pins.append(pin)
         return pins
@@ -236,6 +236,16 @@ class Installer:
         pin.approved_at = time.time()
         self.store.put(name, pin)
         return pin
+
+
+def _declared_guards(ep: EntryPoint) -> list[str]:
+    """The module's ``GUARDS``, recorded now so they hold even if it later fails to import."""
+    try:
+        target = ep.load()
+    except Exception:
+        return []
+    guards = getattr(target, "GUARDS", None)
+    return [str(g) for g in guards] if isinstance(guards, (list, tuple)) else []
 
 
 def _dist_name_of_file(path: Path) -> str:

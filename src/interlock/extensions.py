@@ -17,6 +17,9 @@ most deliberately installed load first):
    only once approved: ``interlock ext approve NAME``).
 
 A folder holds ``extension.toml`` and a module (see :mod:`interlock._extpins`).
+A package declares its guards as a module-level ``GUARDS = [...]``; ``ext
+install`` records them in the pin, so they hold even if the module later
+fails to import.
 
 Isolation: a crash while loading one extension undoes what it registered,
 disables it with a clear message, and the others still load. If it declared
@@ -394,6 +397,9 @@ class ExtensionSet:
         self.infos[cand.name] = info
         pin, problem, status = self.consent(cand)
         info.pin = pin
+        if pin is not None and pin.guards and not cand.guards:
+            # Recorded at install: they hold even when the module cannot be imported.
+            cand.guards = info.guards = tuple(pin.guards)
         if problem is not None:
             info.status, info.message = status, problem
             log.error("extension %r disabled: %s", cand.name, problem)
