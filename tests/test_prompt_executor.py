@@ -194,3 +194,16 @@ def test_the_judge_runs_through_the_sync_facade_too():
     assert out.hook is not None
     assert out.hook.kind == "prompt"
     engine.close()
+
+
+async def test_ask_becomes_block_where_the_event_cannot_ask():
+    provider = FakeProvider('{"decision": "ask", "reason": "odd message", "context": "c"}')
+    engine = Engine()
+    judge = PromptExecutor("Is this message abusive? {{event.text}}", provider)
+    engine.register(judge.hook("abuse", ["message_received"]))
+    out = await engine.emit(make("message_received", text="hello", sender_id="u"))
+    assert out.blocked
+    assert out.reason is not None
+    assert out.reason.startswith("odd message (a person would")
+    assert not out.contexts  # message_received takes no context
+    engine.close()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -34,6 +35,8 @@ from interlock._errors import ConfigError, ContractError, FailureMode, HookFailu
 from interlock._hooks import Hook, Invocation, Matcher, OnError
 from interlock.redact import redact
 from interlock.tooling import ModelError, ModelProvider, ModelRequest
+
+log = logging.getLogger("interlock.executors.prompt")
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -130,7 +133,8 @@ class PromptExecutor:
             raise HookFailure(f"prompt judge's model call failed: {redact(str(exc))}",
                               mode=FailureMode.CRASH, retryable=True,
                               retry_after=exc.retry_after) from None
-        return parse_answer(response.text or "", max_chars=self.max_output_chars)
+        decision = parse_answer(response.text or "", max_chars=self.max_output_chars)
+        return fit_to_event(decision, invocation.event.name)
 
     def hook(self, name: str, events: Iterable[str], *, matcher: str | None = None,
              priority: int = 0, on_error: OnError | str | None = None,
@@ -144,6 +148,29 @@ class PromptExecutor:
                     # the engine's timer is a backstop just past our own
                     timeout=timeout if timeout is not None else self.timeout + 5.0,
                     description=description)
+
+
+def fit_to_event(decision: Decision | None, event: str) -> Decision | None:
+    """Shape a judge's answer to what ``event`` accepts, never loosening it.
+
+    ``ask`` where the event cannot ask a person becomes ``block`` (DESIGN.md:
+    where no person can answer, an ask is a block). Context on an event that
+    takes none is dropped, with a warning in the log.
+    """
+    if decision is None:
+        return None
+    spec = event_spec(event)
+    ctx = decision.context
+    if ctx is not None and not spec.context:
+        log.warning("prompt judge's context dropped: %s takes no context", event)
+        ctx = None
+    verdict, reason = decision.verdict, decision.reason
+    if verdict is Verdict.ASK and Verdict.ASK not in spec.accepts:
+        verdict = Verdict.BLOCK
+        reason = f"{reason} (a person would have to decide, and {event} cannot ask one)"
+    if verdict is Verdict.NONE and ctx is None:
+        return None
+    return Decision(verdict=verdict, reason=reason, context=ctx)
 
 
 def parse_answer(text: str, *, max_chars: int = 4000) -> Decision | None:
