@@ -274,3 +274,31 @@ MORE_DANGEROUS = [
 @pytest.mark.parametrize("command", MORE_DANGEROUS)
 def test_two_step_and_bare_forms_are_blocked(command):
     assert check(command, home=HOME, cwd=CWD) is not None, command
+
+
+def test_pushes_without_a_branch_are_judged_by_the_checked_out_branch(tmp_path):
+    import subprocess
+
+    from interlock.bundled.destructive_guard import handler
+
+    repo = tmp_path / "repo"
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(repo)]
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    subprocess.run([*git, "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    handler.configure({"home": HOME})
+    engine = Engine()
+    engine.on("before_tool_call", handler.handle, matcher="terminal", name="guard")
+
+    def push(command):
+        return fire(engine, "before_tool_call", tool_name="terminal",
+                    args={"command": command}, cwd=str(repo))
+
+    try:
+        assert push("git push --force").blocked
+        assert push("git push -f origin HEAD").blocked
+        subprocess.run([*git, "checkout", "-q", "-b", "feature/x"], check=True)
+        assert not push("git push --force").blocked
+        assert not push("git push --force-with-lease origin HEAD").blocked
+        assert push("git push --force origin main").blocked
+    finally:
+        engine.close()

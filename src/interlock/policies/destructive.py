@@ -25,7 +25,7 @@ from __future__ import annotations
 import fnmatch
 import posixpath
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from interlock.policies.shell import SHELLS, Command, ShellParseError, parse
@@ -65,6 +65,13 @@ SUSPICIOUS = re.compile(
 
 
 @dataclass(frozen=True, slots=True)
+class _Policy:
+    home: str
+    branches: tuple[str, ...]
+    current_branch: Callable[[str], str | None] | None
+
+
+@dataclass(frozen=True, slots=True)
 class Finding:
     """Why a command was judged destructive."""
 
@@ -77,8 +84,14 @@ class Finding:
 
 def check(command: str, *, home: str = "/root", cwd: str = "",
           env: Mapping[str, str] | None = None,
-          protected_branches: Iterable[str] = PROTECTED_BRANCHES) -> Finding | None:
-    """The first destructive thing ``command`` would do, or None."""
+          protected_branches: Iterable[str] = PROTECTED_BRANCHES,
+          current_branch: Callable[[str], str | None] | None = None) -> Finding | None:
+    """The first destructive thing ``command`` would do, or None.
+
+    ``current_branch(cwd)`` names the branch checked out in ``cwd``, so that
+    ``git push --force`` with no branch named (or ``HEAD``) is judged by the
+    branch it would push; without it, such a push is assumed to be protected.
+    """
     try:
         commands = parse(command, env=env, home=home, cwd=cwd)
     except ShellParseError as exc:
@@ -86,11 +99,11 @@ def check(command: str, *, home: str = "/root", cwd: str = "",
             return Finding("unparseable", f"could not parse a command that looks dangerous "
                            f"({exc}); rewrite it plainly")
         return None
-    branches = tuple(protected_branches)
+    pol = _Policy(home, tuple(protected_branches), current_branch)
     downloaded: set[str] = set()
     for cmd in commands:
         for rule in _RULES:
-            found = rule(cmd, home, branches)
+            found = rule(cmd, pol)
             if found is not None:
                 return found
         found = _run_downloaded(cmd, downloaded)
@@ -180,20 +193,20 @@ def _operands(args: list[str]) -> list[str]:
 
 # -- rules ---------------------------------------------------------------------
 
-def _rm(cmd: Command, home: str, _b: tuple[str, ...]) -> Finding | None:
+def _rm(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name not in ("rm", "rmdir", "unlink", "trash", "srm"):
         return None
     if cmd.name == "rm" and not _recursive(cmd.args):
         return None
     no_preserve = "--no-preserve-root" in cmd.args
     for target in _operands(cmd.args):
-        if _critical(target, home, cmd.cwd) or (no_preserve and target.startswith("/")):
+        if _critical(target, pol.home, cmd.cwd) or (no_preserve and target.startswith("/")):
             return Finding("rm-root-or-home",
                            f"`{cmd.name}` would delete {target or 'an empty path'!r} recursively")
     return None
 
 
-def _find(cmd: Command, home: str, _b: tuple[str, ...]) -> Finding | None:
+def _find(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name != "find" or not cmd.args:
         return None
     deletes = "-delete" in cmd.args or any(
@@ -208,12 +221,12 @@ def _find(cmd: Command, home: str, _b: tuple[str, ...]) -> Finding | None:
             break
         roots.append(a)
     for root in roots:
-        if _critical(root, home, cmd.cwd):
+        if _critical(root, pol.home, cmd.cwd):
             return Finding("find-delete-root", f"`find {root}` would delete files recursively")
     return None
 
 
-def _mkfs(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
+def _mkfs(cmd: Command, pol: _Policy) -> Finding | None:
     name = cmd.name
     if name.startswith(("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs")) or name == "wipefs":
         return Finding("mkfs", f"`{name}` formats or wipes a filesystem")
@@ -223,7 +236,7 @@ def _mkfs(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
     return None
 
 
-def _device_write(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
+def _device_write(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name == "dd":
         for a in cmd.args:
             if a.startswith("of="):
@@ -240,32 +253,32 @@ def _device_write(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
     return None
 
 
-def _chmod(cmd: Command, home: str, _b: tuple[str, ...]) -> Finding | None:
+def _chmod(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name not in ("chmod", "chown", "chgrp", "setfacl"):
         return None
     if not _recursive(cmd.args):
         return None
     ops = _operands(cmd.args)
     for target in ops[1:]:
-        if _critical(target, home, cmd.cwd):
+        if _critical(target, pol.home, cmd.cwd):
             return Finding("chmod-recursive-root",
                            f"`{cmd.name} -R` would change {target!r} recursively")
     return None
 
 
-def _mv(cmd: Command, home: str, _b: tuple[str, ...]) -> Finding | None:
+def _mv(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name != "mv":
         return None
     ops = _operands(cmd.args)
     for src in ops[:-1]:
-        if _critical(src, home, cmd.cwd):
+        if _critical(src, pol.home, cmd.cwd):
             return Finding("mv-root-or-home", f"`mv` would move {src!r} away")
     if ops and ops[-1] == "/dev/null" and len(ops) > 1:
         return Finding("mv-to-null", "`mv` into /dev/null destroys the source")
     return None
 
 
-def _git_push(cmd: Command, _h: str, branches: tuple[str, ...]) -> Finding | None:
+def _git_push(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name != "git":
         return None
     args = cmd.args
@@ -298,8 +311,11 @@ def _git_push(cmd: Command, _h: str, branches: tuple[str, ...]) -> Finding | Non
     if "--mirror" in opts:
         return Finding("git-push-mirror", "`git push --mirror` overwrites every remote branch")
     refspecs = positional[1:]
+    head = pol.current_branch(cmd.cwd) if pol.current_branch is not None else None
     if not refspecs:
         if force and "--all" not in opts and "--tags" not in opts:
+            if head is not None and not _protected(head, pol.branches):
+                return None
             return Finding("git-force-push", "`git push --force` with no branch named may "
                            "overwrite a protected branch; name the branch")
         if force and "--all" in opts:
@@ -313,14 +329,18 @@ def _git_push(cmd: Command, _h: str, branches: tuple[str, ...]) -> Finding | Non
         target = dst if colon else src
         target = target.removeprefix("refs/heads/")
         if colon and not src:
-            if _protected(target, branches):
+            if _protected(target, pol.branches):
                 return Finding("git-delete-protected",
                                f"`git push` would delete the protected branch {target!r}")
             continue
-        if target in ("HEAD", "@") and (force or plus):
-            return Finding("git-force-push", "`git push --force` of HEAD to an unnamed "
-                           "branch; name the branch")
-        if _protected(target, branches) and (force or plus or deleting):
+        if target in ("HEAD", "@"):
+            if head is None:
+                if force or plus:
+                    return Finding("git-force-push", "`git push --force` of HEAD to an "
+                                   "unnamed branch; name the branch")
+                continue
+            target = head
+        if _protected(target, pol.branches) and (force or plus or deleting):
             what = "delete" if deleting else "force-push to"
             return Finding("git-force-push",
                            f"`git push` would {what} the protected branch {target!r}")
@@ -331,7 +351,7 @@ def _protected(branch: str, patterns: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(branch, p) for p in patterns)
 
 
-def _download_exec(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
+def _download_exec(cmd: Command, pol: _Policy) -> Finding | None:
     is_shell = cmd.name in SHELLS or cmd.name in ("source", ".", "python", "python3",
                                                     "perl", "ruby", "node", "php")
     if not is_shell:
@@ -352,18 +372,18 @@ def _download_exec(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None
     return None
 
 
-def _opaque_name(cmd: Command, home: str, _b: tuple[str, ...]) -> Finding | None:
+def _opaque_name(cmd: Command, pol: _Policy) -> Finding | None:
     """A command whose name is hidden ($(echo rm), unset $X) aimed at a critical path."""
     if not cmd.opaque or not cmd.opaque[0]:
         return None
     for target in _operands(cmd.args):
-        if _critical(target, home, cmd.cwd):
+        if _critical(target, pol.home, cmd.cwd):
             return Finding("opaque-command",
                            f"a command whose name is computed at run time targets {target!r}")
     return None
 
 
-def _eval_opaque(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
+def _eval_opaque(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name == "eval" and any(cmd.opaque[1:]):
         for sub in cmd.substitutions:
             if sub.name in DOWNLOADERS or sub.name in DECODERS or any(
@@ -372,13 +392,13 @@ def _eval_opaque(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
     return None
 
 
-def _fork(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
+def _fork(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.fork_bomb:
         return Finding("fork-bomb", f"function {cmd.argv[0]} spawns copies of itself")
     return None
 
 
-def _sql(cmd: Command, _h: str, _b: tuple[str, ...]) -> Finding | None:
+def _sql(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name not in SQL_CLIENTS:
         return None
     texts: list[str] = []

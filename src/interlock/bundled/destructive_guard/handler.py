@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 from typing import Any
 
 from interlock._decisions import Decision, block
@@ -19,6 +20,18 @@ def configure(options: dict[str, Any]) -> None:
     _options.update(options)
 
 
+def current_branch(cwd: str) -> str | None:
+    """The branch checked out in ``cwd`` (None when unknown: then it counts as protected)."""
+    if not cwd:
+        return None
+    try:
+        proc = subprocess.run(["git", "-C", cwd, "symbolic-ref", "--quiet", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
 def handle(event: Event) -> Decision | None:
     tools = _options.get("tools", TERMINAL_TOOLS)
     if getattr(event, "tool_name", None) not in tools:
@@ -28,7 +41,8 @@ def handle(event: Event) -> Decision | None:
         return None
     finding = destructive.check(
         command, home=_options.get("home") or os.path.expanduser("~"), cwd=event.cwd,
-        protected_branches=_options.get("protected_branches", destructive.PROTECTED_BRANCHES))
+        protected_branches=_options.get("protected_branches", destructive.PROTECTED_BRANCHES),
+        current_branch=current_branch)
     if finding is None:
         return None
     return block(f"destructive command blocked ({finding})",
