@@ -202,6 +202,7 @@ BENIGN = [
     "curl -s https://x.io | tee out.txt",
     "base64 -d file.b64 > out.bin",
     "find . -delete",
+    'rm -rf "${OUT_DIR:?}"/*',
 ]
 
 

@@ -276,6 +276,9 @@ def _expand(word: Any, scope: _Scope, depth: int,
         if (op and "-" in op) or (op and "=" in op):
             return alt or ""
         opaque = True
+        if op and "?" in op:
+            # ${VAR:?} aborts when VAR is unset or empty: never the empty string.
+            return f"<{name}>"
         return ""
 
     has_params = any(p.kind == "parameter" for p in getattr(word, "parts", None) or ())
