@@ -104,3 +104,48 @@ def test_clean_payloads_are_left_alone(engine):
     out = engine.emit_sync(event)
     assert out.payload is None  # no modify, no copy
     assert out.final(event).args == {"command": "ls -la src"}
+
+
+async def test_a_scripted_loop_never_lets_a_secret_reach_model_transcript_or_logs(
+        engine, tmp_path, caplog):
+    """A small agent loop driven by the engine: the model asks for a tool with a
+    secret in its args, the tool returns more secrets, the result is stored and
+    sent back to the model, and the answer goes out to a chat."""
+    caplog.set_level("DEBUG")
+    transcript = tmp_path / "transcript.jsonl"
+    model_inputs: list[object] = []
+    sent: list[str] = []
+    tool_calls: list[dict] = []
+
+    def tool(args: dict) -> dict:
+        tool_calls.append(args)
+        return {"stdout": "found:\n" + "\n".join(_texts())}
+
+    # 1. the model requests a tool call carrying a secret
+    call = make("before_tool_call", tool_name="terminal", tool_call_id="c1",
+                args={"command": f"deploy --token {SECRETS['github']}"})
+    out = await engine.emit(call)
+    args = out.final(call).args
+    # 2. the tool runs; its result passes after_tool_call and tool_result_persist
+    after = make("after_tool_call", tool_name="terminal", tool_call_id="c1", args=args,
+                 result=tool(args))
+    result = (await engine.emit(after)).final(after).result
+    persist = make("tool_result_persist", tool_name="terminal", tool_call_id="c1",
+                   result=result)
+    stored = (await engine.emit(persist)).final(persist).result
+    with transcript.open("a") as fh:
+        fh.write(json.dumps({"role": "tool", "content": stored}) + "\n")
+    # 3. the next model call sees the transcript plus a user message with a secret
+    messages = [json.loads(line) for line in transcript.read_text().splitlines()]
+    messages.append({"role": "user", "content": f"also use {SECRETS['anthropic']}"})
+    llm = make("before_llm_call", model="m", messages=messages)
+    model_inputs.append((await engine.emit(llm)).final(llm).messages)
+    # 4. the reply (which echoes a secret) goes out to a chat
+    reply = make("before_message_send", content=f"Done. Token was {SECRETS['slack']}")
+    sent.append((await engine.emit(reply)).final(reply).content)
+
+    assert _leaks(tool_calls) == []
+    assert _leaks(model_inputs) == []
+    assert _leaks(transcript.read_text()) == []
+    assert _leaks(sent) == []
+    assert _leaks(caplog.text) == []

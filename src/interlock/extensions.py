@@ -150,6 +150,7 @@ class ExtensionSet:
         self.pins: PinStore = pins if pins is not None else FilePinStore(
             self.home / "extensions")
         self.use_entry_points = use_entry_points
+        self._own_bus = bus is None
         self.bus = bus if bus is not None else EventBus()
         self._names = _Names(reserved_tools=frozenset(reserved_tools),
                              reserved_commands=frozenset(reserved_commands))
@@ -388,7 +389,8 @@ class ExtensionSet:
             self.unload(name)
         for name in list(self._placeholders):
             self._placeholders.pop(name).unregister()
-        self.bus.close()
+        if self._own_bus:
+            self.bus.close()
 
 
 def _event_names() -> frozenset[str]:
