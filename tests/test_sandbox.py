@@ -161,3 +161,11 @@ def test_paths_inside_inline_scripts_are_refused(world, command):
     sandbox, home, project = world
     command = command.replace("/home/alice", str(home))
     assert sandbox.check_command(command, str(project)) is not None, command
+
+
+def test_text_the_parser_cannot_read_is_still_checked(world):
+    sandbox, _home, project = world
+    assert sandbox.check_command("select x in a; do cat ~/.ssh/id_rsa; done", str(project))
+    assert sandbox.check_command("coproc cat .env", str(project))
+    assert sandbox.check_command("case $1 in a) cat ../.ssh/id_rsa;; esac", str(project))
+    assert sandbox.check_command("coproc cat src/app.py", str(project)) is None

@@ -95,7 +95,7 @@ def check(command: str, *, home: str = "/root", cwd: str = "",
     try:
         commands = parse(command, env=env, home=home, cwd=cwd)
     except ShellParseError as exc:
-        if SUSPICIOUS.search(command):
+        if SUSPICIOUS.search(exc.text or command):
             return Finding("unparseable", f"could not parse a command that looks dangerous "
                            f"({exc}); rewrite it plainly")
         return None
@@ -193,13 +193,25 @@ def _operands(args: list[str]) -> list[str]:
 
 # -- rules ---------------------------------------------------------------------
 
+def _unparsed(cmd: Command, pol: _Policy) -> Finding | None:
+    if cmd.unparsed is not None and SUSPICIOUS.search(cmd.unparsed):
+        return Finding("unparseable", f"could not parse {cmd.unparsed.strip()[:80]!r}, "
+                       f"which looks dangerous ({cmd.error}); rewrite it plainly")
+    return None
+
+
+def _targets(ops: list[str]) -> list[str]:
+    # An unquoted expansion splits into words: `X="/ ~"; rm -rf $X` removes both.
+    return [piece for op in ops for piece in dict.fromkeys([op, *op.split()])]
+
+
 def _rm(cmd: Command, pol: _Policy) -> Finding | None:
     if cmd.name not in ("rm", "rmdir", "unlink", "trash", "srm"):
         return None
     if cmd.name == "rm" and not _recursive(cmd.args):
         return None
     no_preserve = "--no-preserve-root" in cmd.args
-    for target in _operands(cmd.args):
+    for target in _targets(_operands(cmd.args)):
         if _critical(target, pol.home, cmd.cwd) or (no_preserve and target.startswith("/")):
             return Finding("rm-root-or-home",
                            f"`{cmd.name}` would delete {target or 'an empty path'!r} recursively")
@@ -220,7 +232,7 @@ def _find(cmd: Command, pol: _Policy) -> Finding | None:
         if a.startswith(("-", "(", "!")):
             break
         roots.append(a)
-    for root in roots:
+    for root in _targets(roots):
         if _critical(root, pol.home, cmd.cwd):
             return Finding("find-delete-root", f"`find {root}` would delete files recursively")
     return None
@@ -259,7 +271,7 @@ def _chmod(cmd: Command, pol: _Policy) -> Finding | None:
     if not _recursive(cmd.args):
         return None
     ops = _operands(cmd.args)
-    for target in ops[1:]:
+    for target in _targets(ops[1:]):
         if _critical(target, pol.home, cmd.cwd):
             return Finding("chmod-recursive-root",
                            f"`{cmd.name} -R` would change {target!r} recursively")
@@ -422,7 +434,7 @@ def _sql(cmd: Command, pol: _Policy) -> Finding | None:
     return None
 
 
-_RULES = (_rm, _find, _mkfs, _device_write, _chmod, _mv, _git_push, _download_exec,
+_RULES = (_unparsed, _rm, _find, _mkfs, _device_write, _chmod, _mv, _git_push, _download_exec,
           _opaque_name, _eval_opaque, _sql, _fork)
 
 

@@ -118,9 +118,21 @@ class Sandbox:
                 return f"could not parse the command ({exc}), and it names paths"
             return None
         for cmd in commands:
-            why = self._check_words(cmd)
+            why = self._check_unparsed(cmd) if cmd.unparsed is not None else \
+                self._check_words(cmd)
             if why:
                 return why
+        return None
+
+    def _check_unparsed(self, cmd: Command) -> str | None:
+        """Text the parser could not read: every path-like token must pass."""
+        assert cmd.unparsed is not None
+        for token in re.findall(r"[^\s;&|<>()'\"`]+", cmd.unparsed):
+            looks_like_path = "/" in token or token.startswith(("~", ".", "$"))
+            if looks_like_path or _matches(posixpath.basename(token), self.deny_names):
+                why = self.check_path(token, cmd.cwd, require_allow=looks_like_path)
+                if why:
+                    return f"{why} (in {cmd.unparsed.strip()[:60]!r}, which could not be parsed)"
         return None
 
     def _check_words(self, cmd: Command) -> str | None:

@@ -20,8 +20,11 @@ empty string in ``argv`` and marks the word ``opaque``: ``rm -rf "$DIR/"``
 with ``DIR`` unknown is checked as ``rm -rf /``, which is what bash would run
 if it were unset.
 
-:class:`ShellParseError` means the script could not be understood; callers
-decide what that means (the guard blocks if the text looks dangerous).
+Text the parser cannot understand (even after splitting the script into
+pieces at ``;``, ``&&``, ``||`` and newlines) comes back as a command with
+``unparsed`` set; callers decide what it means (the guard blocks it if it
+looks dangerous). :class:`ShellParseError` is raised only for nesting deeper
+than :data:`MAX_DEPTH`.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,7 +67,7 @@ _WRAPPERS: dict[str, frozenset[str]] = {
     "watch": frozenset({"-n", "-d", "--interval"}),
 }
 _ASSIGNING = frozenset({"export", "declare", "typeset", "local", "readonly"})
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=?+])([^}]*))?\}"
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?(?:(:?[-=?+])([^}]*))?\}"
                   r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
@@ -72,6 +75,11 @@ _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
 
 class ShellParseError(ValueError):
     """The script could not be parsed (bashlex error, nesting too deep, ...)."""
+
+    def __init__(self, message: str, text: str = "") -> None:
+        super().__init__(message)
+        self.text = text
+        """The part of the script that failed ('' when not one part)."""
 
 
 @dataclass
@@ -100,6 +108,10 @@ class Command:
     """How a nested script was reached: 'bash -c', 'eval', 'heredoc' ..."""
     fork_bomb: bool = False
     """A function definition (argv ``["name()"]``) whose body spawns itself."""
+    unparsed: str | None = None
+    """Text the parser could not understand (argv is empty); callers judge it."""
+    error: str = ""
+    """Why it could not be parsed."""
 
     @property
     def name(self) -> str:
@@ -155,15 +167,103 @@ def _parse_cached(script: str, env: tuple[tuple[str, str], ...], home: str,
 def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
     if depth > MAX_DEPTH:
         raise ShellParseError(f"scripts nested more than {MAX_DEPTH} deep")
-    text = _decode_ansi_c(script)
+    text = _simplify(_decode_ansi_c(script))
     if not text.strip():
         return
     try:
         trees = bashlex.parse(text)
     except Exception as exc:  # bashlex raises several unrelated types
-        raise ShellParseError(f"{type(exc).__name__}: {exc}") from None
+        # bashlex lacks `case`, `select`, `coproc` ...: parse the script piece by
+        # piece instead; a piece that still fails is returned as `unparsed`.
+        pieces = _pieces(text)
+        if pieces is None or pieces == [text.strip()]:
+            yield Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via,
+                          unparsed=text, error=f"{type(exc).__name__}: {str(exc)[:80]}")
+            return
+        for piece in pieces:
+            yield from _script(piece, scope, depth, via)
+        return
     for tree in trees:
         yield from _node(tree, scope, depth, via, [])
+
+
+_ARITH = re.compile(r"\$\(\((.*?)\)\)", re.S)
+_TEST = re.compile(r"\[\[(.*?)\]\]", re.S)
+_TIME = re.compile(r"(^|[;&|(\n]\s*)time(?:\s+-p)?\s+")
+_ARRAY = re.compile(r"(?<![\w$])([A-Za-z_][A-Za-z0-9_]*)=\(([^()]*)\)")
+_KEYWORDS = re.compile(r"^(?:then|do|else|elif|if|while|until|fi|done|esac|\{|\})\s+|"
+                       r"^case\s+.*?\s+in\s+|^\(?[^\s()$`]+\)\s*")
+
+
+def _simplify(text: str) -> str:
+    """Rewrite what bashlex cannot parse but cannot hide a command either.
+
+    ``$((1+2))`` becomes ``0`` and ``[[ -f x ]]`` becomes ``true`` unless they
+    contain a command substitution; ``time`` prefixes go; arrays become
+    space-joined strings.
+    """
+
+    def inert(replacement: str) -> Callable[[re.Match[str]], str]:
+        def sub(m: re.Match[str]) -> str:
+            inner = m.group(1)
+            return m.group(0) if "$(" in inner or "`" in inner or "<(" in inner \
+                else replacement
+        return sub
+
+    text = _ARITH.sub(inert("0"), text)
+    text = _TEST.sub(inert("true"), text)
+    text = _TIME.sub(r"\1", text)
+    return _ARRAY.sub(lambda m: f"{m.group(1)}='{' '.join(m.group(2).split())}'"
+                      if "'" not in m.group(2) else m.group(0), text)
+
+
+def _pieces(text: str) -> list[str] | None:
+    """Split on ``;``, ``;;``, ``&&``, ``||`` and newlines outside quotes (pipes
+    stay whole), dropping control keywords and case patterns; None for
+    scripts with heredocs, which cannot be split safely."""
+    if "<<" in text:
+        return None
+    pieces: list[str] = []
+    cur: list[str] = []
+    quote = ""
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            cur.append(ch)
+            if ch == "\\" and quote == '"' and i + 1 < len(text):
+                cur.append(text[i + 1])
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+            cur.append(ch)
+        elif ch == "\\" and i + 1 < len(text):
+            cur.append(text[i:i + 2])
+            i += 1
+        elif ch in ";\n" or text.startswith(("&&", "||"), i):
+            pieces.append("".join(cur))
+            cur = []
+            if text.startswith(("&&", "||", ";;"), i):
+                i += 1
+        else:
+            cur.append(ch)
+        i += 1
+    if quote:
+        return None
+    pieces.append("".join(cur))
+    out = []
+    for piece in pieces:
+        piece = piece.strip()
+        while True:
+            stripped = _KEYWORDS.sub("", piece, count=1).strip()
+            if stripped == piece:
+                break
+            piece = stripped
+        if piece and piece not in ("esac", "fi", "done", "}", "then", "do", "else"):
+            out.append(piece)
+    return out
 
 
 def _node(node: Any, scope: _Scope, depth: int, via: str,
