@@ -252,3 +252,27 @@ def test_guards_recorded_in_a_pin_hold_when_the_module_cannot_load(engine, tmp_p
     assert fire(engine, "before_tool_call", tool_name="read_file").blocked
     exts.close()
     assert not fire(engine, "before_tool_call", tool_name="read_file").blocked
+
+
+def test_async_listeners_and_folder_hook_sources(exts, engine, tmp_path):
+    got = []
+
+    async def listener(message):
+        got.append(message.data)
+
+    exts.load("a", lambda ctx: ctx.events.subscribe("t", listener))
+    exts.bus.publish("t", 42)
+    assert exts.bus.drain(5)
+    assert got == [42]
+
+    folder = exts.home / "extensions" / "hooky"
+    folder.mkdir(parents=True)
+    (folder / "extension.toml").write_text('name = "hooky"\n')
+    (folder / "extension.py").write_text(
+        "def register(ctx):\n"
+        "    ctx.on('before_tool_call', lambda e: None, name='watch', priority=-5)\n")
+    infos = {i.name: i for i in exts.load_all()}
+    assert infos["hooky"].status == "loaded"
+    (hook,) = [h for h in engine.hooks if h.name == "hooky.watch"]
+    assert hook.source.label == "user"
+    assert hook.priority == -5
