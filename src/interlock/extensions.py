@@ -21,6 +21,12 @@ A package declares its guards as a module-level ``GUARDS = [...]``; ``ext
 install`` records them in the pin, so they hold even if the module later
 fails to import.
 
+Consent: an extension installed with ``interlock ext install`` carries a pin
+(:mod:`interlock._extpins`) and does not load once its content differs from
+it; a folder a user placed in their own extensions folder by hand has no pin
+and loads as it is; a project extension needs an approval stored in the
+user's home.
+
 Isolation: a crash while loading one extension undoes what it registered,
 disables it with a clear message, and the others still load. If it declared
 ``guards`` (events its fail-closed hooks guard), a placeholder hook that
