@@ -319,3 +319,23 @@ def test_pushes_without_a_branch_are_judged_by_the_checked_out_branch(tmp_path):
         assert push("git push --force origin main").blocked
     finally:
         engine.close()
+
+
+def test_without_the_parser_the_guard_fails_closed_with_an_install_hint(monkeypatch):
+    import sys
+
+    from interlock import ConfigError
+    from interlock.bundled.destructive_guard import handler
+
+    handler.configure({"home": HOME})
+    engine = Engine()
+    engine.on("before_tool_call", handler.handle, matcher="terminal", name="guard")
+    monkeypatch.setitem(sys.modules, "bashlex", None)  # as if not installed
+    try:
+        with pytest.raises(ConfigError, match=r"interlock\[shell\]"):
+            handler.configure({})
+        out = fire(engine, "before_tool_call", tool_name="terminal",
+                   args={"command": "ls -la /nowhere/without/parser"})
+        assert out.blocked  # a guard that cannot parse never lets a command through
+    finally:
+        engine.close()

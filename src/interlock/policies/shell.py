@@ -36,8 +36,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import bashlex
-
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh", "fish"})
 MAX_DEPTH = 8
 """Nested scripts (bash -c inside eval inside ...) deeper than this are a parse error."""
@@ -71,6 +69,22 @@ _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?(?:(:?[-=?+])([^}
                   r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 _ANSI_C = re.compile(r"\$'((?:[^'\\]|\\.)*)'")
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
+
+
+INSTALL_HINT = "pip install 'interlock[shell]'"
+
+
+def require_parser() -> Any:
+    """The bashlex module; a ConfigError with the install hint when it is missing."""
+    try:
+        import bashlex
+    except ImportError:
+        from interlock._errors import ConfigError
+
+        raise ConfigError("the shell parser (bashlex) is not installed; the destructive-"
+                          "command guard and the path sandbox need it",
+                          fix=INSTALL_HINT) from None
+    return bashlex
 
 
 class ShellParseError(ValueError):
@@ -170,6 +184,7 @@ def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Comman
     text = _simplify(_decode_ansi_c(script))
     if not text.strip():
         return
+    bashlex = require_parser()
     try:
         trees = bashlex.parse(text)
     except Exception as exc:  # bashlex raises several unrelated types

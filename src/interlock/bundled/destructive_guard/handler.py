@@ -10,12 +10,14 @@ from interlock._decisions import Decision, block
 from interlock.events import Event
 from interlock.policies import destructive
 from interlock.policies.sandbox import TERMINAL_TOOLS
+from interlock.policies.shell import require_parser
 
 _options: dict[str, Any] = {}
 
 
 def configure(options: dict[str, Any]) -> None:
     """Options: home, protected_branches (globs), tools (terminal tool names)."""
+    require_parser()  # a missing parser is a clear load error, not a blocked call later
     _options.clear()
     _options.update(options)
 

@@ -7,6 +7,7 @@ from typing import Any
 from interlock._decisions import Decision, block
 from interlock.events import Event
 from interlock.policies.sandbox import PATH_KEYS, TERMINAL_TOOLS, Sandbox, file_paths
+from interlock.policies.shell import require_parser
 
 _options: dict[str, Any] = {}
 _sandbox: Sandbox | None = None
@@ -16,6 +17,7 @@ def configure(options: dict[str, Any]) -> None:
     """Options: allow, deny (roots), defaults, deny_names, allow_names, home,
     deny_other_homes, tools (terminal tool names), path_keys."""
     global _sandbox
+    require_parser()  # a missing parser is a clear load error, not a blocked call later
     _options.clear()
     _options.update(options)
     _sandbox = Sandbox.from_options(options)
