@@ -1,0 +1,1 @@
+"""Bundled hook: see HOOK.md."""
