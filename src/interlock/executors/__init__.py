@@ -1,0 +1,10 @@
+"""Out-of-process executors: ``command`` (a process per call) and ``worker``
+(one long-lived process per hook speaking JSON lines).
+
+Both satisfy ``interlock._hooks.Executor``: an async callable taking an
+``Invocation`` and returning a decision, ``None``, or raising ``HookFailure``.
+"""
+
+from interlock.executors.command import CommandExecutor
+
+__all__ = ["CommandExecutor"]
