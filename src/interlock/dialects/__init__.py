@@ -51,7 +51,10 @@ class Dialect(Protocol):
 
 
 def _load() -> dict[str, Dialect]:
-    return {}
+    from interlock.dialects import claude, gemini, hermes, moltis
+
+    return {d.name: d for d in (claude.CLAUDE, claude.CODEX, gemini.GEMINI, hermes.HERMES,
+                                moltis.MOLTIS)}
 
 
 DIALECTS: dict[str, Dialect] = _load()

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from interlock._catalog import BY_NAME, COMMON, names_in
+from interlock._decisions import RANK, Decision, Verdict, context, modify
 from interlock._errors import ContractError
 
 if TYPE_CHECKING:
@@ -116,3 +117,29 @@ def contract(invocation: Invocation, dialect: str, message: str) -> ContractErro
 def preview(data: bytes, limit: int = 120) -> str:
     text = data.decode("utf-8", "replace").strip()
     return repr(text if len(text) <= limit else text[:limit] + "...")
+
+
+def combine(invocation: Invocation, dialect: str, decisions: list[Decision],
+            changes: dict[str, Any], ctx: str | None) -> Decision | None:
+    """Fold what one answer said into one decision.
+
+    Interlock runs rewrites (modify phase) and verdicts (check phase)
+    separately, so one hook answers one of them. A rewrite paired with allow
+    is a rewrite (the allow is implied by not blocking); a rewrite paired with
+    a block is a block. A rewrite paired with ask cannot be honoured either
+    way without dropping something (nor can one with respond), so it is a failure.
+    """
+    best = max(decisions, key=lambda d: RANK[d.verdict], default=None)
+    if changes:
+        if best is None or best.verdict is Verdict.APPROVE:
+            return modify(context=ctx, **changes)
+        if best.verdict not in (Verdict.BLOCK, Verdict.STOP):
+            raise contract(invocation, dialect, f"answered a rewrite together with "
+                           f"{best.verdict.value}; Interlock cannot do both in one hook (fix: "
+                           "answer the rewrite alone, and decide in a separate check hook)")
+    if best is None:
+        return None if ctx is None else context(ctx)
+    if ctx is not None:
+        best = Decision(verdict=best.verdict, reason=best.reason, hint=best.hint,
+                        changes=best.changes, value=best.value, context=ctx)
+    return best
