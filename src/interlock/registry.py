@@ -446,11 +446,17 @@ class Registry:
             raise
         return self._install(rev)
 
-    def reload(self, *, operator: bool = False) -> ReloadResult:
-        """Re-read everything; swap in the new revision if it is valid and not blocked."""
+    def reload(self, *, operator: bool = False, release: bool | None = None) -> ReloadResult:
+        """Re-read everything; swap in the new revision if it is valid and not blocked.
+
+        ``operator``: the change was made by an operator (the CLI), so a
+        config_change hook's failure does not block it, and (unless
+        ``release=False``) removing or weakening fail-closed hooks is approved.
+        """
         previous = self._current
+        release = operator if release is None else release
         try:
-            rev = self._build(operator=operator, previous=previous)
+            rev = self._build(operator=release, previous=previous)
         except ConfigError as exc:
             self.last_error = exc
             log.error("hook configuration not applied; keeping revision %d: %s",
@@ -512,23 +518,29 @@ class Registry:
             release = sorted(withheld)
         else:
             for name in names:
-                if name in withheld:
-                    release.append(name)
-                    continue
-                targets.append(self.entry(name))
+                # One approval covers what the hook now is: its new definition,
+                # and the removal or weakening of what it was.
+                held = [w for w in withheld if name in (w, w.partition(":")[2])]
+                release += held
+                try:
+                    targets.append(self.entry(name))
+                except ConfigError:
+                    if not held:
+                        raise
+        targets = [e for e in targets if e.needs_approval and not e.approved]
         done = [e.qualified_name for e in targets]
         if targets:
             self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets])
         if release:
-            done += self.trust.release(self.project_root, release)
+            done += [r for r in self.trust.release(self.project_root, release) if r not in done]
         if done:
-            self.reload(operator=True)
+            self.reload(operator=True, release=False)
         return done
 
     def revoke(self, name: str) -> bool:
         e = self.entry(name)
         removed = self.trust.revoke([e.key]) > 0
-        self.reload(operator=True)
+        self.reload(operator=True, release=False)
         return removed
 
     def set_enabled(self, name: str, enabled: bool) -> HookEntry:
@@ -540,7 +552,7 @@ class Registry:
         if not enabled:
             self.trust.release(self.project_root, [e.qualified_name])
         self.trust.set_toggle(self.project_root, e.qualified_name, enabled)
-        result = self.reload(operator=True)
+        result = self.reload(operator=True, release=False)
         if result.error is not None:
             raise result.error
         return self.entry(e.qualified_name)

@@ -1,0 +1,196 @@
+"""Content-pinned consent: approvals, edits, removals, --accept-hooks, concurrency."""
+
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+from _cfg import World, world
+from interlock import Verdict
+from interlock._errors import FailureMode
+from interlock.testing import RecordingSink, fire
+from interlock.trust import TrustStore
+
+__all__ = ["world"]
+
+SCRIPT = """#!/bin/sh
+cat >/dev/null
+echo '{"decision": "block", "reason": "%s"}'
+"""
+
+CONFIG = """
+[[hooks]]
+name = "guard"
+events = ["before_tool_call"]
+command = "./guard.sh"
+on_error = "%s"
+"""
+
+
+def rm(engine) -> object:
+    return fire(engine, "before_tool_call", tool_name="terminal", args={"command": "rm x"})
+
+
+def command_guard(world: World, reason: str = "v1", on_error: str = "closed") -> None:
+    world.write(world.project / "guard.sh", SCRIPT % reason, mode=0o755)
+    world.config(world.project, CONFIG % on_error)
+
+
+def test_unapproved_fail_closed_hook_blocks_until_approved(world: World) -> None:
+    command_guard(world)
+    sink = RecordingSink()
+    reg = world.registry(sink=sink)
+    reg.load()
+    [entry] = reg.hooks
+    assert entry.needs_approval
+    assert not entry.approved
+    assert entry.state == "blocking (unapproved, fails closed)"
+    out = rm(reg.engine)
+    assert out.verdict is Verdict.BLOCK
+    assert "did not answer (unapproved)" in (out.reason or "")
+    assert sink.failures[-1].mode is FailureMode.UNAPPROVED
+    assert reg.approve(["guard"]) == ["project:guard"]
+    out = rm(reg.engine)
+    assert out.verdict is Verdict.BLOCK
+    assert out.reason == "v1"  # the script itself answered
+
+
+def test_unapproved_fail_open_hook_does_not_run(world: World) -> None:
+    command_guard(world, on_error="open")
+    reg = world.registry()
+    reg.load()
+    assert reg.hooks[0].hook is None
+    assert reg.hooks[0].state == "skipped (unapproved, fails open)"
+    assert rm(reg.engine).verdict is Verdict.NONE
+
+
+def test_an_edited_script_needs_approval_again(world: World) -> None:
+    command_guard(world)
+    reg = world.registry(accept=True)
+    reg.load()
+    assert rm(reg.engine).reason == "v1"
+    world.write(world.project / "guard.sh", SCRIPT % "v2", mode=0o755)
+    strict = world.registry()  # a later run without --accept-hooks
+    strict.load()
+    assert not strict.hooks[0].approved
+    out = rm(strict.engine)
+    assert out.verdict is Verdict.BLOCK
+    assert out.reason != "v2"  # the edited script did not run
+    strict.approve(["project:guard"])
+    assert rm(strict.engine).reason == "v2"
+
+
+def test_an_edited_on_error_needs_approval_again(world: World) -> None:
+    command_guard(world)
+    reg = world.registry(accept=True)
+    reg.load()
+    reg.accept_hooks = False  # later edits happen in an ordinary run
+    command_guard(world, on_error="open")  # weaker: failures would let calls through
+    result = reg.reload()
+    assert result.changed
+    assert result.unapproved == ["project:guard"]
+    assert result.withheld == ["project:guard"]  # removal of a guard waits for an operator
+    out = rm(reg.engine)
+    assert out.verdict is Verdict.BLOCK
+    assert "fail-closed hook" in (out.reason or "")
+    # One operator approval covers the new definition and the weakening.
+    assert reg.approve(["project:guard"]) == ["project:guard"]
+    assert reg.withheld == []
+    assert rm(reg.engine).reason == "v1"
+
+
+def test_a_removed_fail_closed_hook_needs_an_operator(world: World) -> None:
+    world.write(world.home / "guard.py",
+                "from interlock import block\n\ndef handle(e):\n    return None\n")
+    world.config(world.home, """
+        [[hooks]]
+        name = "guard"
+        events = ["before_tool_call"]
+        handler = "guard.py"
+        """)
+    reg = world.registry()
+    reg.load()
+    assert rm(reg.engine).verdict is Verdict.NONE
+    world.config(world.home, "")
+    result = reg.reload()
+    assert result.withheld == ["user:guard"]
+    out = rm(reg.engine)
+    assert out.verdict is Verdict.BLOCK
+    assert "user:guard was removed" in str(reg.engine.hooks[-1].executor.message)  # type: ignore[union-attr]
+    # A restart does not forget: the baseline is stored with the approvals.
+    again = world.registry()
+    again.load()
+    assert again.withheld == ["user:guard"]
+    assert rm(again.engine).verdict is Verdict.BLOCK
+    assert again.approve(["user:guard"]) == ["user:guard"]
+    assert again.withheld == []
+    assert rm(again.engine).verdict is Verdict.NONE
+
+
+def test_an_operator_reload_may_remove_a_guard(world: World) -> None:
+    command_guard(world)
+    reg = world.registry(accept=True)
+    reg.load()
+    world.config(world.project, "")
+    assert reg.reload(operator=True).withheld == []
+    assert rm(reg.engine).verdict is Verdict.NONE
+
+
+def test_accept_hooks_env_approves_and_records(world: World, monkeypatch) -> None:
+    command_guard(world)
+    monkeypatch.setenv("INTERLOCK_ACCEPT_HOOKS", "1")
+    reg = world.registry()
+    reg.load()
+    assert reg.hooks[0].approved
+    monkeypatch.delenv("INTERLOCK_ACCEPT_HOOKS")
+    later = world.registry()
+    later.load()
+    assert later.hooks[0].approved
+    assert rm(later.engine).reason == "v1"
+
+
+def test_revoke(world: World) -> None:
+    command_guard(world)
+    reg = world.registry(accept=True)
+    reg.load()
+    reg.accept_hooks = False
+    assert reg.revoke("guard")
+    assert not reg.hooks[0].approved
+    assert rm(reg.engine).reason != "v1"
+
+
+def test_project_python_hooks_are_not_imported_before_approval(world: World) -> None:
+    marker = world.root / "imported"
+    folder = world.project / "hooks" / "py"
+    world.write(folder / "HOOK.yaml", "events: [user_input]\n")
+    world.write(folder / "handler.py", f"open({str(marker)!r}, 'w').close()\n"
+                                       "def handle(e):\n    return None\n")
+    reg = world.registry()
+    reg.load()
+    assert not marker.exists()
+    reg.approve(["py"])
+    assert marker.exists()
+    # Editing any file in the folder changes the digest.
+    old = reg.hooks[0].digest
+    world.write(folder / "notes.txt", "x")
+    reg.reload()
+    assert reg.hooks[0].digest != old
+    assert not reg.hooks[0].approved
+
+
+def _approve_many(state: str, start: int) -> None:
+    store = TrustStore(Path(state))
+    for i in range(start, start + 25):
+        store.approve([(f"k{i}", "d", f"user:h{i}")])
+
+
+def test_concurrent_processes_never_lose_an_approval(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_approve_many, args=(str(tmp_path), n * 25)) for n in range(4)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    assert len(TrustStore(tmp_path).approvals()) == 100
+    assert not list(tmp_path.glob("*.tmp"))
