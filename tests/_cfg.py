@@ -59,6 +59,7 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     w = World(tmp_path)
     monkeypatch.setenv("INTERLOCK_HOME", str(w.home))
     monkeypatch.setenv("INTERLOCK_MANAGED", str(w.managed))
+    monkeypatch.setenv("INTERLOCK_BUNDLED", str(w.bundled))
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
     monkeypatch.delenv("INTERLOCK_ACCEPT_HOOKS", raising=False)
     yield w

@@ -8,7 +8,8 @@ sandboxes) never touch the real ``~/.config`` or ``/etc``:
   ``~/.config/interlock``;
 - state (approvals, toggles, audit, dead letters): ``$INTERLOCK_STATE_DIR``,
   else ``<user>/state``;
-- project: ``<project root>/.interlock``.
+- project: ``<project root>/.interlock``;
+- bundled hooks: ``$INTERLOCK_BUNDLED``, else the package's ``bundled/`` folder.
 """
 
 from __future__ import annotations
@@ -40,6 +41,11 @@ def state_dir(home: Path | None = None) -> Path:
     if env:
         return Path(env).expanduser()
     return (home if home is not None else user_dir()) / "state"
+
+
+def bundled_dir() -> Path:
+    env = os.environ.get("INTERLOCK_BUNDLED")
+    return Path(env).expanduser() if env else Path(__file__).parent / "bundled"
 
 
 def project_dir(project_root: Path) -> Path:

@@ -46,7 +46,7 @@ from interlock.config.build import (
 from interlock.config.model import HookDef, HookKind, PermissionRule
 from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
 from interlock.config.sources import Declared, Discovered, Place, discover
-from interlock.paths import managed_dir, project_dir, state_dir, user_dir
+from interlock.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 from interlock.trust import TOGGLES, TrustStore, hook_key
 
 log = logging.getLogger("interlock.registry")
@@ -152,7 +152,7 @@ class Registry:
         self.project_root = Path(project_root).resolve()
         self.home = Path(home) if home is not None else user_dir()
         self.managed = Path(managed) if managed is not None else managed_dir()
-        self.bundled = bundled if bundled is not None else Path(__file__).parent / "bundled"
+        self.bundled = Path(bundled) if bundled is not None else bundled_dir()
         self.config = Path(config).resolve() if config is not None else None
         self.state_dir = state_dir(self.home)
         self.trust = TrustStore(self.state_dir)
