@@ -6,5 +6,6 @@ Both satisfy ``interlock._hooks.Executor``: an async callable taking an
 """
 
 from interlock.executors.command import CommandExecutor
+from interlock.executors.worker import WorkerExecutor
 
-__all__ = ["CommandExecutor"]
+__all__ = ["CommandExecutor", "WorkerExecutor"]
