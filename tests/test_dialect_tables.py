@@ -246,6 +246,7 @@ def test_hermes_stdin():
     assert (body["tool_name"], body["tool_input"]) == ("terminal", {"command": "ls"})
     assert body["extra"] == {"tool_call_id": "c1", "turn_id": "t1"}
     assert body["profile"] == "default"
+    assert encode("hermes", "command", command="model")["hook_event_name"] == "command:model"
     llm = encode("hermes", "user_input", text="hi")
     assert (llm["tool_name"], llm["tool_input"]) == (None, None)
     assert llm["extra"]["user_message"] == "hi"

@@ -55,8 +55,11 @@ class HermesDialect(BaseDialect):
         if ev.turn_id is not None:
             extra["turn_id"] = ev.turn_id
         tool = getattr(ev, "tool_name", None)
+        event = self.host_event(invocation)
+        if event == "command:*":  # Hermes fires the concrete command:NAME
+            event = f"command:{getattr(ev, 'command', '')}"
         body = {
-            "hook_event_name": self.host_event(invocation),
+            "hook_event_name": event,
             "tool_name": self.tool_name(tool) if tool is not None else None,
             "tool_input": getattr(ev, "args", None) if tool is not None else None,
             "session_id": session_id(invocation),
