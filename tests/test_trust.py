@@ -5,6 +5,8 @@ from __future__ import annotations
 import multiprocessing
 from pathlib import Path
 
+import pytest
+
 from _cfg import World, world
 from interlock import Verdict
 from interlock._errors import FailureMode
@@ -194,3 +196,45 @@ def test_concurrent_processes_never_lose_an_approval(tmp_path: Path) -> None:
         assert p.exitcode == 0
     assert len(TrustStore(tmp_path).approvals()) == 100
     assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_approving_one_hook_does_not_release_another_removal(world: World) -> None:
+    for name in ("a", "b"):
+        world.write(world.home / f"{name}.py", "def handle(e):\n    return None\n")
+    world.config(world.home, """
+        [[hooks]]
+        name = "a"
+        events = ["before_tool_call"]
+        handler = "a.py"
+
+        [[hooks]]
+        name = "b"
+        events = ["user_input"]
+        handler = "b.py"
+        """)
+    command_guard(world)
+    reg = world.registry()
+    reg.load()
+    world.config(world.home, "")
+    assert sorted(reg.reload().withheld) == ["user:a", "user:b"]
+    assert reg.approve(["project:guard"]) == ["project:guard"]
+    assert sorted(reg.withheld) == ["user:a", "user:b"]
+    assert reg.approve(["user:b"]) == ["user:b"]
+    assert reg.withheld == ["user:a"]
+    assert fire(reg.engine, "user_input", text="hi").verdict is Verdict.NONE
+
+
+def test_open_engine_refuses_to_start_without_a_good_revision(world: World) -> None:
+    from interlock import ConfigError
+    from interlock.registry import open_engine
+
+    world.config(world.project, "[[hooks]]\nname = 1\n")
+    with pytest.raises(ConfigError) as info:
+        open_engine(world.root)
+    assert info.value.line == 2
+    world.config(world.project, "")
+    engine, reg = open_engine(world.root)
+    try:
+        assert reg.revision == engine.revision >= 1
+    finally:
+        engine.close()

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -161,6 +162,8 @@ class Registry:
         self._owned: set[int] = set()
         self._listeners: list[Callable[[ReloadResult], None]] = []
         self.last_error: ConfigError | None = None
+        # One build at a time: the watcher, the host and CLI actions may all reload.
+        self._reloading = threading.RLock()
 
     # -- what is active ---------------------------------------------------------
     @property
@@ -438,6 +441,10 @@ class Registry:
 
     def load(self) -> int:
         """The first load. Raises ConfigError when there is no good revision (gates block)."""
+        with self._reloading:
+            return self._load()
+
+    def _load(self) -> int:
         try:
             rev = self._build(operator=False, previous=None)
         except ConfigError as exc:
@@ -453,8 +460,11 @@ class Registry:
         config_change hook's failure does not block it, and (unless
         ``release=False``) removing or weakening fail-closed hooks is approved.
         """
+        with self._reloading:
+            return self._reload(operator, operator if release is None else release)
+
+    def _reload(self, operator: bool, release: bool) -> ReloadResult:
         previous = self._current
-        release = operator if release is None else release
         try:
             rev = self._build(operator=release, previous=previous)
         except ConfigError as exc:
