@@ -3,6 +3,7 @@ Python scripts (tests/fixtures/native_hook.*)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 
@@ -153,9 +154,13 @@ async def test_a_missing_program_is_a_crash():
 
 async def test_processes_left_behind_by_a_finished_hook_are_killed(tmp_path):
     pidfile = tmp_path / "bg.pid"
-    run = CommandExecutor(f"sleep 300 > /dev/null 2>&1 & echo $! > {pidfile}; echo '{{}}'",
-                          hook_name="h", cwd=tmp_path, timeout=10)
+    # The background job keeps the hook's stdout open: without the group kill
+    # the executor would wait for it until the timeout.
+    run = CommandExecutor(f"sleep 300 & echo $! > {pidfile}; echo '{{}}'",
+                          hook_name="h", cwd=tmp_path, timeout=30)
+    t0 = asyncio.get_running_loop().time()
     assert await run(invocation()) is None
+    assert asyncio.get_running_loop().time() - t0 < 20  # generous; it did not wait for sleep
     orphan = read_pid(pidfile)
     try:
         assert wait_gone(orphan)
@@ -164,8 +169,6 @@ async def test_processes_left_behind_by_a_finished_hook_are_killed(tmp_path):
 
 
 async def test_cancellation_kills_the_group(tmp_path):
-    import asyncio
-
     pidfile = tmp_path / "grandchild.pid"
     run = executor("sh", "hang", str(pidfile), timeout=30)
     task = asyncio.ensure_future(run(invocation()))
@@ -251,5 +254,41 @@ def test_engine_a_check_that_modifies_is_told_to_declare_modifies():
     try:
         fire(eng, "before_tool_call", tool_name="terminal", args={"command": "ls"})
         assert "modifies = true" in sink.failures[0].error
+    finally:
+        eng.close()
+
+
+def test_engine_shadow_command_hook_is_audited_not_applied():
+    sink = RecordingSink()
+    eng = Engine(sinks=[sink])
+    eng.register(Hook(name="trial", events=("before_tool_call",), kind="command",
+                      executor=executor("sh", "block-exit"), shadow=True))
+    try:
+        out = fire(eng, "before_tool_call", tool_name="terminal", args={"command": "ls"})
+        assert not out.blocked
+        [record] = out.hooks
+        assert (record.verdict, record.status.value) == ("block", "shadow")
+    finally:
+        eng.close()
+
+
+def test_engine_background_command_hook_does_not_hold_the_host(tmp_path):
+    import time
+
+    sink = RecordingSink()
+    eng = Engine(sinks=[sink])
+    done = tmp_path / "done"
+    slow = CommandExecutor(f"sleep 1; touch {done}; exit 1", hook_name="slow", cwd=tmp_path)
+    eng.register(Hook(name="slow", events=("before_tool_call",), kind="command",
+                      executor=slow, background=True))
+    try:
+        t0 = time.monotonic()
+        out = fire(eng, "before_tool_call", tool_name="terminal", args={"command": "ls"})
+        assert time.monotonic() - t0 < 0.9  # generous: the hook itself takes >= 1 s
+        assert not out.blocked
+        assert not done.exists()
+        assert eng.drain(timeout=10)
+        assert done.exists()
+        assert [f.mode.value for f in sink.failures] == ["crash"]  # still dead-lettered
     finally:
         eng.close()
