@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import pytest
 
@@ -210,3 +211,50 @@ async def test_watch_applies_changes_while_running(world: World) -> None:
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
+
+
+WORKER = """
+import sys
+from interlock import block
+from interlock.worker import run
+
+def handle(request):
+    if "rm" in request["payload"]["args"].get("command", ""):
+        return block("worker says no")
+
+run(handle)
+"""
+
+
+def test_worker_hooks_keep_their_process_across_unrelated_reloads(world: World) -> None:
+    import sys
+
+    world.write(world.home / "w.py", WORKER)
+    world.config(world.home, f"""
+        [[hooks]]
+        name = "w"
+        kind = "worker"
+        events = ["before_tool_call"]
+        command = ["{sys.executable}", "./w.py"]
+        timeout = 20
+        """)
+    reg = world.registry(accept=True)
+    reg.load()
+    try:
+        out = rm(reg.engine)
+        assert out.verdict is Verdict.BLOCK
+        assert out.reason == "worker says no"
+        executor = reg.entry("w").hook.executor  # type: ignore[union-attr]
+        world.write(world.home / "other" / "hooks" / "x.txt", "unrelated")
+        world.write(world.home / "hooks" / "p" / "HOOK.yaml", "events: [user_input]\n")
+        world.write(world.home / "hooks" / "p" / "handler.py", "def handle(e):\n    pass\n")
+        assert reg.reload().changed
+        assert reg.entry("w").hook.executor is executor  # type: ignore[union-attr]
+        assert rm(reg.engine).reason == "worker says no"
+        pid = executor.pid  # type: ignore[attr-defined]
+        assert pid is not None
+    finally:
+        reg.close()
+    assert executor.pid is None  # type: ignore[attr-defined]
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)  # close() waits until the worker has exited

@@ -417,14 +417,12 @@ class Registry:
 
     def _retire(self, executors: Iterable[Executor]) -> None:
         for ex in executors:
-            close = getattr(ex, "aclose", None)
+            # Executors that hold a process (workers) offer a sync close().
+            close = getattr(ex, "close", None)
             if close is None:
                 continue
-            # Workers run on the engine's loop (sync facade); close them there.
-            loop_thread = getattr(self.engine, "_loop", None)
             try:
-                if loop_thread is not None:
-                    loop_thread.submit(close())
+                close()
             except Exception as exc:  # a stuck worker must not stop a reload
                 log.warning("closing %r failed: %s", ex, exc)
 
@@ -615,6 +613,11 @@ class Registry:
                     break
             if not restart:
                 return
+
+    def close(self) -> None:
+        """Stop the worker processes of the current revision (sync hosts)."""
+        if self._current is not None:
+            self._retire(self._current.executors().values())
 
     async def aclose(self) -> None:
         """Stop the worker processes of the current revision."""

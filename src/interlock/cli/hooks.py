@@ -39,9 +39,7 @@ def _open(project: Path, config: Path | None, *, accept: bool = False,
 
 
 def _close(engine: Engine, registry: Registry) -> None:
-    import asyncio
-
-    asyncio.run(registry.aclose())
+    registry.close()
     engine.close(timeout=2)
 
 
