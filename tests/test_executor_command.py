@@ -76,6 +76,14 @@ async def test_huge_output_is_a_failure_not_truncated_json(lang):
         await executor(lang, "huge", output_cap=65536)(invocation())
 
 
+async def test_a_small_answer_just_past_the_cap_is_refused_too():
+    # fits in the pipe buffer, so the exit may be seen before the data
+    run = CommandExecutor("printf '%05000d' 0", hook_name="h", cwd=HERE, output_cap=1000)
+    for _ in range(5):
+        with pytest.raises(ContractError, match="more than 1000 bytes"):
+            await run(invocation())
+
+
 @pytest.mark.parametrize("lang", LANGS)
 async def test_other_exit_codes_are_crashes(lang):
     with pytest.raises(HookCrash, match="exited with code 1: boom: something broke"):

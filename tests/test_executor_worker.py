@@ -86,9 +86,10 @@ async def test_a_stray_line_breaks_the_protocol_and_the_worker_restarts(workers)
     assert ex.starts == 2
 
 
-async def test_an_answer_past_the_cap_is_a_failure(workers):
-    ex = workers(output_cap=100_000)
-    with pytest.raises(ContractError, match="longer than 100000 bytes"):
+@pytest.mark.parametrize("cap", [100_000, 1_000])
+async def test_an_answer_past_the_cap_is_a_failure(workers, cap):
+    ex = workers(output_cap=cap)
+    with pytest.raises(ContractError, match=f"longer than {cap} bytes"):
         await call(ex, "huge")
     assert await call(ex, "ls") is None
 

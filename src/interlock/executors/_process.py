@@ -177,17 +177,14 @@ async def run_once(
         try:
             async with asyncio.timeout(timeout):
                 await asyncio.wait((collector.exited, collector.overflow),
-                                             return_when=asyncio.FIRST_COMPLETED)
-                if collector.overflow.done():
-                    raise ContractError(
-                        f"hook {label} wrote more than {output_cap} bytes to stdout; "
-                        "an answer past the cap is refused, not truncated "
-                        "(fix: print only the answer, or raise output_cap)")
+                                   return_when=asyncio.FIRST_COMPLETED)
+                _check_cap(collector, label)
                 # The hook is done; anything it left running in its group is
                 # an orphan by definition (a job that must outlive the hook has
                 # to detach itself with setsid).
                 kill_group(pid)
                 await collector.drained
+                _check_cap(collector, label)  # the exit can be seen before the last data
         except TimeoutError:
             raise HookTimeout(f"hook {label} timed out after {timeout:g}s; "
                               "its process group was killed") from None
@@ -204,3 +201,11 @@ async def run_once(
     return Completed(exit_code=-1 if code is None else code, stdout=bytes(collector.out),
                      stderr=bytes(collector.err), stderr_truncated=collector.err_truncated)
 
+
+
+def _check_cap(collector: _Collector, label: str) -> None:
+    if collector.overflow.done():
+        raise ContractError(
+            f"hook {label} wrote more than {collector.cap} bytes to stdout; an answer "
+            "past the cap is refused, not truncated (fix: print only the answer, or "
+            "raise output_cap)")

@@ -75,7 +75,7 @@ class _Worker(asyncio.SubprocessProtocol):
         buf += data
         while True:
             end = buf.find(b"\n")
-            if end < 0:
+            if end < 0 or end > self.cap:
                 break
             line = bytes(buf[:end])
             del buf[:end + 1]
@@ -83,7 +83,7 @@ class _Worker(asyncio.SubprocessProtocol):
                 self._answer(line)
             if self.dead:
                 return
-        if len(buf) > self.cap:
+        if len(buf) > self.cap:  # the first line in buf is longer than the cap
             self.fail(ContractError(
                 f"worker {self.label} wrote an answer line longer than {self.cap} bytes; "
                 "it is refused, not truncated (fix: answer less, or raise output_cap)"))
