@@ -44,6 +44,16 @@ def test_event_names_come_from_the_catalog(name):
         assert d.event_name(spec.name) == (names[0] if names else None)
 
 
+def test_tool_names_map_both_ways():
+    for d in DIALECTS.values():
+        for ours, theirs in d.tools.items():
+            assert d.tool_name(ours) == theirs
+            assert d.tool_from_host(theirs) == ours
+        assert d.tool_name("mcp__github__create_issue") == "mcp__github__create_issue"
+    assert DIALECTS["claude"].tool_from_host("Bash") == "terminal"
+    assert DIALECTS["moltis"].tool_from_host("exec") == "terminal"
+
+
 def test_check_events_names_the_supported_events():
     check_events("moltis", ["before_tool_call", "message_received"])
     with pytest.raises(ConfigError, match="no event for 'user_input'") as err:

@@ -36,6 +36,10 @@ class Dialect(Protocol):
         """What the host calls one of Interlock's built-in tools (others unchanged)."""
         ...
 
+    def tool_from_host(self, tool: str) -> str:
+        """Interlock's name for a host tool name (for importing matchers: Bash -> terminal)."""
+        ...
+
     def encode(self, invocation: Invocation, *, project_dir: str) -> bytes:
         """The stdin payload: compact one-line JSON and a newline."""
         ...

@@ -41,6 +41,13 @@ class BaseDialect:
     def tool_name(self, tool: str) -> str:
         return self.tools.get(tool, tool)
 
+    def tool_from_host(self, tool: str) -> str:
+        """The inverse of ``tool_name``: Interlock's name for a host tool name."""
+        for ours, theirs in self.tools.items():
+            if theirs == tool:
+                return ours
+        return tool
+
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:
         return {}
