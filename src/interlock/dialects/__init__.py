@@ -55,9 +55,9 @@ class Dialect(Protocol):
 
 
 def _load() -> dict[str, Dialect]:
-    from interlock.dialects import claude, gemini, hermes, moltis
+    from interlock.dialects import claude, codex, gemini, hermes, moltis
 
-    return {d.name: d for d in (claude.CLAUDE, claude.CODEX, gemini.GEMINI, hermes.HERMES,
+    return {d.name: d for d in (claude.CLAUDE, codex.CODEX, gemini.GEMINI, hermes.HERMES,
                                 moltis.MOLTIS)}
 
 

@@ -1,16 +1,14 @@
-"""The Claude Code dialect, and Codex, which speaks Claude's shapes more strictly.
+"""The Claude Code dialect (Codex reads the same shapes more strictly: codex.py).
 
 Decode table (docs/dialects.md has it in full):
 
 - exit 0: empty stdout is no opinion; stdout that looks like a JSON object
   is the answer (invalid JSON is a failure); plain text is context on
   UserPromptSubmit / SessionStart / UserPromptExpansion and ignored
-  elsewhere (Claude writes it to its debug log). Codex: the same.
+  elsewhere (Claude writes it to its debug log).
 - exit 2: block with stderr as the reason on events where the host blocks;
   feedback (context) on PostToolUseFailure; no effect where the host
-  ignores it (Claude's PermissionRequest, observe events). Codex: only
-  PreToolUse, PermissionRequest, PostToolUse, Stop and SubagentStop honour
-  it, and only with a non-empty stderr; elsewhere it is a failure.
+  ignores it (PermissionRequest, observe events).
 - any other exit (Claude's exit 1 included): a failure.
 """
 
@@ -77,35 +75,26 @@ _CLAUDE_EXIT2_BLOCKS = frozenset({
     "task_completed", "config_change", "before_compaction", "after_tool_call", "command",
     "model_select"})
 _CLAUDE_EXIT2_FEEDBACK = frozenset({"tool_error"})
-_CODEX_EXIT2_BLOCKS = frozenset({
-    "before_tool_call", "permission_request", "after_tool_call", "before_stop",
-    "subagent_stop"})
 
 _TOP_KEYS = frozenset({"continue", "stopReason", "suppressOutput", "systemMessage",
                        "terminalSequence", "decision", "reason", "hookSpecificOutput"})
 
-_EDIT_TOOLS = frozenset({"write_file", "edit_file", "patch", "Write", "Edit", "MultiEdit"})
-
 
 class ClaudeDialect(BaseDialect):
-    """Claude Code's hook protocol (``strict=False``) or Codex's (``strict=True``)."""
+    """Claude Code's hook protocol. ``strict`` is Codex's stricter reading of it."""
 
-    def __init__(self, name: str, *, strict: bool, tools: dict[str, str]) -> None:
-        self.name = name
-        self.system = name
-        self.strict = strict
-        self.tools = tools
+    name = "claude"
+    system = "claude"
+    strict = False
+    tools = {"terminal": "Bash", "read_file": "Read", "write_file": "Write",
+             "edit_file": "Edit", "web_fetch": "WebFetch", "web_search": "WebSearch"}
 
     # -- what the script sees --------------------------------------------------
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:
-        out = {}
-        if not self.strict:
-            out["CLAUDE_PROJECT_DIR"] = project_dir
+        out = {"CLAUDE_PROJECT_DIR": project_dir}
         if plugin_root is not None:
             out["CLAUDE_PLUGIN_ROOT"] = plugin_root
-            if self.strict:
-                out["PLUGIN_ROOT"] = plugin_root
         return out
 
     def encode(self, invocation: Invocation, *, project_dir: str) -> bytes:
@@ -116,32 +105,19 @@ class ClaudeDialect(BaseDialect):
             "cwd": ev.cwd or project_dir,
             "hook_event_name": self.host_event(invocation),
         }
-        if self.strict and ev.turn_id is not None:
-            body["turn_id"] = ev.turn_id
         if "tool_name" in type(ev).__struct_fields__:
             body["permission_mode"] = "default"
         body.update(extra_fields(invocation, _RENAMES.get(ev.name, {}), _SKIP))
         if "tool_name" in body:
             body["tool_name"] = self.tool_name(body["tool_name"])
-            if self.strict:
-                self._as_apply_patch(body)
+        self.adapt(invocation, body)
         return dump(body)
 
-    def _as_apply_patch(self, body: dict[str, Any]) -> None:
-        """Codex hooks see every edit as apply_patch with the patch in tool_input.command."""
-        tool_input = body.get("tool_input")
-        if body["tool_name"] not in _EDIT_TOOLS or not isinstance(tool_input, dict):
-            return
-        patch = patch_text(tool_input)
-        if patch is not None:
-            body["tool_name"] = "apply_patch"
-            body["tool_input"] = {"command": patch}
+    def adapt(self, invocation: Invocation, body: dict[str, Any]) -> None:
+        """Host-specific touches to the stdin payload (Codex: turn_id, apply_patch)."""
 
-    def _patched(self, invocation: Invocation) -> bool:
-        ev = invocation.event
-        args = getattr(ev, "args", None)
-        return (getattr(ev, "tool_name", None) in _EDIT_TOOLS and isinstance(args, dict)
-                and patch_text(args) is not None)
+    def check_rewrite(self, invocation: Invocation) -> None:
+        """Raise if this host's rewrite of the tool input cannot be applied."""
 
     # -- what its answer means -------------------------------------------------
     def decode(self, invocation: Invocation, result: Completed) -> Decision | None:
@@ -163,16 +139,6 @@ class ClaudeDialect(BaseDialect):
     def _exit2(self, invocation: Invocation, result: Completed) -> Decision | None:
         event = invocation.event.name
         reason = result.stderr_text()
-        if self.strict:
-            if event not in _CODEX_EXIT2_BLOCKS:
-                honoured = ", ".join(sorted(_CODEX_EXIT2_BLOCKS))
-                raise HookCrash(exit_message(label(invocation), result) +
-                                f" (codex honours exit 2 only on {honoured})")
-            if not reason:
-                raise contract(invocation, self.name,
-                               "exited 2 with nothing on stderr; codex treats that as a "
-                               "failure, not a block (fix: print the reason to stderr)")
-            return block(reason)
         if event in _CLAUDE_EXIT2_BLOCKS:
             return block(reason or f"blocked by hook {label(invocation)} (exit 2)")
         if event in _CLAUDE_EXIT2_FEEDBACK and reason:
@@ -293,10 +259,7 @@ class ClaudeDialect(BaseDialect):
                 raise contract(invocation, name, "answered a reason without a decision")
         if updated is not None:
             require_modifies(invocation, name, "updatedInput")
-            if self.strict and self._patched(invocation):
-                raise contract(invocation, name, "answered updatedInput for an edit it saw as "
-                               "apply_patch; Interlock cannot turn a patch back into the "
-                               "edit's arguments (fix: deny, or rewrite in a native hook)")
+            self.check_rewrite(invocation)
             changes["args"] = updated
         if verdict is None or verdict == "defer":
             return
@@ -311,25 +274,4 @@ class ClaudeDialect(BaseDialect):
                            "allow, deny, ask or defer")
 
 
-def patch_text(args: dict[str, Any]) -> str | None:
-    """An edit's arguments as an apply_patch document (what Codex hooks see)."""
-    path = args.get("path") or args.get("file_path")
-    if not isinstance(path, str):
-        return None
-    content = args.get("content")
-    if isinstance(content, str):
-        body = "".join(f"+{line}\n" for line in content.splitlines())
-        return f"*** Begin Patch\n*** Add File: {path}\n{body}*** End Patch"
-    old, new = args.get("old_string"), args.get("new_string")
-    if isinstance(old, str) and isinstance(new, str):
-        lines = [f"-{line}" for line in old.splitlines()]
-        lines += [f"+{line}" for line in new.splitlines()]
-        body = "".join(line + "\n" for line in lines)
-        return f"*** Begin Patch\n*** Update File: {path}\n@@\n{body}*** End Patch"
-    return None
-
-
-CLAUDE = ClaudeDialect("claude", strict=False, tools={
-    "terminal": "Bash", "read_file": "Read", "write_file": "Write", "edit_file": "Edit",
-    "web_fetch": "WebFetch", "web_search": "WebSearch"})
-CODEX = ClaudeDialect("codex", strict=True, tools={"terminal": "Bash"})
+CLAUDE = ClaudeDialect()
