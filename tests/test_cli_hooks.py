@@ -193,6 +193,7 @@ def test_import_claude_settings_and_plugin(world: World, system: str) -> None:
     assert check["matcher"] == ("terminal|write_file" if system == "claude" else "terminal|Write")
     assert check["timeout"] == 30
     assert hooks["project:user_input"]["on_error"] == "open"
+    assert hooks["project:user_input"]["timeout"] == 600  # their default, written out
 
 
 def test_import_plugin_hooks_json_resolves_the_plugin_root(world: World) -> None:

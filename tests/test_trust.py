@@ -238,3 +238,40 @@ def test_open_engine_refuses_to_start_without_a_good_revision(world: World) -> N
         assert reg.revision == engine.revision >= 1
     finally:
         engine.close()
+
+
+async def test_a_running_host_applies_an_approval_made_by_the_cli(world: World) -> None:
+    import asyncio
+
+    from interlock.registry import ReloadResult
+
+    command_guard(world)
+    host = world.registry()
+    host.load()
+    assert not host.hooks[0].approved
+    seen: list[tuple[str, bool]] = []
+    host.engine.on("config_change", lambda e: seen.append((Path(e.path).name, e.operator)),
+                   name="watch-config")
+    loop = asyncio.get_running_loop()
+    applied = asyncio.Event()
+
+    def note(result: ReloadResult) -> None:
+        if result.changed:
+            loop.call_soon_threadsafe(applied.set)
+
+    host.add_listener(note)
+    stop = asyncio.Event()
+    task = asyncio.create_task(host.watch(stop, debounce_ms=50, rescan_ms=200))
+    try:
+        cli = world.registry()  # another process, in effect: `interlock hooks approve`
+        cli.load()
+        cli.approve(["guard"])
+        await asyncio.wait_for(applied.wait(), 10)
+        assert host.hooks[0].approved
+        assert ("approvals.json", True) in seen  # an operator's change
+        out = await host.engine.emit(__import__("interlock.events", fromlist=["make"]).make(
+            "before_tool_call", tool_name="terminal", args={"command": "rm"}))
+        assert out.reason == "v1"
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)

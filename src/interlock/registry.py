@@ -34,7 +34,7 @@ from typing import Any
 from interlock._catalog import SPECS, FailClosed, Kind
 from interlock._decisions import Verdict
 from interlock._dispatch import Engine
-from interlock._errors import ConfigError, FailureMode
+from interlock._errors import ConfigError, FailureMode, RegistrationError
 from interlock._hooks import Executor, Hook, Source
 from interlock._sinks import Sink
 from interlock.config.build import (
@@ -48,11 +48,11 @@ from interlock.config.model import HookDef, HookKind, PermissionRule
 from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
 from interlock.config.sources import Declared, Discovered, Place, discover
 from interlock.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
-from interlock.trust import TOGGLES, TrustStore, hook_key
+from interlock.trust import APPROVALS, BASELINES, TOGGLES, TrustStore, hook_key
 
 log = logging.getLogger("interlock.registry")
 
-_STATE_FILES = {"approvals.json", TOGGLES}
+_STATE_FILES = {APPROVALS, TOGGLES, BASELINES}
 _NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER}
 
 
@@ -223,8 +223,10 @@ class Registry:
             Source.PROJECT: {Source.PROJECT, Source.BUNDLED},
         }
         out: dict[str, bool] = {}
+        # Later entries win: project, then user (a repository cannot undo the
+        # user's choice), then the CLI's toggles, then the administrator.
         refs = sorted(found.references, key=lambda r: (r.source is Source.MANAGED,
-                                                       -int(r.source)))
+                                                       r.source is Source.USER))
         for ref in refs:
             targets = [d for d in found.hooks
                        if ref.name in (d.qualified_name, d.definition.name)]
@@ -278,6 +280,9 @@ class Registry:
 
     def _build(self, *, operator: bool, previous: Revision | None) -> Revision:
         found = discover(self.places())
+        for state_file in (self.trust.approvals_path, self.trust.toggles_path,
+                           self.trust.baselines_path):
+            self._note_state(found, state_file)
         toggles = self._apply_references(found)
         entries: list[HookEntry] = []
         for decl in found.hooks:
@@ -308,6 +313,20 @@ class Registry:
                   if e.hook is not None and _guard_record(e)["events"]}
         withheld = self._withhold(guards, hooks, operator)
         return Revision(entries, hooks, found.permissions, found, guards, withheld)
+
+    @staticmethod
+    def _note_state(found: Discovered, path: Path) -> None:
+        if path.exists():
+            found.files[str(path)] = digest({}, [path])
+            found.sources[str(path)] = Source.USER
+        else:
+            found.files.pop(str(path), None)
+
+    def _checked_build(self, *, operator: bool, previous: Revision | None) -> Revision:
+        try:
+            return self._build(operator=operator, previous=previous)
+        except RegistrationError as exc:
+            raise ConfigError(str(exc), fix="see docs/configuration.md") from None
 
     def _shadow(self, entries: list[HookEntry]) -> None:
         by_name: dict[str, list[HookEntry]] = {}
@@ -410,6 +429,8 @@ class Registry:
         self._current = rev
         self.last_error = None
         self.trust.set_baseline(self.project_root, rev.guards)
+        # Our own write is not a change to react to on the next reload.
+        self._note_state(rev.found, self.trust.baselines_path)
         if previous is not None:
             kept = set(rev.executors())
             self._retire([ex for k, ex in previous.executors().items() if k not in kept])
@@ -444,7 +465,7 @@ class Registry:
 
     def _load(self) -> int:
         try:
-            rev = self._build(operator=False, previous=None)
+            rev = self._checked_build(operator=False, previous=None)
         except ConfigError as exc:
             self.last_error = exc
             self._lockdown(exc)
@@ -464,7 +485,7 @@ class Registry:
     def _reload(self, operator: bool, release: bool) -> ReloadResult:
         previous = self._current
         try:
-            rev = self._build(operator=release, previous=previous)
+            rev = self._checked_build(operator=release, previous=previous)
         except ConfigError as exc:
             self.last_error = exc
             log.error("hook configuration not applied; keeping revision %d: %s",
@@ -607,7 +628,10 @@ class Registry:
                     # After a restart, reload once the new watcher runs: files
                     # written while no watcher covered them are not lost.
                     catch_up = False
-                    await asyncio.to_thread(self.reload)
+                    try:
+                        await asyncio.to_thread(self.reload)
+                    except Exception:  # keep watching; the last good revision stays
+                        log.exception("reloading the hook configuration failed")
                 if self.watch_dirs() != dirs:  # a folder appeared (or went): watch again
                     restart = catch_up = True
                     break

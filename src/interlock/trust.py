@@ -6,7 +6,8 @@ keeps, per project, the *baseline* of fail-closed hooks that were in force,
 so a reload (or a restart) that removes or weakens one is held back until an
 operator approves it, and the hooks an operator turned on or off.
 
-Files live in the state dir (``approvals.json``, ``toggles.json``). Every
+Files live in the state dir (``approvals.json``, ``toggles.json``,
+``baselines.json``). Every
 change takes an exclusive lock (``.lock``, flock) around read-modify-write and
 replaces the file atomically, so concurrent processes never lose an update or
 read half a file. POSIX only, like the command executor.
@@ -29,6 +30,7 @@ from interlock._errors import ConfigError
 
 APPROVALS = "approvals.json"
 TOGGLES = "toggles.json"
+BASELINES = "baselines.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +52,9 @@ class TrustStore:
         self.dir = state_dir
         self.approvals_path = state_dir / APPROVALS
         self.toggles_path = state_dir / TOGGLES
+        # Kept apart from approvals: every revision updates it, and a change to
+        # it must not look like an operator's change to the watcher.
+        self.baselines_path = state_dir / BASELINES
 
     # -- files ----------------------------------------------------------------
     @contextlib.contextmanager
@@ -138,14 +143,17 @@ class TrustStore:
     def baseline(self, project: Path) -> dict[str, dict[str, Any]] | None:
         """The fail-closed hooks in force for ``project``; None before the first load."""
         found: dict[str, dict[str, Any]] | None = (
-            self._load(self.approvals_path).get("baselines", {}).get(str(project)))
+            self._load(self.baselines_path).get("baselines", {}).get(str(project)))
         return found
 
     def set_baseline(self, project: Path, guards: dict[str, dict[str, Any]]) -> None:
+        if self.baseline(project) == guards:
+            return
+
         def change(data: dict[str, Any]) -> None:
             data.setdefault("baselines", {})[str(project)] = guards
 
-        self._update(self.approvals_path, change)
+        self._update(self.baselines_path, change)
 
     def release(self, project: Path, names: list[str]) -> list[str]:
         """An operator approves removing or weakening these guards; returns those released."""
@@ -159,7 +167,7 @@ class TrustStore:
                 if guards.pop(name, None) is not None:
                     released.append(name)
 
-        self._update(self.approvals_path, change)
+        self._update(self.baselines_path, change)
         return released
 
     # -- toggles (hooks enable / disable) -----------------------------------------

@@ -10,8 +10,9 @@ Each importer reads one system's layout (see docs/configuration.md):
   ``[[hooks.hooks]]``.
 
 Every imported hook keeps its dialect, so its script runs unmodified, and gets
-an explicit ``on_error``: what the system did when the hook failed (open,
-except Hermes' ``fail_closed``), written out so the operator sees it.
+an explicit ``on_error`` and ``timeout``: what the system did when the hook
+failed (open, except Hermes' ``fail_closed``) and how long it waited, written
+out so the operator sees them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ from interlock.config.parse import split_front_matter
 
 SYSTEMS = ("claude", "codex", "gemini", "hermes", "moltis")
 _EXACT_LIST = re.compile(r"^[A-Za-z0-9_\- ,|]+$")
+# What each system waits for a hook when the config gives no timeout (capped at ours).
+_DEFAULT_TIMEOUT = {"claude": 600.0, "codex": 600.0, "gemini": 60.0, "hermes": 60.0,
+                    "moltis": 10.0}
 _FALLBACK_TOOLS = {
     "claude": {"Bash": "terminal", "Read": "read_file", "Write": "write_file",
                "Edit": "edit_file"},
@@ -189,8 +193,7 @@ def import_claude_like(system: str, path: Path) -> Imported:
                 if matcher is not None:
                     hook["matcher"] = matcher
                 timeout = _timeout(handler.get("timeout"), millis=system == "gemini")
-                if timeout is not None:
-                    hook["timeout"] = timeout
+                hook["timeout"] = timeout if timeout is not None else _DEFAULT_TIMEOUT[system]
                 if handler.get("async"):
                     hook["background"] = True
                 out.hooks.append(hook)
@@ -235,8 +238,8 @@ def import_hermes(path: Path) -> Imported:
             if matcher is not None:
                 hook["matcher"] = matcher
             timeout = _timeout(entry.get("timeout"))
-            if timeout is not None:
-                hook["timeout"] = min(timeout, 300.0)  # Hermes' own cap
+            hook["timeout"] = min(timeout, 300.0) if timeout is not None \
+                else _DEFAULT_TIMEOUT["hermes"]  # Hermes caps at 300
             out.hooks.append(hook)
     return out
 
@@ -265,7 +268,7 @@ def _moltis_hook(data: dict[str, Any], folder: Path | None, taken: set[str],
     if folder is not None:
         hook["cwd"] = str(folder)
     timeout = _timeout(data.get("timeout"))
-    hook["timeout"] = timeout if timeout is not None else 10.0  # Moltis' default
+    hook["timeout"] = timeout if timeout is not None else _DEFAULT_TIMEOUT["moltis"]
     requires = data.get("requires")
     if isinstance(requires, dict) and requires:
         hook["requires"] = {k: list(v) for k, v in requires.items()

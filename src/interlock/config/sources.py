@@ -124,6 +124,7 @@ def _read(path: Path) -> str:
 
 def _load_config(place: Place, path: Path, found: Discovered) -> None:
     data, locate = read_config_text(_read(path), path)
+    data = {k: v for k, v in data.items() if v is not None}  # `hooks:` with nothing under it
     doc = to_doc(data, path, locate)
     seen: dict[str, int | None] = {}
     for i, raw in enumerate(doc.hooks):
