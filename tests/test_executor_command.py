@@ -9,7 +9,16 @@ import os
 
 import pytest
 
-from fixtures.helpers import HERE, PY, alive, invocation, kill_quietly, read_pid, wait_gone
+from fixtures.helpers import (
+    HERE,
+    PY,
+    alive,
+    invocation,
+    kill_quietly,
+    read_pid,
+    wait_gone,
+    wait_group_gone,
+)
 from interlock import Engine, Hook, OnError, Verdict
 from interlock._errors import ConfigError, ContractError, HookCrash, HookTimeout
 from interlock.executors import CommandExecutor
@@ -105,6 +114,10 @@ async def test_hang_past_timeout_kills_the_whole_group(lang, tmp_path):
     grandchild = read_pid(pidfile)
     try:
         assert wait_gone(grandchild), "the hook's grandchild `sleep` outlived the timeout"
+        if lang == "py":  # it also wrote its process group: nothing in it lives on
+            pgid = read_pid(tmp_path / "grandchild.pid.pgid")
+            assert pgid != os.getpgid(0)  # its own group, not ours
+            assert wait_group_gone(pgid)
     finally:
         kill_quietly(grandchild)
 
