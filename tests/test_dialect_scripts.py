@@ -223,3 +223,11 @@ def test_engine_blocks_by_exit_code_and_fails_closed(dialect):
                         args={"command": "ls"}).blocked
     finally:
         eng.close()
+
+
+async def test_exec_form_commands_get_host_placeholders(tmp_path):
+    out = tmp_path / "argv.txt"
+    ex = CommandExecutor(["sh", "-c", f'echo "$1" > {out}', "-", "${CLAUDE_PROJECT_DIR}/x"],
+                         hook_name="h", dialect="claude", cwd=tmp_path, project_dir="/proj")
+    assert await ex(invocation()) is None
+    assert out.read_text().strip() == "/proj/x"

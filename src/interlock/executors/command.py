@@ -9,6 +9,7 @@ failure. A hook with a ``dialect`` speaks that host's protocol instead (see
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from interlock.dialects import Dialect
 
 DEFAULT_OUTPUT_CAP = 1_048_576
+_PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class CommandExecutor:
@@ -66,6 +68,7 @@ class CommandExecutor:
         if output_cap <= 0:
             raise ConfigError(f"output_cap must be positive, got {output_cap!r}",
                               field="output_cap")
+        self.exec_form = not isinstance(command, str)
         self.cwd = str(cwd)
         self.env = dict(env or {})
         self.env_passthrough = tuple(env_passthrough)
@@ -81,15 +84,21 @@ class CommandExecutor:
     async def __call__(self, invocation: Invocation) -> Decision | None:
         label = repr(invocation.hook.qualified_name)
         dialect = self.dialect
+        argv = self.argv
         if dialect is None:
             stdin = msgspec.json.encode(invocation.wire()) + b"\n"
             env = clean_env({"INTERLOCK_PROJECT_DIR": self.project_dir, **self.env},
                             self.env_passthrough)
         else:
             stdin = dialect.encode(invocation, project_dir=self.project_dir)
-            env = host_env(dialect.env(invocation, project_dir=self.project_dir,
-                                       plugin_root=self.plugin_root), self.env)
-        result = await run_once(self.argv, stdin=stdin, cwd=self.cwd, env=env,
+            host = dialect.env(invocation, project_dir=self.project_dir,
+                               plugin_root=self.plugin_root)
+            env = host_env(host, self.env)
+            if self.exec_form and host:
+                # Claude Code substitutes its variables in an exec-form command
+                # (no shell would expand them); a shell string expands them itself.
+                argv = [_PLACEHOLDER.sub(lambda m: host.get(m[1], m[0]), a) for a in argv]
+        result = await run_once(argv, stdin=stdin, cwd=self.cwd, env=env,
                                 timeout=self.timeout, output_cap=self.output_cap, label=label)
         if dialect is not None:
             return dialect.decode(invocation, result)
