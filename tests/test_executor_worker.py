@@ -70,11 +70,13 @@ async def test_timeout_kills_and_restarts_the_worker(workers):
 
 async def test_handler_errors_are_failures_and_the_worker_lives_on(workers):
     ex = workers()
+    assert await call(ex, "ls") is None
     pid = ex.pid
+    assert pid is not None
     with pytest.raises(HookCrash, match="RuntimeError: handler broke"):
         await call(ex, "raise")
     assert (await call(ex, "print")).context == "printed"  # print went to stderr
-    assert ex.pid == pid or pid is None
+    assert ex.pid == pid
     assert ex.starts == 1
 
 
