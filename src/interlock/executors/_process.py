@@ -181,7 +181,9 @@ async def run_once(
                 _check_cap(collector, label)
                 # The hook is done; anything it left running in its group is
                 # an orphan by definition (a job that must outlive the hook has
-                # to detach itself with setsid).
+                # to detach itself with setsid). Linux does not hand out a pid
+                # that is still some group's id, so this cannot hit a stranger
+                # while the group lives; once it is empty, killpg finds nothing.
                 kill_group(pid)
                 await collector.drained
                 _check_cap(collector, label)  # the exit can be seen before the last data
@@ -200,7 +202,6 @@ async def run_once(
     code = transport.get_returncode()
     return Completed(exit_code=-1 if code is None else code, stdout=bytes(collector.out),
                      stderr=bytes(collector.err), stderr_truncated=collector.err_truncated)
-
 
 
 def _check_cap(collector: _Collector, label: str) -> None:
