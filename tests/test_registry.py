@@ -258,3 +258,14 @@ def test_worker_hooks_keep_their_process_across_unrelated_reloads(world: World) 
     assert executor.pid is None  # type: ignore[attr-defined]
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)  # close() waits until the worker has exited
+
+
+def test_a_project_cannot_undo_the_users_choice_of_bundled_hooks(world: World) -> None:
+    world.write(world.bundled / "no-rm" / "HOOK.yaml", "events: [before_tool_call]\n")
+    world.write(world.bundled / "no-rm" / "handler.py", GUARD)
+    world.config(world.home, '[[hooks]]\nname = "no-rm"\nenabled = true\n')
+    world.config(world.project, '[[hooks]]\nname = "bundled:no-rm"\nenabled = false\n')
+    reg = world.registry()
+    reg.load()
+    assert reg.entry("bundled:no-rm").state == "active"
+    assert rm(reg.engine).verdict is Verdict.BLOCK

@@ -27,15 +27,13 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from interlock._catalog import SPECS, FailClosed, Kind
 from interlock._decisions import Verdict
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError, FailureMode, RegistrationError
-from interlock._hooks import Executor, Hook, Source
+from interlock._hooks import Executor, Hook, OnError, Source
 from interlock._sinks import Sink
 from interlock.config.build import (
     guarded_events,
@@ -44,11 +42,25 @@ from interlock.config.build import (
     make_hook,
     refusal_hook,
 )
-from interlock.config.model import HookDef, HookKind, PermissionRule
+from interlock.config.model import HookKind, PermissionRule
 from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
+from interlock.config.revision import (
+    HookEntry,
+    ReloadResult,
+    Revision,
+    apply_references,
+    changed_files,
+    guard_record,
+    shadow,
+    signature,
+    summary,
+    withhold,
+)
 from interlock.config.sources import Declared, Discovered, Place, discover
 from interlock.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 from interlock.trust import APPROVALS, BASELINES, TOGGLES, TrustStore, hook_key
+
+__all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "open_engine"]
 
 log = logging.getLogger("interlock.registry")
 
@@ -58,91 +70,6 @@ _NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER}
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-@dataclass(slots=True)
-class HookEntry:
-    """One configured hook and what became of it (what `hooks list` shows)."""
-
-    declared: Declared
-    digest: str
-    enabled: bool
-    eligible: bool
-    why: str
-    """Why it is ineligible (or empty)."""
-    approved: bool
-    needs_approval: bool
-    shadows: str | None = None
-    """The qualified name of the hook this one shadows."""
-    shadowed_by: str | None = None
-    hook: Hook | None = None
-    """What is registered: the hook itself, a refusal, or nothing."""
-    state: str = ""
-    """active, disabled, shadowed, blocking (unapproved/ineligible), skipped (...)."""
-    command: str | list[str] | None = None
-    """The command with relative paths resolved."""
-    files: list[Path] = field(default_factory=list)
-    """Files the digest covers."""
-
-    @property
-    def definition(self) -> HookDef:
-        return self.declared.definition
-
-    @property
-    def source(self) -> Source:
-        return self.declared.source
-
-    @property
-    def qualified_name(self) -> str:
-        return self.declared.qualified_name
-
-    @property
-    def key(self) -> str:
-        return hook_key(self.qualified_name, self.declared.file)
-
-    @property
-    def fail_closed(self) -> bool:
-        d = self.definition
-        return bool(guarded_events(self.declared.events,
-                                   None if d.on_error is None else _on_error(d.on_error)))
-
-
-def _on_error(value: str) -> Any:
-    from interlock._hooks import OnError
-
-    return OnError(value)
-
-
-@dataclass(slots=True)
-class Revision:
-    entries: list[HookEntry]
-    hooks: list[Hook]
-    permissions: list[PermissionRule]
-    found: Discovered
-    guards: dict[str, dict[str, Any]]
-    """Fail-closed hooks in force (the new baseline)."""
-    withheld: list[str]
-    """Fail-closed hooks whose removal or weakening waits for an operator."""
-    number: int = 0
-
-    def executors(self) -> dict[tuple[str, str], Executor]:
-        return {(h.qualified_name, h.digest): h.executor for h in self.hooks
-                if h.executor is not None and h.kind in ("command", "worker")}
-
-
-@dataclass(slots=True)
-class ReloadResult:
-    ok: bool
-    """False when the change was rejected (invalid, or blocked by config_change)."""
-    changed: bool
-    """True when a new revision became active."""
-    revision: int
-    files: list[str] = field(default_factory=list)
-    error: ConfigError | None = None
-    blocked: str | None = None
-    """The reason a config_change hook gave for blocking the change."""
-    withheld: list[str] = field(default_factory=list)
-    unapproved: list[str] = field(default_factory=list)
 
 
 class Registry:
@@ -213,49 +140,6 @@ class Registry:
         self._listeners.append(fn)
 
     # -- building a revision -------------------------------------------------------
-    def _apply_references(self, found: Discovered) -> dict[str, bool]:
-        """Config entries and CLI toggles that turn hooks on or off -> qualified name: on."""
-        allowed = {
-            # Who may turn what on or off. A project must not switch off the
-            # user's own guards; nobody but the administrator touches managed hooks.
-            Source.MANAGED: {Source.MANAGED, Source.PROJECT, Source.USER, Source.BUNDLED},
-            Source.USER: {Source.USER, Source.PROJECT, Source.BUNDLED},
-            Source.PROJECT: {Source.PROJECT, Source.BUNDLED},
-        }
-        out: dict[str, bool] = {}
-        # Later entries win: project, then user (a repository cannot undo the
-        # user's choice), then the CLI's toggles, then the administrator.
-        refs = sorted(found.references, key=lambda r: (r.source is Source.MANAGED,
-                                                       r.source is Source.USER))
-        for ref in refs:
-            targets = [d for d in found.hooks
-                       if ref.name in (d.qualified_name, d.definition.name)]
-            where: dict[str, Any] = {"file": str(ref.file), "line": ref.line, "field": "enabled"}
-            if not targets:
-                raise ConfigError(f"no hook named {ref.name!r} to turn on or off",
-                                  fix="check the name with `interlock hooks list`", **where)
-            managed = [d for d in targets if d.source is Source.MANAGED]
-            if managed and ref.enabled is False and ref.source is not Source.MANAGED:
-                raise ConfigError(f"{managed[0].qualified_name} is a managed hook and cannot "
-                                  "be disabled", fix="remove this entry; ask the administrator "
-                                                     "to change the managed config", **where)
-            targets = [d for d in targets if d.source in allowed[ref.source]]
-            if not targets:
-                raise ConfigError(f"{ref.source.label} config cannot turn {ref.name!r} on or off",
-                                  fix="change it in the config that declares it", **where)
-            if len(targets) > 1:
-                raise ConfigError(f"{ref.name!r} names several hooks: "
-                                  f"{', '.join(d.qualified_name for d in targets)}",
-                                  fix=f'write name = "{targets[0].qualified_name}"', **where)
-            if ref.enabled is not None:
-                out[targets[0].qualified_name] = ref.enabled
-        managed_refs = {r.name for r in found.references if r.source is Source.MANAGED}
-        for qname, on in self.trust.toggles(self.project_root).items():
-            if qname.startswith("managed:") or qname in managed_refs:
-                continue  # the administrator's word stands
-            out[qname] = on
-        return out
-
     def _entry(self, decl: Declared, enabled: bool) -> HookEntry:
         d = decl.definition
         files: list[Path] = []
@@ -283,7 +167,7 @@ class Registry:
         for state_file in (self.trust.approvals_path, self.trust.toggles_path,
                            self.trust.baselines_path):
             self._note_state(found, state_file)
-        toggles = self._apply_references(found)
+        toggles = apply_references(found, self.trust.toggles(self.project_root))
         entries: list[HookEntry] = []
         for decl in found.hooks:
             d = decl.definition
@@ -292,7 +176,7 @@ class Registry:
             if decl.source is Source.MANAGED:
                 enabled = True if d.enabled is None else d.enabled
             entries.append(self._entry(decl, enabled))
-        self._shadow(entries)
+        shadow(entries)
         if self.accept_hooks:
             todo = [e for e in entries if e.enabled and e.shadowed_by is None and not e.approved]
             if todo:
@@ -309,9 +193,10 @@ class Registry:
             e.hook = self._hook_for(e, reuse)
             if e.hook is not None:
                 hooks.append(e.hook)
-        guards = {e.qualified_name: _guard_record(e) for e in entries
-                  if e.hook is not None and _guard_record(e)["events"]}
-        withheld = self._withhold(guards, hooks, operator)
+        guards = {e.qualified_name: guard_record(e) for e in entries
+                  if e.hook is not None and guard_record(e)["events"]}
+        withheld = [] if operator else withhold(
+            self.trust.baseline(self.project_root), guards, hooks)
         return Revision(entries, hooks, found.permissions, found, guards, withheld)
 
     @staticmethod
@@ -327,26 +212,6 @@ class Registry:
             return self._build(operator=operator, previous=previous)
         except RegistrationError as exc:
             raise ConfigError(str(exc), fix="see docs/configuration.md") from None
-
-    def _shadow(self, entries: list[HookEntry]) -> None:
-        by_name: dict[str, list[HookEntry]] = {}
-        for e in entries:
-            if e.enabled:
-                by_name.setdefault(e.definition.name, []).append(e)
-        for group in by_name.values():
-            group.sort(key=lambda e: int(e.source))
-            for i, strong in enumerate(group):
-                if strong.source not in (Source.PROJECT, Source.USER) \
-                        or strong.shadowed_by is not None:
-                    continue
-                for weak in group[i + 1:]:
-                    # DESIGN.md: a project hook shadows a user (or bundled) hook
-                    # only where that hook says overridable = true.
-                    if weak.source > strong.source and weak.shadowed_by is None \
-                            and weak.definition.overridable:
-                        weak.shadowed_by = strong.qualified_name
-                        strong.shadows = weak.qualified_name
-                        break
 
     def _hook_for(self, e: HookEntry, reuse: dict[tuple[str, str], Executor]) -> Hook | None:
         d = e.definition
@@ -367,7 +232,7 @@ class Registry:
         if problem is not None:
             label = "ineligible" if problem[0] is FailureMode.INELIGIBLE else "unapproved"
             guarded = guarded_events(e.declared.events,
-                                     None if d.on_error is None else _on_error(d.on_error))
+                                     None if d.on_error is None else OnError(d.on_error))
             if not guarded or d.shadow or d.background:
                 e.state = f"skipped ({label}, fails open)"
                 return None
@@ -392,32 +257,6 @@ class Registry:
                                   fix=exc.fix) from None
         e.state = "active"
         return make_hook(e.declared, e.digest, executor=executor, meta=meta)
-
-    def _withhold(self, guards: dict[str, dict[str, Any]], hooks: list[Hook],
-                  operator: bool) -> list[str]:
-        """Keep removed or weakened fail-closed hooks blocking until an operator approves."""
-        baseline = self.trust.baseline(self.project_root)
-        withheld: list[str] = []
-        if baseline is None or operator:
-            return withheld
-        for qname, old in baseline.items():
-            new = guards.get(qname)
-            if new is not None and set(old["events"]) <= set(new["events"]) and (
-                    new["matcher"] is None or new["matcher"] == old["matcher"]):
-                continue
-            source_label, _, name = qname.partition(":")
-            try:
-                source = Source[source_label.upper()]
-            except KeyError:
-                continue
-            what = "removed" if new is None else "weakened"
-            hooks.append(refusal_hook(
-                name, source, tuple(old["events"]), old["matcher"], FailureMode.UNAPPROVED,
-                f"fail-closed hook {qname} was {what}; an operator must approve that: run "
-                f"`interlock hooks approve {qname}`"))
-            withheld.append(qname)
-            guards[qname] = old
-        return withheld
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:
@@ -491,8 +330,8 @@ class Registry:
             log.error("hook configuration not applied; keeping revision %d: %s",
                       self.revision, exc.render())
             return self._tell(ReloadResult(False, False, self.revision, error=exc))
-        changed = _changed_files(previous.found.files if previous else {}, rev.found.files)
-        same = previous is not None and _signature(previous) == _signature(rev)
+        changed = changed_files(previous.found.files if previous else {}, rev.found.files)
+        same = previous is not None and signature(previous) == signature(rev)
         if previous is not None and not changed and same:
             return self._tell(ReloadResult(True, False, self.revision))
         if changed and all(Path(p).name in _STATE_FILES for p in changed):
@@ -513,13 +352,13 @@ class Registry:
     def _config_change(self, files: list[str], rev: Revision, operator: bool) -> str | None:
         from interlock.events import make
 
-        summary = _summary(self._current, rev)
+        text = summary(self._current, rev)
         for path in files:
             source = rev.found.sources.get(path) or (
                 self._current.found.sources.get(path) if self._current else None)
             event = make("config_change", {
                 "path": path, "source": source.label if source is not None else "project",
-                "revision": self.engine.revision + 1, "operator": operator, "summary": summary,
+                "revision": self.engine.revision + 1, "operator": operator, "summary": text,
                 "cwd": str(self.project_root)})
             outcome = self.engine.emit_sync(event)
             if outcome.verdict in (Verdict.BLOCK, Verdict.STOP):
@@ -652,39 +491,6 @@ class Registry:
             if close is not None:
                 with contextlib.suppress(Exception):
                     await close()
-
-
-def _guard_record(e: HookEntry) -> dict[str, Any]:
-    h = e.hook
-    if h is None or h.background or h.shadow:
-        return {"events": [], "matcher": None}
-    return {"events": sorted(guarded_events(h.events, h.on_error)),
-            "matcher": e.definition.matcher}
-
-
-def _changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
-    return sorted(p for p in old.keys() | new.keys() if old.get(p) != new.get(p))
-
-
-def _signature(rev: Revision) -> list[tuple[str, str, str]]:
-    return sorted((e.qualified_name, e.digest, e.state) for e in rev.entries) + \
-        sorted(("withheld", w, "") for w in rev.withheld)
-
-
-def _summary(old: Revision | None, new: Revision) -> str:
-    before = {e.qualified_name: (e.digest, e.state) for e in (old.entries if old else [])}
-    after = {e.qualified_name: (e.digest, e.state) for e in new.entries}
-    parts = []
-    added = sorted(after.keys() - before.keys())
-    removed = sorted(before.keys() - after.keys())
-    changed = sorted(k for k in after.keys() & before.keys() if after[k] != before[k])
-    if added:
-        parts.append("added " + ", ".join(added))
-    if removed:
-        parts.append("removed " + ", ".join(removed))
-    if changed:
-        parts.append("changed " + ", ".join(changed))
-    return "; ".join(parts) or "no hook changed"
 
 
 def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,
