@@ -117,10 +117,12 @@ async def test_garbage_is_a_failure(dialect, lang):
         await run(dialect, lang, stdout='{"decision": block}')(invocation())
 
 
+@pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("dialect", NAMES)
-async def test_huge_output_is_a_failure(dialect):
-    ex = CommandExecutor(f"sh {HERE / 'native_hook.sh'} huge", hook_name="h",
-                         dialect=dialect, cwd=HERE, output_cap=100_000)
+async def test_huge_output_is_a_failure(dialect, lang):
+    cmd = (f"sh {HERE / 'native_hook.sh'} huge" if lang == "sh"
+           else [PY, str(HERE / "native_hook.py"), "huge"])
+    ex = CommandExecutor(cmd, hook_name="h", dialect=dialect, cwd=HERE, output_cap=100_000)
     with pytest.raises(ContractError, match="more than 100000 bytes"):
         await ex(invocation())
 
