@@ -66,6 +66,17 @@ def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[World]:
     w.close()
 
 
+def run(world: World, *args: str) -> tuple[int, str, str]:
+    """Run `interlock hooks ARGS -C <project>`; returns (exit code, stdout, stderr)."""
+    from typer.testing import CliRunner
+
+    from interlock.cli import build_app
+
+    project = ["-C", str(world.root)] if args[0] != "import" else []
+    result = CliRunner().invoke(build_app(), ["hooks", *args, *project])  # type: ignore[arg-type]
+    return result.exit_code, result.stdout, result.stderr
+
+
 GUARD = '''
 from interlock import block
 
@@ -74,4 +85,4 @@ def handle(event):
         return block("no rm")
 '''
 
-__all__ = ["GUARD", "World", "os", "world"]
+__all__ = ["GUARD", "World", "os", "run", "world"]

@@ -5,18 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
 
-from _cfg import GUARD, World, world
-from interlock.cli import build_app
+from _cfg import GUARD, World, run, world
 
 __all__ = ["world"]
-
-
-def run(world: World, *args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(build_app(), ["hooks", *args, *(
-        ["-C", str(world.root)] if args[0] not in ("import",) else [])])  # type: ignore[arg-type]
-    return result.exit_code, result.stdout, result.stderr
 
 
 SLOW = """
