@@ -333,3 +333,14 @@ def test_permissions_are_read_in_source_order(world: World) -> None:
     assert rules[1].matches("terminal", "git status")
     assert not rules[1].matches("terminal", "rm -rf /")
     assert not rules[1].matches("read_file", "git x")
+
+
+def test_another_agents_layout_points_at_import(world: World) -> None:
+    err = _err(world, """
+        hooks:
+          pre_tool_call:
+            - command: ./scan.sh
+        """, "config.yaml")
+    assert err.line == 1
+    assert err.fix
+    assert "interlock hooks import" in err.fix

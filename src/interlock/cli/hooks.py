@@ -136,6 +136,8 @@ def register(app: typer.Typer) -> None:
             "--payload-file", help="JSON object with payload fields.", dir_okay=False)] = None,
         as_json: Annotated[bool, typer.Option("--json", help="The outcome's JSON shape.")]
         = False,
+        accept: Annotated[bool, typer.Option(
+            "--accept-hooks", help="Approve new or edited hooks first (recorded).")] = False,
         project: Project = Path("."), config: Config = None,
     ) -> None:
         """Fire one event through the real hooks and print the effective outcome."""
@@ -160,7 +162,7 @@ def register(app: typer.Typer) -> None:
                                       file=str(payload_file), fix='e.g. {"args": {"command": '
                                                                   '"ls"}}')
             ev = sample_event(event, tool=tool, payload=payload, cwd=str(project.resolve()))
-        engine, registry = _open(project, config, lenient=True)
+        engine, registry = _open(project, config, accept=accept, lenient=True)
         try:
             outcome = engine.emit_sync(ev)
             if as_json:

@@ -125,6 +125,12 @@ def _read(path: Path) -> str:
 def _load_config(place: Place, path: Path, found: Discovered) -> None:
     data, locate = read_config_text(_read(path), path)
     data = {k: v for k, v in data.items() if v is not None}  # `hooks:` with nothing under it
+    if isinstance(data.get("hooks"), dict):
+        raise ConfigError("hooks must be a list of hooks, not a table of events",
+                          file=str(path), line=locate(("hooks",)), field="hooks",
+                          fix="write [[hooks]] tables (YAML: `- name: ...` items); to bring in "
+                              "another agent's config run `interlock hooks import --from "
+                              "claude|codex|gemini|hermes|moltis PATH`")
     doc = to_doc(data, path, locate)
     seen: dict[str, int | None] = {}
     for i, raw in enumerate(doc.hooks):
