@@ -1,4 +1,13 @@
-"""Executors: how out-of-process and model-backed hooks (command, worker, http,
-prompt, ...) run. Each is an async callable taking an
-:class:`interlock.Invocation` and returning a decision or None, or raising
-:class:`interlock.HookFailure` (the engine's ``Executor`` protocol)."""
+"""Executors: how out-of-process and model-backed hooks run: ``command`` (a
+process per call), ``worker`` (one long-lived process per hook speaking JSON
+lines), ``http`` and ``prompt``.
+
+Each satisfies ``interlock._hooks.Executor``: an async callable taking an
+``Invocation`` and returning a decision, ``None``, or raising ``HookFailure``.
+"""
+
+from interlock.executors._process import Completed
+from interlock.executors.command import CommandExecutor
+from interlock.executors.worker import WorkerExecutor
+
+__all__ = ["CommandExecutor", "Completed", "WorkerExecutor"]

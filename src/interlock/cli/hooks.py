@@ -1,0 +1,327 @@
+"""`interlock hooks`: see, test, trust and import the configured hooks."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+if TYPE_CHECKING:
+    from interlock._dispatch import Engine
+    from interlock.registry import HookEntry, Registry
+
+Project = Annotated[Path, typer.Option("--project", "-C", help="Project root (default: here).",
+                                       file_okay=False)]
+Config = Annotated[Path | None, typer.Option("--config", help="Use this config file instead of "
+                                             ".interlock/config.toml.", dir_okay=False)]
+
+
+def _open(project: Path, config: Path | None, *, accept: bool = False,
+          lenient: bool = False) -> tuple[Engine, Registry]:
+    """An engine and a loaded registry; with ``lenient`` a bad config is reported, not fatal."""
+    from interlock._dispatch import Engine
+    from interlock._errors import ConfigError
+    from interlock.registry import Registry
+
+    engine = Engine(timed=True)
+    registry = Registry(engine, project_root=project, config=config, accept_hooks=accept)
+    try:
+        registry.load()
+    except ConfigError as exc:
+        if not lenient:
+            engine.close(timeout=1)
+            raise
+        sys.stderr.write(f"interlock: error: {exc}\n"
+                         "interlock: no valid hook configuration; every gate blocks\n")
+    return engine, registry
+
+
+def _close(engine: Engine, registry: Registry) -> None:
+    registry.close()
+    engine.close(timeout=2)
+
+
+def _approved(e: HookEntry) -> str:
+    return "yes" if e.approved and e.needs_approval else ("n/a" if not e.needs_approval else "no")
+
+
+def entry_dict(e: HookEntry) -> dict[str, Any]:
+    d = e.definition
+    return {
+        "name": e.qualified_name, "source": e.source.label, "kind": d.effective_kind.value,
+        "events": list(e.declared.events), "matcher": d.matcher, "state": e.state,
+        "enabled": e.enabled, "eligible": e.eligible, "why": e.why or None,
+        "approved": e.approved, "needs_approval": e.needs_approval,
+        "shadows": e.shadows, "shadowed_by": e.shadowed_by,
+        "on_error": d.on_error, "dialect": d.dialect, "priority": d.priority,
+        "timeout": min(d.timeout, 600.0), "modifies": d.modifies, "background": d.background,
+        "shadow": d.shadow, "description": d.description,
+        "file": str(e.declared.file), "line": e.declared.line, "digest": e.digest,
+    }
+
+
+def _table(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+
+
+def register(app: typer.Typer) -> None:
+    hooks = typer.Typer(help="See, test, trust and import the configured hooks.",
+                        no_args_is_help=True)
+    app.add_typer(hooks, name="hooks")
+
+    @hooks.command("list")
+    def list_cmd(
+        project: Project = Path("."), config: Config = None,
+        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+        eligible: Annotated[bool, typer.Option("--eligible",
+                                               help="Only hooks eligible here.")] = False,
+    ) -> None:
+        """Every configured hook: source, kind, events, state, consent, what it shadows."""
+        from interlock.cli._common import print_json, user_errors
+
+        with user_errors():
+            engine, registry = _open(project, config)
+        try:
+            entries = [e for e in registry.hooks if e.eligible or not eligible]
+            if as_json:
+                print_json({"revision": registry.revision,
+                            "hooks": [entry_dict(e) for e in entries],
+                            "withheld": registry.withheld})
+                return
+            if not entries and not registry.withheld:
+                typer.echo("no hooks configured")
+                return
+            rows = [["NAME", "KIND", "EVENTS", "STATE", "APPROVED", "SHADOWS"]]
+            for e in entries:
+                state = e.state + (f" [{e.why}]" if e.why else "")
+                rows.append([e.qualified_name, e.definition.effective_kind.value,
+                             ",".join(e.declared.events), state, _approved(e), e.shadows or ""])
+            for name in registry.withheld:
+                rows.append([name, "-", "-", "blocking (removal needs an operator)", "no", ""])
+            typer.echo(_table(rows))
+        finally:
+            _close(engine, registry)
+
+    @hooks.command("info")
+    def info_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
+                 project: Project = Path("."), config: Config = None) -> None:
+        """Everything about one hook: its definition, state, files and docs."""
+        from interlock.cli._common import user_errors
+
+        with user_errors():
+            engine, registry = _open(project, config)
+            try:
+                e = registry.entry(name)
+                for key, value in entry_dict(e).items():
+                    if value not in (None, "", [], {}):
+                        typer.echo(f"{key:>14}: {value}")
+                if e.command is not None:
+                    typer.echo(f"{'command':>14}: {e.command}")
+                for f in e.files:
+                    typer.echo(f"{'file':>14}: {f}")
+                if e.declared.docs:
+                    typer.echo("\n" + e.declared.docs)
+            finally:
+                _close(engine, registry)
+
+    @hooks.command("test")
+    def test_cmd(
+        event: Annotated[str, typer.Argument(help="Event name, e.g. before_tool_call.")],
+        tool: Annotated[str | None, typer.Option("--tool", help="Tool name.")] = None,
+        payload_file: Annotated[Path | None, typer.Option(
+            "--payload-file", help="JSON object with payload fields.", dir_okay=False)] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="The outcome's JSON shape.")]
+        = False,
+        accept: Annotated[bool, typer.Option(
+            "--accept-hooks", help="Approve new or edited hooks first (recorded).")] = False,
+        project: Project = Path("."), config: Config = None,
+    ) -> None:
+        """Fire one event through the real hooks and print the effective outcome."""
+        import json
+
+        from interlock.cli._common import print_json, user_errors
+        from interlock.config.doctor import sample_event
+
+        with user_errors():
+            payload: dict[str, Any] = {}
+            if payload_file is not None:
+                from interlock._errors import ConfigError
+
+                try:
+                    payload = json.loads(payload_file.read_text(encoding="utf-8"))
+                except (OSError, ValueError) as exc:
+                    raise ConfigError(f"cannot read a JSON payload: {exc}",
+                                      file=str(payload_file),
+                                      fix="write one JSON object of payload fields") from None
+                if not isinstance(payload, dict):
+                    raise ConfigError("the payload must be a JSON object",
+                                      file=str(payload_file), fix='e.g. {"args": {"command": '
+                                                                  '"ls"}}')
+            ev = sample_event(event, tool=tool, payload=payload, cwd=str(project.resolve()))
+        engine, registry = _open(project, config, accept=accept, lenient=True)
+        try:
+            outcome = engine.emit_sync(ev)
+            if as_json:
+                print_json(outcome.to_dict(ev))
+            else:
+                _print_outcome(outcome, ev)
+        finally:
+            _close(engine, registry)
+        if registry.last_error is not None:
+            raise SystemExit(2)
+
+    @hooks.command("doctor")
+    def doctor_cmd(project: Project = Path("."), config: Config = None,
+                   smoke: Annotated[bool, typer.Option(help="Run each hook once.")] = True
+                   ) -> None:
+        """Check scripts, consent and drift, requirements, a smoke run and fail-open gates."""
+        from interlock.cli._common import user_errors
+        from interlock.config.doctor import diagnose
+
+        with user_errors():
+            engine, registry = _open(project, config)
+        try:
+            report = diagnose(registry, smoke=smoke)
+        finally:
+            engine.close(timeout=2)
+        for f in report.findings:
+            typer.echo(f"{f.level:5}  {f.hook}  {f.check}: {f.message}")
+        if not report.findings:
+            typer.echo("no hooks configured")
+        typer.echo(f"{report.problems} problem(s)" if report.problems else "all good")
+        raise SystemExit(1 if any(f.level == "error" for f in report.findings) else 0)
+
+    @hooks.command("validate")
+    def validate_cmd(project: Project = Path("."), config: Config = None) -> None:
+        """Validate every config file and hook folder; exit 2 with file:line on error."""
+        from interlock.cli._common import user_errors
+
+        with user_errors():
+            engine, registry = _open(project, config)
+        try:
+            active = sum(1 for e in registry.hooks if e.state == "active")
+            pending = [e.qualified_name for e in registry.hooks
+                       if e.enabled and e.shadowed_by is None and not e.approved]
+            typer.echo(f"ok: {len(registry.hooks)} hook(s), {active} active, "
+                       f"{len(registry.permissions)} permission rule(s)")
+            if pending:
+                typer.echo(f"not approved: {', '.join(pending)} "
+                           "(run `interlock hooks approve NAME`)")
+        finally:
+            _close(engine, registry)
+
+    @hooks.command("approve")
+    def approve_cmd(
+        name: Annotated[str | None, typer.Argument(help="source:name or name.")] = None,
+        all_: Annotated[bool, typer.Option("--all", help="Every hook waiting.")] = False,
+        project: Project = Path("."), config: Config = None,
+    ) -> None:
+        """Approve a hook's current definition (pinned to its digest), or a removal."""
+        from interlock._errors import ConfigError
+        from interlock.cli._common import user_errors
+
+        with user_errors():
+            if (name is None) == (not all_):
+                raise ConfigError("give a hook name or --all",
+                                  fix="interlock hooks approve user:guard")
+            engine, registry = _open(project, config, lenient=True)
+            try:
+                done = registry.approve(None if all_ else [name or ""])
+            finally:
+                _close(engine, registry)
+        typer.echo("approved: " + ", ".join(done) if done else "nothing to approve")
+
+    @hooks.command("revoke")
+    def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
+                   project: Project = Path("."), config: Config = None) -> None:
+        """Withdraw a hook's approval."""
+        from interlock.cli._common import user_errors
+
+        with user_errors():
+            engine, registry = _open(project, config)
+            try:
+                removed = registry.revoke(name)
+                q = registry.entry(name).qualified_name
+            finally:
+                _close(engine, registry)
+        typer.echo(f"revoked: {q}" if removed else f"{q} was not approved")
+
+    def _toggle(name: str, on: bool, project: Path, config: Path | None) -> None:
+        from interlock.cli._common import user_errors
+
+        with user_errors():
+            engine, registry = _open(project, config)
+            try:
+                e = registry.set_enabled(name, on)
+            finally:
+                _close(engine, registry)
+        typer.echo(f"{e.qualified_name}: {e.state}")
+
+    @hooks.command("enable")
+    def enable_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
+                   project: Project = Path("."), config: Config = None) -> None:
+        """Turn a hook on in this project (bundled hooks are off until enabled)."""
+        _toggle(name, True, project, config)
+
+    @hooks.command("disable")
+    def disable_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
+                    project: Project = Path("."), config: Config = None) -> None:
+        """Turn a hook off in this project (a managed hook cannot be disabled)."""
+        _toggle(name, False, project, config)
+
+    @hooks.command("import")
+    def import_cmd(
+        path: Annotated[Path, typer.Argument(help="Their config file or folder.")],
+        from_: Annotated[str, typer.Option("--from", help="claude|codex|gemini|hermes|moltis")],
+        output: Annotated[Path | None, typer.Option(
+            "--output", "-o", help="Append to this config file instead of printing.",
+            dir_okay=False)] = None,
+    ) -> None:
+        """Turn another agent's hook config into Interlock's (TOML)."""
+        from interlock.cli._common import user_errors
+        from interlock.config.importers import import_config, to_toml
+        from interlock.config.parse import read_toml, to_doc, to_hookdef
+        from interlock.config.validate import check_hook
+
+        with user_errors():
+            imported = import_config(from_, path)
+            text = to_toml(imported, from_, path)
+            # What we write must load: check it with the same code as any config.
+            target = output or Path("<import>")
+            data, locate = read_toml(text, target)
+            doc = to_doc(data, target, locate)
+            for i, raw in enumerate(doc.hooks):
+                check_hook(to_hookdef(raw, target, ("hooks", i), locate), target, ("hooks", i),
+                           locate)
+        if output is None:
+            typer.echo(text, nl=False)
+            return
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with output.open("a", encoding="utf-8") as fh:
+            if output.stat().st_size:
+                fh.write("\n")
+            fh.write(text)
+        typer.echo(f"wrote {len(imported.hooks)} hook(s) to {output}; review them, then "
+                   "`interlock hooks approve --all`")
+
+
+def _print_outcome(outcome: Any, event: Any) -> None:
+    data = outcome.to_dict(event)
+    line = f"{data['event']}: {data['decision']}"
+    if data.get("hook"):
+        line += f" by {data['hook']}"
+    if data.get("reason"):
+        line += f": {data['reason']}"
+    typer.echo(line)
+    if data.get("changes"):
+        typer.echo(f"  changes: {data['changes']}")
+    for item in data.get("context") or []:
+        typer.echo(f"  context from {item['hook']}: {item['text']}")
+    for h in data.get("hooks") or []:
+        extra = f" ({h['failure']})" if h.get("failure") else ""
+        latency = f" {h['latency_ms']:.1f} ms" if h.get("latency_ms") is not None else ""
+        typer.echo(f"  {h['hook']}: {h['verdict']} [{h['status']}]{extra}{latency}")

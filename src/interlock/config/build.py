@@ -1,0 +1,175 @@
+"""Turning a checked definition into a registered Hook.
+
+Python handlers are imported in process (only once trusted: importing runs
+code). Command and worker hooks get the executors from
+``interlock.executors``. A hook that must not run (unapproved, ineligible,
+or a withheld removal) but fails closed is replaced by a :class:`Refusal`,
+whose every call is a failure, so the engine's fail-closed rule blocks what
+it guards.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from interlock._catalog import BY_NAME, FailClosed
+from interlock._decisions import Decision
+from interlock._errors import ConfigError, FailureMode, HookFailure
+from interlock._hooks import Executor, Hook, HookFn, Invocation, Matcher, OnError, Source
+from interlock.config.model import MAX_TIMEOUT, HookKind
+from interlock.config.sources import Declared
+
+
+class Refusal:
+    """An executor that always fails with one fixed mode (unapproved, ineligible)."""
+
+    def __init__(self, mode: FailureMode, message: str) -> None:
+        self.mode = mode
+        self.message = message
+
+    async def __call__(self, invocation: Invocation) -> Decision | None:
+        raise HookFailure(self.message, mode=self.mode, retryable=False)
+
+
+def guarded_events(events: tuple[str, ...], on_error: OnError | None) -> tuple[str, ...]:
+    """The events on which a failure of this hook blocks (where it guards something)."""
+    out = []
+    for name in events:
+        spec = BY_NAME[name]
+        closed = (on_error is OnError.CLOSED) if on_error is not None \
+            else spec.kind.value == "gate"
+        if closed and spec.fail_closed is not FailClosed.NO_EFFECT:
+            out.append(name)
+    return tuple(out)
+
+
+def _module_name(decl: Declared, digest: str) -> str:
+    safe = "".join(c if c.isalnum() else "_" for c in decl.definition.name)
+    return f"interlock_hooks.{decl.source.label}_{safe}_{digest[:12]}"
+
+
+def load_handler(decl: Declared, digest: str) -> HookFn:
+    """Import the hook's handler file and return its ``handle``."""
+    d = decl.definition
+    assert d.handler is not None
+    path = (decl.folder / d.handler).resolve()
+    where = {"file": str(decl.file), "line": decl.line, "field": "handler"}
+    if not path.is_file():
+        raise ConfigError(f"hook {d.name!r}: handler file {path} does not exist",
+                          fix="create it, defining handle(event)", **where)  # type: ignore[arg-type]
+    name = _module_name(decl, digest)
+    module = sys.modules.get(name)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(name, path)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            line = None
+            for frame in traceback.extract_tb(exc.__traceback__):
+                if Path(frame.filename) == path:
+                    line = frame.lineno
+            raise ConfigError(f"hook {d.name!r}: importing the handler failed: "
+                              f"{type(exc).__name__}: {exc}", file=str(path), line=line,
+                              fix="fix the error in the handler file") from None
+        sys.modules[name] = module
+    handle = getattr(module, "handle", None)
+    if handle is None or not callable(handle):
+        raise ConfigError(f"hook {d.name!r}: {path.name} defines no handle(event) function",
+                          file=str(path), fix="add `def handle(event): ...` returning a "
+                                              "Decision or None")
+    try:
+        params = list(inspect.signature(handle).parameters.values())
+    except (TypeError, ValueError):  # pragma: no cover - builtins
+        params = []
+    if len([p for p in params if p.default is inspect.Parameter.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]) > 1:
+        raise ConfigError(f"hook {d.name!r}: handle() must take one argument, the event",
+                          file=str(path), fix="write `def handle(event):`")
+    result: HookFn = handle
+    return result
+
+
+def _executor_class(kind: HookKind) -> Any:
+    if kind is HookKind.WORKER:
+        candidates = ("interlock.executors.worker", "interlock.executors")
+        attr = "WorkerExecutor"
+    else:
+        candidates = ("interlock.executors.command", "interlock.executors")
+        attr = "CommandExecutor"
+    for mod in candidates:
+        try:
+            module = importlib.import_module(mod)
+        except ImportError:
+            continue
+        cls = getattr(module, attr, None)
+        if cls is not None:
+            return cls
+    raise ConfigError(f"{kind.value} hooks are not available in this build "
+                      f"(interlock.executors.{attr} is missing)",
+                      fix="install a release of interlock that ships the executors")
+
+
+def make_executor(decl: Declared, command: str | list[str], project_root: Path) -> Executor:
+    d = decl.definition
+    kind = d.effective_kind
+    cls = _executor_class(kind)
+    if d.cwd is not None:
+        cwd = (decl.folder / d.cwd).resolve()
+    elif d.dialect == "moltis" and decl.hook_dir is not None:
+        cwd = decl.hook_dir  # Moltis runs a HOOK.md hook in its own folder
+    else:
+        cwd = project_root
+    kwargs: dict[str, Any] = {
+        "hook_name": d.name, "cwd": cwd, "env": dict(d.env),
+        "env_passthrough": tuple(d.env_passthrough), "timeout": min(d.timeout, MAX_TIMEOUT),
+        "project_dir": project_root, "plugin_root": decl.hook_dir,
+    }
+    if kind is HookKind.COMMAND:
+        kwargs["dialect"] = d.dialect
+    executor: Executor = cls(command, **kwargs)
+    return executor
+
+
+def make_hook(decl: Declared, digest: str, *, fn: HookFn | None = None,
+              executor: Executor | None = None, meta: dict[str, Any] | None = None,
+              refusal: bool = False) -> Hook:
+    d = decl.definition
+    on_error = OnError(d.on_error) if d.on_error is not None else None
+    return Hook(
+        name=d.name,
+        events=decl.events,
+        fn=fn,
+        executor=executor,
+        priority=d.priority,
+        source=decl.source,
+        matcher=Matcher.parse(d.matcher),
+        # A refusal is a plain check that always fails: it must never be queued
+        # (background) or shadowed, or nothing would be blocked.
+        modifies=False if refusal else d.modifies,
+        on_error=on_error,
+        background=False if refusal else d.background,
+        shadow=False if refusal else d.shadow,
+        blocking=d.blocking,
+        timeout=min(d.timeout, MAX_TIMEOUT),
+        description=d.description,
+        kind=d.effective_kind.value,
+        digest=digest,
+        meta=dict(meta or {}),
+    )
+
+
+def refusal_hook(name: str, source: Source, events: tuple[str, ...],
+                 matcher: str | dict[str, str] | None,
+                 mode: FailureMode, message: str, digest: str = "") -> Hook:
+    """A stand-in that blocks, on ``events``, what a missing fail-closed hook guarded."""
+    return Hook(name=name, events=events, executor=Refusal(mode, message), source=source,
+                matcher=Matcher.parse(matcher), on_error=OnError.CLOSED, kind="refusal",
+                digest=digest, priority=-1_000_000, meta={"refusal": mode.value})

@@ -1,0 +1,116 @@
+"""The shapes a user writes: one hook definition, requirements, permission rules.
+
+These are validated with msgspec (types, unknown fields) and then by
+:func:`interlock.config.validate.check_hook` (meaning: events, matchers,
+timeouts, paths). Every problem becomes a ConfigError naming the file, the
+line, the field and the fix.
+"""
+
+from __future__ import annotations
+
+import enum
+import fnmatch
+from typing import Any, Literal
+
+import msgspec
+
+MAX_TIMEOUT = 600.0
+DEFAULT_TIMEOUT = 60.0
+
+
+class HookKind(enum.StrEnum):
+    PYTHON = "python"
+    COMMAND = "command"
+    WORKER = "worker"
+
+
+class Requires(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defaults=True):
+    """What a hook needs to be eligible; an unmet need makes it ineligible, with why."""
+
+    os: list[str] = []
+    """Operating systems: linux, darwin (or macos), windows, freebsd."""
+    bins: list[str] = []
+    """Programs that must be on PATH."""
+    env: list[str] = []
+    """Environment variables that must be set."""
+
+
+class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defaults=True):
+    """One hook as written in config.toml / config.yaml / HOOK.md / HOOK.yaml."""
+
+    name: str
+    description: str = ""
+    events: list[str] | str = []
+    kind: HookKind | None = None
+    """python (a handler), command (spawn per call) or worker (long-lived JSON lines)."""
+    command: str | list[str] | None = None
+    """A string runs through ``sh -c`` (Hermes dialect: split, no shell); a list is argv."""
+    handler: str | None = None
+    """A Python file defining ``handle(event)``, relative to the declaring folder."""
+    matcher: str | dict[str, str] | None = None
+    priority: int = 0
+    timeout: float = DEFAULT_TIMEOUT
+    on_error: Literal["open", "closed"] | None = None
+    dialect: str | None = None
+    modifies: bool = False
+    background: bool = False
+    shadow: bool = False
+    enabled: bool | None = None
+    """None: on, except bundled hooks, which are off until enabled."""
+    blocking: bool = False
+    """A sync Python handler that blocks: run it on a worker thread with its timeout."""
+    overridable: bool = False
+    """A project hook of the same name may shadow this (user or bundled) hook."""
+    env: dict[str, str] = {}
+    env_passthrough: list[str] = []
+    requires: Requires = msgspec.field(default_factory=Requires)
+    cwd: str | None = None
+
+    @property
+    def event_list(self) -> list[str]:
+        return [self.events] if isinstance(self.events, str) else list(self.events)
+
+    @property
+    def effective_kind(self) -> HookKind:
+        if self.kind is not None:
+            return self.kind
+        return HookKind.PYTHON if self.handler is not None else HookKind.COMMAND
+
+    def is_reference(self) -> bool:
+        """True for an entry that only names a hook declared elsewhere (to enable it)."""
+        return self.command is None and self.handler is None and self.kind is None \
+            and not self.events
+
+    def normalised(self) -> dict[str, Any]:
+        """The definition with defaults filled in, for digests (stable key order)."""
+        data: dict[str, Any] = msgspec.to_builtins(msgspec.structs.replace(
+            self, events=self.event_list, kind=self.effective_kind))
+        data.pop("enabled", None)  # turning a hook on or off is not an edit of it
+        return dict(sorted(data.items()))
+
+
+class PermissionRule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A declarative permission rule: the policy of non-interactive runs."""
+
+    tool: str
+    """Tool name, or a glob such as ``mcp__github__*``."""
+    action: Literal["allow", "ask", "deny"]
+    pattern: str = "*"
+    """A glob on the call's main argument (a terminal command, a path)."""
+    source: str = ""
+    """Where it was declared (filled in by the loader)."""
+
+    def matches(self, tool_name: str, argument: str | None = None) -> bool:
+        if not fnmatch.fnmatchcase(tool_name, self.tool):
+            return False
+        if self.pattern in ("", "*"):
+            return True
+        return argument is not None and fnmatch.fnmatchcase(argument, self.pattern)
+
+
+class ConfigDoc(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    """A whole config file."""
+
+    version: int = 1
+    hooks: list[dict[str, Any]] = []
+    permissions: list[dict[str, Any]] = []

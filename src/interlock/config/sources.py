@@ -1,0 +1,233 @@
+"""Discovery: find every config file and hook folder in each place, in order.
+
+Places, strongest first: managed, project, user, bundled. Each holds an
+optional ``config.toml`` (or ``config.yaml``) and a ``hooks/`` folder of hook
+folders (``HOOK.md`` with front matter, or ``HOOK.yaml``, plus their scripts
+or ``handler.py``). Bundled hooks are folders directly under the package's
+``bundled/`` folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from interlock._errors import ConfigError
+from interlock._hooks import Source
+from interlock.config.model import HookDef, PermissionRule
+from interlock.config.parse import (
+    Locator,
+    read_config_text,
+    read_yaml,
+    split_front_matter,
+    to_doc,
+    to_hookdef,
+    to_permission,
+)
+from interlock.config.refs import folder_files
+from interlock.config.validate import check_hook
+
+CONFIG_NAMES = ("config.toml", "config.yaml", "config.yml")
+HOOK_FILES = ("HOOK.md", "HOOK.yaml", "HOOK.yml")
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    source: Source
+    root: Path
+    """The folder holding config.toml and hooks/ (for bundled: the hook folders)."""
+    config: Path | None = None
+    """An explicit config file instead of root/config.toml."""
+
+    def config_files(self) -> list[Path]:
+        if self.config is not None:
+            return [self.config]
+        if self.source is Source.BUNDLED:
+            return []
+        return [self.root / n for n in CONFIG_NAMES if (self.root / n).is_file()]
+
+    def hook_folders(self) -> list[Path]:
+        base = self.root if self.source is Source.BUNDLED else self.root / "hooks"
+        if not base.is_dir():
+            return []
+        return sorted(p for p in base.iterdir()
+                      if p.is_dir() and any((p / n).is_file() for n in HOOK_FILES))
+
+
+@dataclass(slots=True)
+class Declared:
+    """One hook as declared, before trust, requirements and shadowing are applied."""
+
+    definition: HookDef
+    events: tuple[str, ...]
+    source: Source
+    file: Path
+    line: int | None
+    folder: Path
+    """Relative paths resolve from here."""
+    hook_dir: Path | None = None
+    """The hook's own folder (HOOK.md / HOOK.yaml), hashed whole."""
+    docs: str = ""
+
+    @property
+    def qualified_name(self) -> str:
+        return f"{self.source.label}:{self.definition.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class Reference:
+    """A config entry that only names a hook declared elsewhere, to turn it on or off."""
+
+    name: str
+    enabled: bool | None
+    source: Source
+    file: Path
+    line: int | None
+
+
+@dataclass(slots=True)
+class Discovered:
+    hooks: list[Declared] = field(default_factory=list)
+    references: list[Reference] = field(default_factory=list)
+    permissions: list[PermissionRule] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=dict)
+    """Every file read or hashed -> sha256 of its content (to tell what changed)."""
+    sources: dict[str, Source] = field(default_factory=dict)
+    """Every file -> the place it belongs to."""
+    dirs: list[Path] = field(default_factory=list)
+    """Folders to watch."""
+
+
+def _fingerprint(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "missing"
+
+
+def _note(found: Discovered, path: Path, source: Source) -> None:
+    found.files[str(path)] = _fingerprint(path)
+    found.sources[str(path)] = source
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text ({exc.reason})", file=str(path),
+                          fix="save the file as UTF-8") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path),
+                          fix="check the file exists and is readable") from None
+
+
+def _load_config(place: Place, path: Path, found: Discovered) -> None:
+    data, locate = read_config_text(_read(path), path)
+    data = {k: v for k, v in data.items() if v is not None}  # `hooks:` with nothing under it
+    if isinstance(data.get("hooks"), dict):
+        raise ConfigError("hooks must be a list of hooks, not a table of events",
+                          file=str(path), line=locate(("hooks",)), field="hooks",
+                          fix="write [[hooks]] tables (YAML: `- name: ...` items); to bring in "
+                              "another agent's config run `interlock hooks import --from "
+                              "claude|codex|gemini|hermes|moltis PATH`")
+    doc = to_doc(data, path, locate)
+    seen: dict[str, int | None] = {}
+    for i, raw in enumerate(doc.hooks):
+        d = to_hookdef(raw, path, ("hooks", i), locate)
+        line = locate(("hooks", i))
+        if d.name in seen:
+            raise ConfigError(f"hook {d.name!r} is declared twice (first on line {seen[d.name]})",
+                              file=str(path), line=line, field="name",
+                              fix="give each hook its own name")
+        seen[d.name] = line
+        if d.is_reference():
+            _check_reference(d, path, ("hooks", i), locate)
+            found.references.append(Reference(d.name, d.enabled, place.source, path,
+                                              locate(("hooks", i, "enabled"))))
+            continue
+        events = check_hook(d, path, ("hooks", i), locate)
+        found.hooks.append(Declared(d, events, place.source, path, line, path.parent))
+    for i, raw in enumerate(doc.permissions):
+        found.permissions.append(
+            to_permission(raw, path, ("permissions", i), locate, f"{place.source.label}:{path}"))
+
+
+def _check_reference(d: HookDef, path: Path, base: tuple[str | int, ...],
+                     locate: Locator) -> None:
+    if d.enabled is None:
+        raise ConfigError(f"hook {d.name!r} has no command, handler or events", file=str(path),
+                          line=locate(base), field="command",
+                          fix="declare the hook (events and command or handler), or write only "
+                              "name and enabled = true to turn on a hook declared elsewhere")
+    extra = {f for f in HookDef.__struct_fields__
+             if f not in ("name", "enabled") and getattr(d, f) != getattr(_BLANK, f)}
+    if extra:
+        field = sorted(extra)[0]
+        raise ConfigError(f"hook {d.name!r} only names a hook declared elsewhere, so it cannot "
+                          f"set {field}", file=str(path), line=locate((*base, field)),
+                          field=field, fix="declare a hook of your own instead (with events and "
+                                           "a command or handler)")
+
+
+_BLANK = HookDef(name="_")
+
+
+def _load_folder(place: Place, folder: Path, found: Discovered) -> None:
+    for name in HOOK_FILES:
+        path = folder / name
+        if path.is_file():
+            break
+    else:  # pragma: no cover - hook_folders() only lists folders holding one
+        return
+    text = _read(path)
+    body = ""
+    if name == "HOOK.md":
+        data, locate, body = split_front_matter(text, path)
+    else:
+        data, locate = read_yaml(text, path)
+    if "handler" not in data and "command" not in data and (folder / "handler.py").is_file():
+        data = {**data, "handler": "handler.py"}
+    d = to_hookdef(data, path, (), locate, default_name=folder.name)
+    if d.is_reference():
+        raise ConfigError(f"hook {d.name!r} has no command or handler", file=str(path), line=1,
+                          field="command", fix='add command = "./run.sh" or handler.py')
+    events = check_hook(d, path, (), locate)
+    if d.handler is not None and not (folder / d.handler).is_file():
+        raise ConfigError(f"handler file {d.handler!r} does not exist", file=str(path),
+                          line=locate(("handler",)), field="handler",
+                          fix=f"create {folder / d.handler} defining handle(event)")
+    found.hooks.append(Declared(d, events, place.source, path, 1, folder, folder, body))
+    for f in folder_files(folder):
+        _note(found, f, place.source)
+
+
+def discover(places: list[Place]) -> Discovered:
+    """Read every place; raises the first ConfigError (with file, line, field, fix)."""
+    found = Discovered()
+    for place in places:
+        files = place.config_files()
+        if len([f for f in files if f.name.startswith("config.")]) > 1 and place.config is None:
+            raise ConfigError(f"both {files[0].name} and {files[1].name} exist",
+                              file=str(files[1]), fix="keep one config file per folder")
+        for path in files:
+            _note(found, path, place.source)
+            _load_config(place, path, found)
+        for folder in place.hook_folders():
+            _load_folder(place, folder, found)
+        if place.root.is_dir():
+            found.dirs.append(place.root)
+        if place.config is not None:
+            found.dirs.append(place.config.parent)
+        names: dict[str, Declared] = {}
+        for decl in found.hooks:
+            if decl.source is not place.source:
+                continue
+            other = names.get(decl.definition.name)
+            if other is not None:
+                raise ConfigError(
+                    f"hook {decl.definition.name!r} is declared twice in {place.source.label} "
+                    f"config (also in {other.file})", file=str(decl.file), line=decl.line,
+                    field="name", fix="rename one of them")
+            names[decl.definition.name] = decl
+    return found

@@ -1,0 +1,212 @@
+"""Process plumbing shared by the command and worker executors (POSIX only).
+
+Every hook process runs in its own session, so it leads its own process
+group: on a timeout, or once the hook itself has exited, the whole group is
+killed and nothing it started is left behind (DESIGN.md, Reliability >
+Processes). The stdin write never blocks the caller (it is buffered by the
+transport, and a script that ignores stdin just breaks the pipe), and
+stdout/stderr are capped: an answer past the cap is a failure, never a
+truncated JSON document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shlex
+import signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from interlock._errors import ContractError, HookCrash, HookTimeout
+
+CLEAN_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
+"""What a native hook inherits from the host's environment, besides its own ``env``."""
+
+_REAP_GRACE = 5.0
+"""Seconds to wait for a killed process to be reaped (SIGKILL cannot be ignored)."""
+
+
+def argv_for(command: str | Sequence[str], *, shell: bool = True) -> list[str]:
+    """The argv of a hook command.
+
+    A list runs as is. A string runs through ``sh -c`` (as Claude Code and
+    Moltis run theirs), or, with ``shell=False``, is split the way Hermes
+    splits it: shlex, no shell, only a leading ``~`` expanded.
+    """
+    if not isinstance(command, str):
+        argv = [str(part) for part in command]
+        if not argv:
+            raise ValueError("command is an empty list")
+        return argv
+    if not command.strip():
+        raise ValueError("command is empty")
+    if shell:
+        return ["/bin/sh", "-c", command]
+    argv = shlex.split(os.path.expanduser(command))
+    if not argv:
+        raise ValueError("command is empty")
+    return argv
+
+
+def clean_env(env: Mapping[str, str] | None = None,
+              passthrough: Sequence[str] = ()) -> dict[str, str]:
+    """A native hook's environment: PATH, HOME, LANG, TMPDIR, the named
+    pass-through variables, then the hook's own ``env`` on top."""
+    out = {k: os.environ[k] for k in (*CLEAN_ENV, *passthrough) if k in os.environ}
+    out.setdefault("PATH", os.defpath)
+    if env:
+        out.update(env)
+    return out
+
+
+def host_env(extra: Mapping[str, str], env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A dialect hook's environment: the user's, the host's variables, the hook's ``env``."""
+    out = dict(os.environ)
+    out.update(extra)
+    if env:
+        out.update(env)
+    return out
+
+
+def kill_group(pid: int) -> None:
+    """SIGKILL the process group led by ``pid``; gone already is fine."""
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+@dataclass(frozen=True, slots=True)
+class Completed:
+    """What a finished hook process left behind."""
+
+    exit_code: int
+    stdout: bytes
+    stderr: bytes
+    stderr_truncated: bool = False
+
+    def stderr_text(self, limit: int = 2000) -> str:
+        text = self.stderr.decode("utf-8", "replace").strip()
+        if len(text) > limit:
+            text = text[:limit] + "..."
+        return text
+
+
+class _Collector(asyncio.SubprocessProtocol):
+    """Collects capped stdout/stderr and tells when the process and pipes are done."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, cap: int) -> None:
+        self.cap = cap
+        self.out = bytearray()
+        self.err = bytearray()
+        self.err_truncated = False
+        self.overflow = loop.create_future()
+        """Set when stdout passes the cap (the caller kills the group)."""
+        self.exited = loop.create_future()
+        self.drained = loop.create_future()
+        """Set when stdout and stderr have both reached EOF."""
+        self._open = {1, 2}
+        self.transport: asyncio.SubprocessTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        buf = self.out if fd == 1 else self.err
+        room = self.cap - len(buf)
+        if len(data) <= room:
+            buf += data
+            return
+        if room > 0:
+            buf += data[:room]
+        if fd == 1:
+            if not self.overflow.done():
+                self.overflow.set_result(None)
+        else:
+            self.err_truncated = True  # stderr is only ever a reason: keep its head
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        # fd 0 is stdin: a script that never reads it breaks the pipe, which is fine.
+        self._open.discard(fd)
+        if not self._open and not self.drained.done():
+            self.drained.set_result(None)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+
+
+async def run_once(
+    argv: Sequence[str],
+    *,
+    stdin: bytes,
+    cwd: str | Path,
+    env: Mapping[str, str],
+    timeout: float,  # noqa: ASYNC109 - on timeout the group is killed, not just abandoned
+    output_cap: int,
+    label: str,
+) -> Completed:
+    """Run one hook process to completion.
+
+    Raises HookTimeout past ``timeout`` (the group is killed first),
+    ContractError when stdout passes ``output_cap``, HookCrash when the
+    process cannot start. Cancellation kills the group too.
+    """
+    loop = asyncio.get_running_loop()
+    collector = _Collector(loop, output_cap)
+    try:
+        transport, _ = await loop.subprocess_exec(
+            lambda: collector, *argv, stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+            cwd=str(cwd), env=dict(env), start_new_session=True)
+    except OSError as exc:
+        raise HookCrash(f"hook {label} could not start {argv[0]!r}: "
+                        f"{exc.strerror or exc}") from None
+    pid = transport.get_pid()
+    finished = False
+    try:
+        stdin_pipe = transport.get_pipe_transport(0)
+        if stdin_pipe is not None:
+            # Buffered by the transport: never blocks us, and a script that
+            # exits without reading just breaks the pipe (reported, ignored).
+            stdin_pipe.write(stdin)  # type: ignore[attr-defined]
+            stdin_pipe.write_eof()  # type: ignore[attr-defined]
+        try:
+            async with asyncio.timeout(timeout):
+                await asyncio.wait((collector.exited, collector.overflow),
+                                   return_when=asyncio.FIRST_COMPLETED)
+                _check_cap(collector, label)
+                # The hook is done; anything it left running in its group is
+                # an orphan by definition (a job that must outlive the hook has
+                # to detach itself with setsid). Linux does not hand out a pid
+                # that is still some group's id, so this cannot hit a stranger
+                # while the group lives; once it is empty, killpg finds nothing.
+                kill_group(pid)
+                await collector.drained
+                _check_cap(collector, label)  # the exit can be seen before the last data
+        except TimeoutError:
+            raise HookTimeout(f"hook {label} timed out after {timeout:g}s; "
+                              "its process group was killed") from None
+        finished = True
+    finally:
+        if not finished:
+            kill_group(pid)
+            if not collector.exited.done():
+                # SIGKILL is quick; reap it so no transport outlives the call.
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(asyncio.shield(collector.exited), _REAP_GRACE)
+        transport.close()
+    code = transport.get_returncode()
+    return Completed(exit_code=-1 if code is None else code, stdout=bytes(collector.out),
+                     stderr=bytes(collector.err), stderr_truncated=collector.err_truncated)
+
+
+def _check_cap(collector: _Collector, label: str) -> None:
+    if collector.overflow.done():
+        raise ContractError(
+            f"hook {label} wrote more than {collector.cap} bytes to stdout; an answer "
+            "past the cap is refused, not truncated (fix: print only the answer, or "
+            "raise output_cap)")
