@@ -326,7 +326,7 @@ DENIES: dict[str, tuple[dict[str, Any], int]] = {
 
 
 def assert_deny(agent: str, result: Run, needle: str) -> None:
-    payload, code = DENIES[agent]
+    _payload, code = DENIES[agent]
     assert result.code == code, result
     text = result.stdout + result.stderr
     assert needle in text, text
@@ -446,7 +446,7 @@ def test_no_effect_tables_match_the_catalog() -> None:
         expected = {name for spec in SPECS
                     if spec.kind is Kind.OBSERVE or spec.fail_closed is FailClosed.NO_EFFECT
                     for name in names_in(agent, spec)}
-        assert host(agent).NO_EFFECT == expected, agent
+        assert expected == host(agent).NO_EFFECT, agent
 
 
 def test_unknown_agent_is_a_usage_error() -> None:
