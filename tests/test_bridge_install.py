@@ -85,7 +85,7 @@ def test_install_merges_and_is_idempotent(agent: str, tmp_path: Path) -> None:
 def test_install_refuses_broken_files_clearly(tmp_path: Path) -> None:
     path = tmp_path / "settings.json"
     path.write_text("{broken")
-    with pytest.raises(ConfigError, match="settings.json") as err:
+    with pytest.raises(ConfigError, match=r"settings\.json") as err:
         install("claude", tmp_path, path=path)
     assert "not valid JSON" in str(err.value)
     assert path.read_text() == "{broken"  # left as it was
