@@ -42,7 +42,7 @@ def test_install_writes_absolute_commands_with_timeouts(agent: str, tmp_path: Pa
     for _, handler in found:
         argv = shlex.split(handler["command"])
         assert Path(argv[0]).is_absolute()
-        assert argv[1:5] == ["-m", "interlock", "bridge", agent]
+        assert argv[1:4] == ["-m", "interlock.bridge", agent]
         assert argv[argv.index("--project") + 1] == str((tmp_path / "proj").resolve())
         assert float(argv[argv.index("--deadline") + 1]) < 30  # below the host's timeout
         assert handler["timeout"] == (30_000 if agent == "gemini" else 30)

@@ -15,8 +15,11 @@ framework and, with a server up, not even the engine.
 
 from __future__ import annotations
 
-import importlib
-from types import ModuleType
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
 
 HOSTS = ("claude", "codex", "gemini", "cursor", "hermes", "moltis")
 
@@ -25,7 +28,9 @@ def host(name: str) -> ModuleType:
     """The bridge module for agent ``name`` (ValueError for an unknown agent)."""
     if name not in HOSTS:
         raise ValueError(f"unknown agent {name!r}; bridges exist for {', '.join(HOSTS)}")
-    return importlib.import_module(f"interlock.bridge.{name}")
+    qualified = f"interlock.bridge.{name}"
+    __import__(qualified)  # not importlib: the bridge counts every import at start-up
+    return sys.modules[qualified]
 
 
 def main(argv: list[str]) -> int:

@@ -1,24 +1,28 @@
 """The bridge's run: read, evaluate (socket or in process), answer; deny on any failure.
 
-A watchdog thread owns the deadline: if no answer is written by then it
-writes the host's deny and ends the process, whatever the main thread is
-stuck in (a hung server, a hook that never returns).
+A watchdog owns the deadline: SIGALRM fires at the deadline, and its handler
+writes the host's deny and ends the process, whatever the bridge is waiting
+on (a hung server, a hook that never returns: waits on sockets and locks are
+interrupted by the signal). A signal rather than a timer thread: importing
+threading is start-up time the bridge does not have.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import sys
-import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
-from types import ModuleType
-from typing import Any
 
 from interlock.bridge import HOSTS, host
 from interlock.bridge._common import BridgeError, Reply, Result
+
+# Start-up time is the bridge's budget: no typing, dataclasses or pathlib here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
 
 USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
          "[--socket PATH] [--local]\n"
@@ -26,13 +30,15 @@ USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--dead
 MAX_INPUT = 8 << 20
 
 
-@dataclass
 class Options:
-    project: str | None = None
-    deadline: float | None = None
-    socket: str | None = None
-    local: bool = False
-    """Never use a server; evaluate in process."""
+    __slots__ = ("deadline", "local", "project", "socket")
+
+    def __init__(self) -> None:
+        self.project: str | None = None
+        self.deadline: float | None = None
+        self.socket: str | None = None
+        self.local = False
+        """Never use a server; evaluate in process."""
 
 
 def parse(args: list[str]) -> Options:
@@ -62,25 +68,27 @@ def parse(args: list[str]) -> Options:
 
 
 class _Answer:
-    """Writes exactly one reply, from whichever thread gets there first."""
+    """Writes exactly one reply: the bridge's, or the watchdog's deny.
+
+    Both run on the main thread (the watchdog is a signal handler), so a flag
+    set before writing is enough: a handler that interrupts a write returns.
+    """
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
         self._done = False
 
     def write(self, reply: Reply) -> bool:
-        with self._lock:
-            if self._done:
-                return False
-            self._done = True
-            if reply.stdout:
-                sys.stdout.write(reply.stdout if reply.stdout.endswith("\n")
-                                 else reply.stdout + "\n")
-            sys.stdout.flush()
-            if reply.stderr:
-                sys.stderr.write(reply.stderr)
-            sys.stderr.flush()
-            return True
+        if self._done:
+            return False
+        self._done = True
+        if reply.stdout:
+            sys.stdout.write(reply.stdout if reply.stdout.endswith("\n")
+                             else reply.stdout + "\n")
+        sys.stdout.flush()
+        if reply.stderr:
+            sys.stderr.write(reply.stderr)
+        sys.stderr.flush()
+        return True
 
 
 def failure(mod: ModuleType, host_event: str, reason: str) -> Reply:
@@ -91,47 +99,55 @@ def failure(mod: ModuleType, host_event: str, reason: str) -> Reply:
     return reply
 
 
-def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> Path:
+def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> str:
+    """The project's resolved root: --project, $INTERLOCK_PROJECT, the host's
+    project variable, else the nearest folder above cwd holding `.interlock/`."""
     start = (opts.project or os.environ.get("INTERLOCK_PROJECT")
              or (os.environ.get(mod.PROJECT_ENV) if mod.PROJECT_ENV else None))
     if start:
-        return Path(start).resolve()
+        return os.path.realpath(start)
     cwd = payload.get("cwd")
     roots = payload.get("workspace_roots")
     if not (isinstance(cwd, str) and cwd) and isinstance(roots, list) and roots:
         cwd = roots[0]
-    base = Path(cwd if isinstance(cwd, str) and cwd else os.getcwd()).resolve()
-    for candidate in (base, *base.parents):
-        if (candidate / ".interlock").is_dir():
+    base = os.path.realpath(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+    candidate = base
+    while True:
+        if os.path.isdir(os.path.join(candidate, ".interlock")):
             return candidate
-    return base
+        parent = os.path.dirname(candidate)
+        if parent == candidate:
+            return base
+        candidate = parent
 
 
-def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: Path, opts: Options,
+def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: Options,
              deadline: float) -> dict[str, Any]:
     """The outcome as a dict: from the server when one is up, else in process."""
     if not opts.local:
         from interlock.bridge._client import NoServer, post
-        from interlock.server.paths import socket_path
+        from interlock.server.paths import socket_path_for
 
-        sock = opts.socket or str(socket_path(root))
+        sock = opts.socket or socket_path_for(root)
         try:
-            return post(sock, f"/v1/bridge/{system}", raw, project=str(root), deadline=deadline)
+            return post(sock, f"/v1/bridge/{system}", raw, project=root, deadline=deadline)
         except NoServer:
             pass
     return evaluate_local(system, payload, root)
 
 
-def evaluate_local(system: str, payload: dict[str, Any], root: Path) -> dict[str, Any]:
+def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str, Any]:
     try:
         from interlock.registry import open_engine  # type: ignore[import-not-found,unused-ignore]
     except ImportError as exc:
         raise BridgeError("no server is running and hooks cannot be loaded in process "
                           f"({exc}); start `interlock serve`") from None
+    from pathlib import Path
+
     from interlock.bridge._events import build_event
 
     event = build_event(system, payload)
-    engine = open_engine(root)
+    engine = open_engine(Path(root))
     try:
         outcome = engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
@@ -175,14 +191,13 @@ def main(argv: list[str]) -> int:
     seconds = opts.deadline or float(mod.DEFAULT_DEADLINE)
     deadline = time.monotonic() + seconds
 
-    def expire() -> None:
+    def expire(signum: int, frame: object) -> None:
         reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s")
         if out.write(reply):
             os._exit(reply.code)
 
-    timer = threading.Timer(seconds, expire)
-    timer.daemon = True
-    timer.start()
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT + 1)
         if len(raw) > MAX_INPUT:
@@ -191,7 +206,7 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # any failure at all is a deny (DESIGN.md, Security: Bridges)
         reason = str(exc) if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"
         reply = failure(mod, state["host_event"], reason)
-    timer.cancel()
-    if not out.write(reply):  # the watchdog answered first and is ending the process
-        time.sleep(60)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
+    out.write(reply)
     return reply.code

@@ -7,9 +7,12 @@ Both message casings are written (v1.7 used ``userMessage``, 2.0
 
 from __future__ import annotations
 
-from typing import Any
-
 from interlock.bridge._common import Reply, Result, as_args, dumps, tool_name, unapplied
+
+# typing is not imported at run time: it costs the bridge ~3 ms at start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 SYSTEM = "cursor"
 HOST_TIMEOUT = 30.0

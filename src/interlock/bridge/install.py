@@ -21,7 +21,7 @@ from typing import Any
 from interlock._errors import ConfigError
 
 AGENTS = ("claude", "codex", "gemini", "cursor", "hermes")
-MARK = "interlock bridge"
+MARKS = ("interlock.bridge", "interlock bridge")
 
 # Events each agent's config gets, by that agent's names: the gates a policy
 # most needs, plus the prompt and stop checks.
@@ -47,7 +47,7 @@ class Plan:
 
 def command_for(agent: str, project: Path, deadline: int) -> str:
     """The absolute command line an agent runs for the bridge."""
-    argv = [sys.executable, "-m", "interlock", "bridge", agent, "--project", str(project),
+    argv = [sys.executable, "-m", "interlock.bridge", agent, "--project", str(project),
             "--deadline", str(deadline)]
     return shlex.join(argv)
 
@@ -83,7 +83,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def _ours(entry: Any) -> bool:
-    return isinstance(entry, dict) and MARK in str(entry.get("command", ""))
+    return isinstance(entry, dict) and any(m in str(entry.get("command", "")) for m in MARKS)
 
 
 def _merge_grouped(hooks: dict[str, Any], event: str, handler: dict[str, Any],

@@ -335,7 +335,12 @@ def create_app(
     async def openapi(request: Request) -> Response:
         return Response(spec, media_type="application/json")
 
-    app = Starlette(routes=[
+    async def not_routed(request: Request, exc: Exception) -> Response:
+        # Starlette's own 404/405 are plain text; every answer here is JSON.
+        code = getattr(exc, "status_code", 404)
+        return _error(code, "no such endpoint" if code == 404 else "method not allowed")
+
+    app = Starlette(exception_handlers={404: not_routed, 405: not_routed}, routes=[
         Route("/v1/events/{event}", api.events, methods=["POST"]),
         Route("/v1/bridge/{agent}", api.bridge, methods=["POST"]),
         Route("/v1/status", api.status, methods=["GET"]),
@@ -346,6 +351,7 @@ def create_app(
         Route("/v1/runtime/reload", api.reload, methods=["POST"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
     ])
+    app.router.redirect_slashes = False  # a redirect is never what an API client wants
     app.state.api = api
     hosts = list(allowed_hosts)
     app.add_middleware(Guard, hosts=hosts, origins=list(allowed_origins))

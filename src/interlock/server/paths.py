@@ -12,11 +12,14 @@ Standard library only: bridges import this on their fast path.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
-import tempfile
-from pathlib import Path
+
+# Bridges import this module on their fast path: pathlib, tempfile and hashlib
+# are imported only where a function needs them.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SOCKET_NAME_ENV = "INTERLOCK_SOCKET"
 STATE_DIR_ENV = "INTERLOCK_STATE_DIR"
@@ -28,17 +31,35 @@ class UnsafeDirectory(OSError):
 
 
 def state_dir(project_root: Path) -> Path:
+    from pathlib import Path
+
     env = os.environ.get(STATE_DIR_ENV)
     return Path(env) if env else project_root / ".interlock-state"
 
 
-def socket_path(project_root: Path) -> Path:
+def _sha256_hex(data: bytes) -> str:
+    try:  # the builtin module: hashlib's OpenSSL load costs the bridge ~2 ms
+        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        from hashlib import sha256
+    digest: str = sha256(data).hexdigest()
+    return digest
+
+
+def socket_path_for(project_root: str) -> str:
+    """The socket of the project at ``project_root`` (a string: the bridge's fast path)."""
     env = os.environ.get(SOCKET_NAME_ENV)
     if env:
-        return Path(env)
-    base = os.environ.get("XDG_RUNTIME_DIR") or tempfile.gettempdir()
-    digest = hashlib.sha256(str(project_root.resolve()).encode()).hexdigest()[:16]
-    return Path(base) / f"interlock-{os.geteuid()}" / f"{digest}.sock"
+        return env
+    base = os.environ.get("XDG_RUNTIME_DIR") or os.environ.get("TMPDIR") or "/tmp"
+    digest = _sha256_hex(os.path.realpath(project_root).encode())[:16]
+    return os.path.join(base, f"interlock-{os.geteuid()}", f"{digest}.sock")
+
+
+def socket_path(project_root: Path) -> Path:
+    from pathlib import Path
+
+    return Path(socket_path_for(str(project_root)))
 
 
 def ensure_private_dir(path: Path) -> Path:
@@ -48,6 +69,9 @@ def ensure_private_dir(path: Path) -> Path:
     existing one must be a real directory (not a symlink), owned by us, and
     it is tightened to 0700.
     """
+    from pathlib import Path
+
+    path = Path(path)
     try:
         path.mkdir(mode=0o700, parents=True)
     except FileExistsError:
