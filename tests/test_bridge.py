@@ -538,3 +538,30 @@ def test_bridge_imports_no_cli_framework(server: Server, tmp_path: Path) -> None
         assert not [n for n in names if n.split(".")[0] in FRAMEWORKS]
     # With a server up the bridge does not even load the engine or the catalog.
     assert not {"interlock._dispatch", "interlock._catalog", "asyncio", "msgspec"} & with_server
+
+
+SHIM = '''
+import sys, threading, types
+from interlock import Engine
+
+def _open_engine(root):
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: threading.Event().wait(60), name="stuck",
+              blocking=True, timeout=120)
+    return engine
+
+_mod = types.ModuleType("interlock.registry")
+_mod.open_engine = _open_engine
+sys.modules["interlock.registry"] = _mod
+'''
+
+
+@pytest.mark.parametrize("agent", ["claude", "moltis"])
+def test_watchdog_denies_when_an_in_process_hook_hangs(agent: str, tmp_path: Path) -> None:
+    # No server; the registry's engine has a hook that never returns. The
+    # SIGALRM watchdog must answer deny at the bridge's deadline.
+    (tmp_path / "sitecustomize.py").write_text(SHIM)
+    result = bridge(agent, DENIES[agent][0], root=tmp_path, sock=tmp_path / "none.sock",
+                    args=("--deadline", "0.5"), env={"PYTHONPATH": str(tmp_path)})
+    assert_deny(agent, result, "no answer within 0.5 s")
+    assert result.seconds < 10

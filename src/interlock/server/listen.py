@@ -27,21 +27,42 @@ from interlock.server.paths import ensure_private_dir
 from interlock.server.security import peer_allowed
 
 
+def refuse_foreign_peer(transport: asyncio.Transport) -> None:
+    """On a Unix socket, answer 403 and hang up unless the peer has our uid."""
+    sock = transport.get_extra_info("socket")
+    if sock is None or sock.family != socket.AF_UNIX:
+        return
+    ok, why = peer_allowed(sock)
+    if not ok:
+        body = json.dumps({"error": why}).encode()
+        transport.write(b"HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
+                        b"connection: close\r\ncontent-length: "
+                        + str(len(body)).encode() + b"\r\n\r\n" + body)
+        transport.close()
+
+
 class PeerCheckedH11(H11Protocol):
     """uvicorn's h11 protocol, refusing Unix-socket peers with another uid."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
-        sock = transport.get_extra_info("socket")
-        if sock is None or sock.family != socket.AF_UNIX:
-            return
-        ok, why = peer_allowed(sock)
-        if not ok:
-            body = json.dumps({"error": why}).encode()
-            transport.write(b"HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
-                            b"connection: close\r\ncontent-length: "
-                            + str(len(body)).encode() + b"\r\n\r\n" + body)
-            transport.close()
+        refuse_foreign_peer(transport)
+
+
+def protocol_class() -> type[asyncio.Protocol]:
+    """httptools when installed (about twice as fast as h11), else h11; both peer-checked."""
+    try:
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    except ImportError:
+        return PeerCheckedH11
+
+    class PeerCheckedHttpTools(HttpToolsProtocol):
+        def connection_made(  # type: ignore[override]
+                self, transport: asyncio.Transport) -> None:
+            super().connection_made(transport)
+            refuse_foreign_peer(transport)
+
+    return PeerCheckedHttpTools
 
 
 class _Server(uvicorn.Server):
@@ -112,7 +133,7 @@ class Serving:
             self.sockets.append(bind_tcp(host, port))
         if socket_path is not None:
             self.sockets.append(bind_unix(socket_path))
-        config = uvicorn.Config(app, http=PeerCheckedH11, lifespan="off", log_level=log_level,
+        config = uvicorn.Config(app, http=protocol_class(), lifespan="off", log_level=log_level,
                                 access_log=False, server_header=False, ws="none")
         self.server = _Server(config)
 
