@@ -561,3 +561,56 @@ def test_concurrent_requests_are_all_answered(served: Served) -> None:
     for t in threads:
         t.join(30)
     assert results == [200] * 80
+
+
+REGISTRY_SHIM = '''
+import sys, types
+
+def _open_engine(root):
+    from interlock import Engine, block
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: block("no rm")
+              if "rm" in e.args.get("command", "") else None, name="guard")
+    return engine
+
+_mod = types.ModuleType("interlock.registry")
+_mod.open_engine = _open_engine
+sys.modules["interlock.registry"] = _mod
+'''
+
+
+def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    shim = tmp_path / "shim"
+    shim.mkdir()
+    (shim / "sitecustomize.py").write_text(REGISTRY_SHIM)
+    sock = short_dir() / "run" / "serve.sock"
+    env = {**os.environ, "PYTHONPATH": str(shim), "INTERLOCK_SOCKET": str(sock),
+           "INTERLOCK_STATE_DIR": str(tmp_path / "state")}
+    proc = subprocess.Popen([sys.executable, "-m", "interlock", "serve", "--project",
+                             str(tmp_path), "--port", "0"], env=env, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        assert "listening on http://127.0.0.1:" in line, line
+        assert f"unix:{sock}" in line
+        bridged = subprocess.run(
+            [sys.executable, "-m", "interlock.bridge", "claude", "--project", str(tmp_path)],
+            input=json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                              "tool_input": {"command": "rm -rf /"}}),
+            capture_output=True, text=True, env={**os.environ, "INTERLOCK_SOCKET": str(sock)})
+        assert bridged.returncode == 2
+        assert "no rm" in json.loads(bridged.stdout)["hookSpecificOutput"][
+            "permissionDecisionReason"]
+        assert stat.S_IMODE(os.stat(tmp_path / "state").st_mode) == 0o700
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(30)
+        assert proc.stderr is not None
+        proc.stderr.close()
+    assert code == 0
+    assert not sock.exists()

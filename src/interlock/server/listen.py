@@ -145,10 +145,22 @@ class Serving:
         return None
 
     def run(self) -> None:
-        """Serve until SIGINT/SIGTERM (uvicorn handles the signals in the main thread)."""
+        """Serve until SIGINT/SIGTERM, then remove the socket file.
+
+        uvicorn re-raises the signal it caught once it has shut down, with the
+        handler it found installed; a SIGTERM handler of ours makes that an
+        exception, so the socket file is still removed.
+        """
+        import signal
+
+        def terminated(signum: int, frame: object) -> None:
+            raise SystemExit(0)
+
+        previous = signal.signal(signal.SIGTERM, terminated)
         try:
             self.server.run(sockets=self.sockets)
         finally:
+            signal.signal(signal.SIGTERM, previous)
             self.close()
 
     def close(self) -> None:
@@ -189,4 +201,7 @@ def serve_forever(serving: Serving, *, announce: bool = True) -> None:
         if serving.socket_path is not None:
             where.append(f"unix:{serving.socket_path}")
         sys.stderr.write(f"interlock serve: listening on {', '.join(where)}\n")
-    serving.run()
+    try:
+        serving.run()
+    except KeyboardInterrupt:
+        pass
