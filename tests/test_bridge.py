@@ -565,3 +565,17 @@ def test_watchdog_denies_when_an_in_process_hook_hangs(agent: str, tmp_path: Pat
                     args=("--deadline", "0.5"), env={"PYTHONPATH": str(tmp_path)})
     assert_deny(agent, result, "no answer within 0.5 s")
     assert result.seconds < 10
+
+
+def test_block_reasons_reaching_the_model_are_redacted(tmp_path: Path) -> None:
+    engine = Engine()
+    secret = "ghp_" + "a1B2" * 9
+    engine.on("before_tool_call", lambda e: block(f"token {secret} leaked"), name="leaky")
+    sock = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "run" / "serve.sock"
+    app = create_app(engine, project_root=tmp_path, tokens=TokenStore(), socket_path=sock)
+    with Serving(app, socket_path=sock, tcp=False).running():
+        result = bridge("claude", CLAUDE_PRE, root=tmp_path, sock=sock)
+    engine.close()
+    assert result.code == 2
+    assert secret not in result.stdout + result.stderr
+    assert "[REDACTED]" in result.json["hookSpecificOutput"]["permissionDecisionReason"]

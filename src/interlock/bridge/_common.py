@@ -89,6 +89,19 @@ class Result:
         return "\n".join(parts)
 
 
+def redact_reasons(record: dict[str, Any]) -> None:
+    """Block reasons and hints headed for a model lose their secrets (DESIGN.md, Redaction).
+
+    Done where the outcome is made (the server, or the in-process path), so the
+    bridge's fast path never imports the redaction patterns.
+    """
+    from interlock.redact import redact
+
+    for key in ("reason", "hint"):
+        if isinstance(record.get(key), str):
+            record[key] = redact(record[key])
+
+
 def unapplied(result: Result, fields: tuple[str, ...]) -> str | None:
     """A deny reason when policy changed fields this host cannot apply."""
     extra = sorted(set(result.changes) - set(fields))

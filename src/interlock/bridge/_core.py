@@ -91,8 +91,19 @@ class _Answer:
         return True
 
 
-def failure(mod: ModuleType, host_event: str, reason: str) -> Reply:
-    """The deny a failing bridge answers (no effect where the catalog says so)."""
+def failure(mod: ModuleType, host_event: str, reason: str, *, scrub: bool = True) -> Reply:
+    """The deny a failing bridge answers (no effect where the catalog says so).
+
+    ``scrub``: redact the reason (an error may quote a secret); the watchdog
+    passes False, since a signal handler must not import.
+    """
+    if scrub:
+        try:
+            from interlock.redact import redact
+
+            reason = redact(reason)
+        except Exception:
+            reason = "an error (its text could not be redacted)"
     if host_event in mod.NO_EFFECT:
         return Reply("", f"interlock bridge: {reason} (no effect on {host_event})\n", 0)
     reply: Reply = mod.deny(host_event, f"Interlock bridge failed closed: {reason}")
@@ -153,6 +164,9 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
         out: dict[str, Any] = outcome.to_dict(event)
     finally:
         engine.close()
+    from interlock.bridge._common import redact_reasons
+
+    redact_reasons(out)
     return out
 
 
@@ -192,7 +206,7 @@ def main(argv: list[str]) -> int:
     deadline = time.monotonic() + seconds
 
     def expire(signum: int, frame: object) -> None:
-        reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s")
+        reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s", scrub=False)
         if out.write(reply):
             os._exit(reply.code)
 

@@ -174,9 +174,13 @@ class Api:
                                        f"not {type(data).__name__}"))
         return data
 
-    async def evaluate(self, event: Any) -> JSON:
+    async def evaluate(self, event: Any, *, to_model: bool = False) -> JSON:
         outcome = await self.engine.emit(event)
         record = outcome.to_dict(event)
+        if to_model:
+            from interlock.bridge._common import redact_reasons
+
+            redact_reasons(record)
         self.counters["evaluations"] += 1
         self.counters[f"decision.{record['decision']}"] += 1
         return JSON(record)
@@ -223,7 +227,7 @@ class Api:
                 return _error(422, exc.render(), field=exc.field)
             except BridgeError as exc:
                 return _error(422, str(exc))
-            return await self.evaluate(event)
+            return await self.evaluate(event, to_model=True)
         except _Refused as refused:
             return refused.response
 
