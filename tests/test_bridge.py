@@ -579,3 +579,48 @@ def test_block_reasons_reaching_the_model_are_redacted(tmp_path: Path) -> None:
     assert result.code == 2
     assert secret not in result.stdout + result.stderr
     assert "[REDACTED]" in result.json["hookSpecificOutput"]["permissionDecisionReason"]
+
+
+def test_a_crash_inside_the_bridge_denies(monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str],
+                                          tmp_path: Path) -> None:
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise KeyError("boom")
+
+    monkeypatch.setattr(host("claude"), "answer", broken)
+    code, out, err = _in_process(monkeypatch, capsys, "claude", CLAUDE_PRE,
+                                 _registry(lambda root: policy()), tmp_path)
+    assert_deny("claude", Run(code, out, err, 0.0), "KeyError")
+
+
+def _one_answer_server(path: str, answer: bytes) -> threading.Thread:
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen()
+
+    def serve() -> None:
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.sendall(answer)
+        conn.close()
+        listener.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread
+
+
+@pytest.mark.parametrize(("answer", "needle"), [
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}", "malformed"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nnope!", "not JSON"),
+    (b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 17\r\n\r\n{\"error\": \"bug\"}\n",
+     "refused (500)"),
+    (b"garbage", "closed the connection before answering"),
+    (b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}", "cut short"),
+])
+def test_a_malformed_server_answer_denies(answer: bytes, needle: str, tmp_path: Path) -> None:
+    path = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "s.sock"
+    thread = _one_answer_server(str(path), answer)
+    result = bridge("claude", CLAUDE_PRE, root=tmp_path, sock=path)
+    thread.join(5)
+    assert_deny("claude", result, needle)
