@@ -67,6 +67,7 @@ SERVER = textwrap.dedent('''
 
 
 def timed(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[list[float], str]:
+    subprocess.run(argv, input=stdin, capture_output=True, env=env)  # warm: writes bytecode
     samples = []
     out = ""
     for _ in range(RUNS):
@@ -91,6 +92,9 @@ def main() -> None:
     root = Path(tempfile.mkdtemp(prefix="il-bench-")).resolve()
     sock = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "run" / "serve.sock"
     env = {**os.environ, "INTERLOCK_SOCKET": str(sock)}
+    # Installed packages run from cached bytecode; with PYTHONDONTWRITEBYTECODE
+    # set (as in some CI shells) every bridge would recompile its modules.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     # What `bridge install` writes; `interlock bridge claude` also loads interlock.cli.
     bridge = [sys.executable, "-m", "interlock.bridge", "claude", "--project", str(root)]
     via_cli = [sys.executable, "-m", "interlock", "bridge", "claude", "--project", str(root)]
