@@ -624,3 +624,34 @@ def test_a_malformed_server_answer_denies(answer: bytes, needle: str, tmp_path: 
     result = bridge("claude", CLAUDE_PRE, root=tmp_path, sock=path)
     thread.join(5)
     assert_deny("claude", result, needle)
+
+
+def test_claude_answer_table() -> None:
+    """Decisions the policy server rarely produces, checked on the mapping itself."""
+    from interlock.bridge._common import Result
+
+    claude = host("claude")
+    rewrite_and_ask = claude.answer("PreToolUse", {}, Result(
+        "before_tool_call", "ask", reason="check", changes={"args": {"command": "ls -l"}}))
+    out = json.loads(rewrite_and_ask.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "ask"  # a rewrite never skips the person
+    assert out["updatedInput"] == {"command": "ls -l"}
+    stopped = claude.answer("PreToolUse", {}, Result("before_tool_call", "stop", reason="halt"))
+    body = json.loads(stopped.stdout)
+    assert body["continue"] is False
+    assert body["hookSpecificOutput"]["permissionDecision"] == "deny"
+    responded = claude.answer("PreToolUse", {}, Result("before_tool_call", "respond",
+                                                        value={"ok": 1}))
+    assert responded.code == 2
+    assert '{"ok": 1}' in responded.stderr
+    permission = claude.answer("PermissionRequest", {}, Result("permission_request", "approve"))
+    assert json.loads(permission.stdout)["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+    undecided = claude.answer("PermissionRequest", {}, Result("permission_request", "ask"))
+    assert (undecided.code, undecided.stdout) == (0, "")  # the person decides
+    denied = claude.answer("PermissionRequest", {}, Result("permission_request", "block",
+                                                            reason="no"))
+    assert denied.code == 0  # exit 2 is not honoured on PermissionRequest: JSON decides
+    assert json.loads(denied.stdout)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    codex = host("codex")
+    strict_stop = codex.answer("PreToolUse", {}, Result("before_tool_call", "stop", reason="x"))
+    assert "continue" not in json.loads(strict_stop.stdout)

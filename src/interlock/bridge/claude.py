@@ -126,19 +126,33 @@ def deny(host: str, text: str) -> Reply:
     return Reply(dumps(body), text + "\n", 2)
 
 
+def _denies(r: Result, strict: bool) -> bool:
+    """Whether ``r`` is answered with a deny.
+
+    ``ask`` reaches a person only through PreToolUse's "ask" (not in Codex) or
+    by leaving a PermissionRequest undecided; anywhere else nobody can answer,
+    so it is a block (DESIGN.md, Decisions rule 9).
+    """
+    if r.decision in ("block", "stop", "skip", "respond"):
+        return True
+    if r.decision == "ask":
+        return r.event != "permission_request" and (strict or r.event != "before_tool_call")
+    return False
+
+
 def answer(host: str, payload: dict[str, Any], r: Result, *, strict: bool = False) -> Reply:
     """Claude's answer to ``r``; ``strict`` is Codex (no ask, no bare allow)."""
     event = r.event
     ctx = r.context_text()
-    if r.decision in ("block", "stop", "skip", "respond") or (
-            r.decision == "ask" and (strict or event != "before_tool_call")
-            and event != "permission_request"):
+    if _denies(r, strict):
         if event in ("before_stop", "subagent_stop") and r.decision == "block":
             # Block means "keep working"; the reason is the next instruction.
             return Reply(dumps({"decision": "block", "reason": r.reason or r.block_text()}))
         reply = deny(host, r.block_text())
-        if r.decision == "stop" and not strict:
-            body = {**_loads(reply.stdout), "continue": False, "stopReason": r.block_text()}
+        if r.decision == "stop" and not strict:  # the run ends (Codex rejects `continue`)
+            import json
+
+            body = {**json.loads(reply.stdout), "continue": False, "stopReason": r.block_text()}
             return Reply(dumps(body), reply.stderr, reply.code)
         return reply
     if event == "before_tool_call":
@@ -159,12 +173,13 @@ def _tool_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     if problem:
         return deny(host, problem)
     out: dict[str, Any] = {}
-    if "args" in r.changes:
-        out.update(permissionDecision="allow", updatedInput=r.changes["args"])
-    elif r.decision == "approve" and not strict:
-        out["permissionDecision"] = "allow"
-    elif r.decision == "ask":
+    if r.decision == "ask":  # Codex never gets here: ask is a deny there
         out.update(permissionDecision="ask", permissionDecisionReason=r.block_text())
+    elif "args" in r.changes or (r.decision == "approve" and not strict):
+        # Claude applies updatedInput only with allow or ask; Codex only with allow.
+        out["permissionDecision"] = "allow"
+    if "args" in r.changes:
+        out["updatedInput"] = r.changes["args"]
     if r.reason and out.get("permissionDecision") == "allow" and not strict:
         out["permissionDecisionReason"] = r.reason
     if ctx:
@@ -188,9 +203,3 @@ def _other_answer(host: str, r: Result, ctx: str) -> Reply:
         out["additionalContext"] = ctx
     return Reply(dumps(_specific(host, **out)) if out else "")
 
-
-def _loads(text: str) -> dict[str, Any]:
-    import json
-
-    data = json.loads(text) if text else {}
-    return data if isinstance(data, dict) else {}
