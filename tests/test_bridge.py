@@ -265,6 +265,13 @@ def test_cursor_answers(server: Server) -> None:
     prompt = run(server, "cursor", {**CURSOR_SHELL, "hook_event_name": "beforeSubmitPrompt",
                                     "prompt": "my password is x", "attachments": []})
     assert prompt.json["continue"] is False
+    newer = run(server, "cursor", {"conversation_id": "c-1", "hook_event_name": "preToolUse",
+                                   "workspace_roots": ["/p"], "tool_name": "Shell",
+                                   "tool_input": {"command": "rm -rf /"}})
+    assert newer.json["permission"] == "deny"
+    read = run(server, "cursor", {**CURSOR_SHELL, "hook_event_name": "beforeReadFile",
+                                  "file_path": "/p/.env", "content": "x"})
+    assert read.json == {}  # no read policy: no opinion
     stop = run(server, "cursor", {**CURSOR_SHELL, "hook_event_name": "stop",
                                   "status": "completed", "loop_count": 0})
     assert stop.json == {"followup_message": "run the tests first"}
