@@ -189,3 +189,34 @@ def test_every_operation_with_odd_parameters_never_fails_with_5xx(
     status, body = target.send(method.upper(), path + query, raw, headers)
     assert status < 500, (template, status, body)
     assert status in _documented(target, template, method) | {403}, (template, status, body)
+
+
+def _host_events() -> list[tuple[str, str]]:
+    from interlock._catalog import SPECS, names_in
+    from interlock.bridge import HOSTS
+
+    return sorted({(agent, name) for agent in HOSTS for spec in SPECS
+                   for name in names_in(agent, spec)})
+
+
+HOST_FIELDS = ["tool_name", "tool_input", "arguments", "session_id", "session_key", "cwd",
+               "prompt", "command", "workspace_roots", "loop_count", "stop_hook_active",
+               "tool_response", "extra", "channel", "content", "llm_request", "llm_response",
+               "conversation_id", "tool_use_id", "message", "source", "file_path", "edits",
+               "result", "success", "message_count", "model", "messages", "text", "error"]
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_bridge_endpoint_with_host_payloads_never_fails_with_5xx(
+        target: Target, data: st.DataObject) -> None:
+    agent, event = data.draw(st.sampled_from(_host_events()))
+    body = data.draw(st.dictionaries(st.sampled_from(HOST_FIELDS), JSON, max_size=6))
+    body["event" if agent == "moltis" else "hook_event_name"] = event
+    status, answer = target.send("POST", f"/v1/bridge/{agent}", json.dumps(body).encode(), {
+        "Authorization": f"Bearer {target.token}", "Content-Type": "application/json"})
+    assert status in (200, 422), (agent, event, body, answer)
+    if status == 200:
+        assert answer["decision"] in ("none", "block", "modify", "approve", "ask", "respond",
+                                      "skip", "stop", "retry")

@@ -33,7 +33,13 @@ def build_event(system: str, payload: Any) -> Event:
     if not isinstance(payload, dict):
         raise BridgeError(f"the {system} hook input must be a JSON object, "
                           f"got {type(payload).__name__}")
-    name, fields = host(system).to_event(payload)
+    try:
+        name, fields = host(system).to_event(payload)
+    except (TypeError, ValueError, AttributeError, KeyError) as exc:
+        # A field of the wrong type (say, "loop_count": "many"): the input is
+        # bad, not the server.
+        raise BridgeError(f"the {system} hook input has a malformed field: "
+                          f"{type(exc).__name__}: {exc}") from None
     allowed = {f.name for f in spec(name).all_fields()}
     data = {k: v for k, v in fields.items() if k in allowed and v is not None}
     return make(name, data, source=f"{system} hook input")
