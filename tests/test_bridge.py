@@ -80,7 +80,7 @@ def policy() -> Engine:
     @engine.on("before_tool_call", name="slow", blocking=True)
     def slow(event: Any) -> Any:
         if event.args.get("command") == "hang":
-            HANG.wait(30)
+            HANG.wait(2)  # past the bridge deadline, short enough to free the pool thread
         return None
 
     @engine.on("before_tool_call", name="rewrite", modifies=True)
