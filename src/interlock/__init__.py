@@ -13,36 +13,73 @@
     outcome = engine.emit_sync(BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}))
 """
 
-from interlock._decisions import (
-    Decision,
-    Verdict,
-    approve,
-    ask,
-    block,
-    context,
-    modify,
-    respond,
-    retry,
-    skip,
-    stop,
-)
-from interlock._dispatch import Engine, Handle
-from interlock._errors import (
-    ConfigError,
-    ContractError,
-    HookCrash,
-    HookFailure,
-    HookTimeout,
-    InterlockError,
-    RegistrationError,
-    UnknownEventError,
-)
-from interlock._hooks import Hook, Invocation, OnError, Source
-from interlock._outcome import Outcome
-from interlock._sinks import FailureRecord, Sink
-from interlock.events import Event
+# Not `typing.TYPE_CHECKING`: importing typing costs the bridges ~3 ms; mypy
+# treats any name TYPE_CHECKING as true.
+_TYPE_CHECKING = False
+if _TYPE_CHECKING:
+    from interlock._decisions import (
+        Decision,
+        Verdict,
+        approve,
+        ask,
+        block,
+        context,
+        modify,
+        respond,
+        retry,
+        skip,
+        stop,
+    )
+    from interlock._dispatch import Engine, Handle
+    from interlock._errors import (
+        ConfigError,
+        ContractError,
+        HookCrash,
+        HookFailure,
+        HookTimeout,
+        InterlockError,
+        RegistrationError,
+        UnknownEventError,
+    )
+    from interlock._hooks import Hook, Invocation, OnError, Source
+    from interlock._outcome import Outcome
+    from interlock._sinks import FailureRecord, Sink
+    from interlock.events import Event
 
 __version__ = "0.1.0"
+
+# Names are imported on first use (PEP 562): `interlock bridge` imports
+# subpackages of `interlock` and must not pay ~60 ms for the engine and
+# asyncio it may never need (DESIGN.md, Performance: bridge round trip).
+_LAZY: dict[str, str] = {
+    **dict.fromkeys(
+        ("Decision", "Verdict", "approve", "ask", "block", "context", "modify", "respond",
+         "retry", "skip", "stop"), "interlock._decisions"),
+    **dict.fromkeys(("Engine", "Handle"), "interlock._dispatch"),
+    **dict.fromkeys(
+        ("ConfigError", "ContractError", "HookCrash", "HookFailure", "HookTimeout",
+         "InterlockError", "RegistrationError", "UnknownEventError"), "interlock._errors"),
+    **dict.fromkeys(("Hook", "Invocation", "OnError", "Source"), "interlock._hooks"),
+    "Outcome": "interlock._outcome",
+    **dict.fromkeys(("FailureRecord", "Sink"), "interlock._sinks"),
+    "Event": "interlock.events",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'interlock' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
 
 __all__ = [
     "ConfigError",

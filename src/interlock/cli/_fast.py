@@ -7,7 +7,7 @@ import sys
 
 def run_bridge(args: list[str]) -> int:
     try:
-        from interlock.bridge import main as bridge_main  # type: ignore[import-not-found]
+        from interlock.bridge import main as bridge_main
     except ImportError:
         sys.stderr.write("interlock: bridges are not available in this build\n")
         return 2

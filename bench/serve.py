@@ -1,0 +1,155 @@
+"""Evaluations per second through `interlock serve` on loopback.
+
+One event (before_tool_call) with 3 in-process hooks (a check that blocks
+on a pattern, an audit check, a context note), posted with a bearer token
+over keep-alive HTTP/1.1 connections to 127.0.0.1, and over the Unix
+socket. The server runs in its own process, as `interlock serve` does;
+clients are 1 and 4 threads in this process. An in-process ``emit_sync`` of
+the same event is the ceiling the HTTP layer is measured against.
+
+Run: ``python bench/serve.py``.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import best_ns, report
+from interlock import Engine, block, context
+from interlock.events import BeforeToolCall
+
+SECONDS = 2.0
+BODY = json.dumps({"tool_name": "terminal", "args": {"command": "ls -la"},
+                   "session_id": "bench"}).encode()
+
+SERVER = textwrap.dedent('''
+    import sys
+    from pathlib import Path
+    from interlock import Engine, block, context
+    from interlock.server.app import create_app
+    from interlock.server.auth import TokenStore
+    from interlock.server.listen import Serving
+
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: block("destructive")
+              if "rm -rf" in e.args.get("command", "") else None, name="no-rm")
+    engine.on("before_tool_call", lambda e: None, name="audit")
+    engine.on("before_tool_call", lambda e: context("checked"), name="note")
+    tokens = TokenStore()
+    token = tokens.create("bench")
+    root, sock = Path(sys.argv[1]), Path(sys.argv[2])
+    app = create_app(engine, project_root=root, tokens=tokens, socket_path=sock)
+    serving = Serving(app, port=0, socket_path=sock)
+    with serving.running():
+        print(serving.port, token, flush=True)
+        sys.stdin.read()
+''')
+
+
+class UnixConnection(http.client.HTTPConnection):
+    def __init__(self, path: str) -> None:
+        super().__init__("localhost", timeout=10)
+        self.path = path
+
+    def connect(self) -> None:
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.connect(self.path)
+
+
+def tcp(port: int) -> http.client.HTTPConnection:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    conn.connect()
+    assert conn.sock is not None
+    conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return conn
+
+
+def drive(make: Any, headers: dict[str, str], clients: int) -> float:
+    """Evaluations per second with ``clients`` threads for SECONDS."""
+    counts = [0] * clients
+    stop = time.monotonic() + SECONDS
+
+    def worker(i: int) -> None:
+        conn = make()
+        while time.monotonic() < stop:
+            conn.request("POST", "/v1/events/before_tool_call", body=BODY, headers=headers)
+            resp = conn.getresponse()
+            data = resp.read()
+            if resp.status != 200:
+                raise RuntimeError(data)
+            counts[i] += 1
+        conn.close()
+
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
+    t0 = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(counts) / (time.monotonic() - t0)
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="il-bench-")).resolve()
+    sock = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "run" / "serve.sock"
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(sock)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ)
+    assert server.stdout is not None
+    port_text, token = server.stdout.readline().decode().split()
+    port = int(port_text)
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    figures: dict[str, Any] = {}
+    try:
+        check = tcp(port)
+        check.request("POST", "/v1/events/before_tool_call", body=BODY, headers=headers)
+        answer = json.loads(check.getresponse().read())
+        check.close()
+        assert answer["context"] == [{"hook": "code:note", "text": "checked"}], answer
+        for name, make, clients in (
+                ("tcp_1_client", lambda: tcp(port), 1),
+                ("tcp_4_clients", lambda: tcp(port), 4),
+                ("unix_1_client", lambda: UnixConnection(str(sock)), 1)):
+            rate = drive(make, headers, clients)
+            figures[name + "_per_s"] = round(rate)
+            print(f"{name:<16} {rate:9.0f} evaluations/s  ({1e6 / rate:7.1f} us each)",
+                  flush=True)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: block("destructive")
+              if "rm -rf" in e.args.get("command", "") else None, name="no-rm")
+    engine.on("before_tool_call", lambda e: None, name="audit")
+    engine.on("before_tool_call", lambda e: context("checked"), name="note")
+
+    def loop(n: int) -> None:
+        emit = engine.emit_sync
+        for _ in range(n):
+            emit(BeforeToolCall(tool_name="terminal", args={"command": "ls -la"},
+                                session_id="bench")).to_dict()
+
+    ns = best_ns(loop, 20_000, repeat=3)
+    engine.close()
+    figures["in_process_per_s"] = round(1e9 / ns)
+    figures["http_share_of_in_process"] = round(figures["tcp_1_client_per_s"] * ns / 1e9, 4)
+    print(f"{'in process':<16} {1e9 / ns:9.0f} evaluations/s  ({ns / 1000:7.1f} us each, "
+          "emit_sync + to_dict)")
+    report(figures)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,163 @@
+"""What every bridge shares: the evaluated result, the reply, tool names.
+
+Standard library only; this is on the bridge's fast path.
+"""
+
+from __future__ import annotations
+
+import json
+
+# typing and dataclasses are not imported at run time: together they cost the
+# bridge ~10 ms at start-up (dataclasses pulls in inspect and ast).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+class BridgeError(Exception):
+    """Anything that keeps a bridge from a real answer; the bridge then denies."""
+
+
+class Reply:
+    """What a bridge writes back to its host."""
+
+    __slots__ = ("code", "stderr", "stdout")
+
+    def __init__(self, stdout: str = "", stderr: str = "", code: int = 0) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.code = code
+
+    def __repr__(self) -> str:
+        return f"Reply(stdout={self.stdout!r}, stderr={self.stderr!r}, code={self.code})"
+
+
+class Result:
+    """An outcome, as ``Outcome.to_dict(event)`` gives it (local or over the socket)."""
+
+    __slots__ = ("changes", "context", "decision", "event", "hint", "hook", "reason", "value")
+
+    def __init__(self, event: str, decision: str = "none", reason: str | None = None,
+                 hint: str | None = None, hook: str | None = None,
+                 changes: dict[str, Any] | None = None, value: Any = None,
+                 context: tuple[tuple[str, str], ...] = ()) -> None:
+        self.event = event
+        self.decision = decision
+        self.reason = reason
+        self.hint = hint
+        self.hook = hook
+        self.changes: dict[str, Any] = changes or {}
+        self.value = value
+        self.context = context
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Result:
+        try:
+            ctx = tuple((str(c["hook"]), str(c["text"])) for c in data.get("context") or ())
+            changes = data.get("changes") or {}
+            if not isinstance(changes, dict):
+                raise TypeError("changes is not an object")
+            return cls(event=str(data["event"]), decision=str(data.get("decision") or "none"),
+                       reason=data.get("reason"), hint=data.get("hint"), hook=data.get("hook"),
+                       changes=changes, value=data.get("value"), context=ctx)
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise BridgeError(f"the server's answer is malformed: {exc}") from None
+
+    @property
+    def ends(self) -> bool:
+        return self.decision in ("block", "stop", "skip")
+
+    def block_text(self) -> str:
+        """The reason a host shows for a block (never empty: Codex requires text)."""
+        if self.decision == "respond":
+            text = "answered by policy without running: " + json.dumps(self.value, default=str)
+        else:
+            text = self.reason or f"{self.decision} by policy"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        who = f" [{self.hook}]" if self.hook else ""
+        return f"Interlock{who}: {text}"
+
+    def context_text(self, cap: int = 10_000) -> str:
+        # Same delimiters as Outcome.context_text(); rebuilt here so the
+        # bridge's fast path does not import the engine.
+        parts = []
+        for hook, text in self.context:
+            if len(text) > cap:
+                text = text[:cap] + f"... [truncated {len(text) - cap} characters]"
+            parts.append(f'<hook-context hook="{hook}">\n{text}\n</hook-context>')
+        return "\n".join(parts)
+
+
+def redact_reasons(record: dict[str, Any]) -> None:
+    """Block reasons and hints headed for a model lose their secrets (DESIGN.md, Redaction).
+
+    Done where the outcome is made (the server, or the in-process path), so the
+    bridge's fast path never imports the redaction patterns.
+    """
+    from interlock.redact import redact
+
+    for key in ("reason", "hint"):
+        if isinstance(record.get(key), str):
+            record[key] = redact(record[key])
+
+
+def unapplied(result: Result, fields: tuple[str, ...]) -> str | None:
+    """A deny reason when policy changed fields this host cannot apply."""
+    extra = sorted(set(result.changes) - set(fields))
+    if not extra:
+        return None
+    return (f"Interlock: policy changed {', '.join(extra)}, which this agent's hooks cannot "
+            f"apply; denied rather than run unchanged")
+
+
+def merge_covers(old: Any, new: Any) -> bool:
+    """True when merging ``new`` into ``old`` equals ``new`` (hosts that merge args)."""
+    return isinstance(old, dict) and isinstance(new, dict) and set(old) <= set(new)
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, default=str)
+
+
+# Host tool names -> Interlock's (DESIGN.md, Tool names), so one matcher such
+# as "terminal" covers every agent's shell. Arguments keep the host's shape:
+# every host's shell tool takes `command`, and a rewrite goes back unchanged.
+TOOL_NAMES: dict[str, dict[str, str]] = {
+    "claude": {"Bash": "terminal", "Read": "read_file", "Write": "write_file",
+               "Edit": "edit_file", "MultiEdit": "edit_file", "WebFetch": "web_fetch"},
+    "codex": {"Bash": "terminal", "shell": "terminal", "local_shell": "terminal"},
+    "gemini": {"run_shell_command": "terminal", "read_file": "read_file",
+               "write_file": "write_file", "replace": "edit_file", "web_fetch": "web_fetch"},
+    "cursor": {"Shell": "terminal", "Read": "read_file", "Write": "write_file",
+               "Edit": "edit_file", "StrReplace": "edit_file"},
+    "hermes": {},
+    "moltis": {"exec": "terminal"},
+}
+
+
+def tool_name(system: str, name: Any) -> str:
+    text = str(name or "")
+    return TOOL_NAMES.get(system, {}).get(text, text)
+
+
+def common_fields(payload: dict[str, Any], platform: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"platform": platform}
+    for ours, theirs in (("session_id", "session_id"), ("cwd", "cwd"),
+                         ("transcript_path", "transcript_path"), ("turn_id", "turn_id")):
+        value = payload.get(theirs)
+        if isinstance(value, str):
+            out[ours] = value
+    return out
+
+
+def as_args(value: Any) -> dict[str, Any]:
+    if isinstance(value, dict):
+        return value
+    if isinstance(value, str):  # Cursor sends MCP tool_input as a JSON string
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            return {"input": value}
+        return parsed if isinstance(parsed, dict) else {"input": parsed}
+    return {} if value is None else {"input": value}

@@ -1,0 +1,46 @@
+"""OpenAI Codex CLI: Claude's wire, with strict answers.
+
+Codex rejects (and then fails open on) ``permissionDecision: "ask"``, a bare
+``"allow"``, ``continue: false`` and a deny without a reason. So ``ask`` is a
+deny here (no person can answer through the hook: DESIGN.md, rule 9),
+``approve`` is no opinion, and every deny carries text. Sources:
+/work/wt/dialects.md section 2 (codex-rs/hooks output_parser.rs).
+"""
+
+from __future__ import annotations
+
+from interlock.bridge import claude
+from interlock.bridge._common import Reply, Result
+
+# typing is not imported at run time: it costs the bridge ~3 ms at start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SYSTEM = "codex"
+HOST_TIMEOUT = 600.0
+DEFAULT_DEADLINE = 20.0
+PROJECT_ENV = ""
+
+# Host events where a failing bridge must have no effect: observe events, and
+# those where "block" means "keep working" (DESIGN.md, What "fail closed"
+# means). A test holds this equal to what the catalog says.
+NO_EFFECT = frozenset({
+    'PostCompact', 'SessionEnd', 'Stop', 'StopFailure', 'SubagentStop'})
+
+host_event = claude.host_event
+
+
+def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    from interlock.bridge._events import catalog_name
+
+    name = catalog_name(SYSTEM, host_event(payload))
+    return name, claude.fields_for(SYSTEM, name, payload)
+
+
+def deny(host: str, text: str) -> Reply:
+    return claude.deny(host, text or "denied by Interlock")
+
+
+def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
+    return claude.answer(host, payload, r, strict=True)

@@ -1,0 +1,78 @@
+"""Gemini CLI: BeforeTool/AfterTool..., ``{"decision": "deny", "reason"}``, exit 2 blocks.
+
+Gemini merges ``hookSpecificOutput.tool_input`` into the arguments, while an
+Interlock ``modify`` replaces them whole; a rewrite that drops a key cannot
+be expressed, so it is denied. Sources: /work/wt/dialects.md section 3.
+"""
+
+from __future__ import annotations
+
+from interlock.bridge import claude
+from interlock.bridge._common import Reply, Result, dumps, merge_covers, unapplied
+
+# typing is not imported at run time: it costs the bridge ~3 ms at start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SYSTEM = "gemini"
+HOST_TIMEOUT = 60.0
+"""Gemini's default hook timeout (it is configured in milliseconds)."""
+DEFAULT_DEADLINE = 20.0
+PROJECT_ENV = "GEMINI_PROJECT_DIR"
+
+# Host events where a failing bridge must have no effect: observe events, and
+# those where "block" means "keep working" (DESIGN.md, What "fail closed"
+# means). A test holds this equal to what the catalog says.
+NO_EFFECT = frozenset({
+    'AfterAgent', 'Notification', 'SessionEnd'})
+
+host_event = claude.host_event
+
+
+def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    from interlock.bridge._events import catalog_name
+
+    name = catalog_name(SYSTEM, host_event(payload))
+    fields = claude.fields_for(SYSTEM, name, payload)
+    request = payload.get("llm_request")
+    if isinstance(request, dict):
+        fields["model"] = str(request.get("model") or "")
+        fields["messages"] = request.get("messages") or []
+    response = payload.get("llm_response")
+    if name == "after_llm_call" and isinstance(response, dict):
+        fields["text"] = str(response.get("text") or "")
+    return name, fields
+
+
+def deny(host: str, text: str) -> Reply:
+    return Reply(dumps({"decision": "deny", "reason": text}), text + "\n", 2)
+
+
+def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
+    if r.ends or r.decision in ("respond", "ask"):
+        # Gemini's "ask" is not documented everywhere; a person may not be there.
+        if r.event == "before_stop" and r.decision == "block":
+            return Reply(dumps({"decision": "deny", "reason": r.reason or r.block_text()}))
+        return deny(host, r.block_text())
+    fields = {"before_tool_call": ("args",), "after_tool_call": ("result",)}.get(r.event, ())
+    problem = unapplied(r, fields)
+    if problem:
+        return deny(host, problem)
+    specific: dict[str, Any] = {}
+    if "args" in r.changes:
+        if not merge_covers(payload.get("tool_input"), r.changes["args"]):
+            return deny(host, "Interlock: policy removed tool arguments, which Gemini's "
+                              "merge cannot express; denied rather than run unchanged")
+        specific["tool_input"] = r.changes["args"]
+    if "result" in r.changes:
+        specific["tool_output"] = r.changes["result"]
+    ctx = r.context_text()
+    if ctx:
+        specific["additionalContext"] = ctx
+    out: dict[str, Any] = {}
+    if r.decision == "approve":
+        out["decision"] = "allow"
+    if specific:
+        out["hookSpecificOutput"] = {"hookEventName": host, **specific}
+    return Reply(dumps(out) if out else "")

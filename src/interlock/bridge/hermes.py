@@ -1,0 +1,83 @@
+"""Hermes Agent shell hooks: ``{"decision": "block", "reason"}`` on pre_tool_call.
+
+Hermes runs the command without a shell and reads stdout JSON; the exit code
+only logs. Its shell hooks can block ``pre_tool_call``, keep ``pre_verify``
+going, and add ``context``; they cannot rewrite arguments, so a policy
+rewrite is denied rather than dropped, and an ``ask`` is a block (a shell
+hook has no person to ask). Checked against hermes-agent 0.19's
+``agent/shell_hooks.py``.
+"""
+
+from __future__ import annotations
+
+from interlock.bridge._common import Reply, Result, as_args, dumps, tool_name, unapplied
+
+# typing is not imported at run time: it costs the bridge ~3 ms at start-up.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+SYSTEM = "hermes"
+HOST_TIMEOUT = 60.0
+DEFAULT_DEADLINE = 20.0
+PROJECT_ENV = ""
+
+# Host events where a failing bridge must have no effect: observe events, and
+# those where "block" means "keep working" (DESIGN.md, What "fail closed"
+# means). A test holds this equal to what the catalog says.
+NO_EFFECT = frozenset({
+    'agent:end', 'api_request_error', 'gateway:startup', 'on_session_end',
+    'on_session_finalize', 'on_session_reset', 'post_approval_response',
+    'post_llm_call', 'pre_verify', 'session:compress', 'subagent_stop'})
+
+
+def host_event(payload: dict[str, Any]) -> str:
+    return str(payload.get("hook_event_name") or "")
+
+
+def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    from interlock.bridge._events import catalog_name
+
+    name = catalog_name(SYSTEM, host_event(payload))
+    p = payload
+    extra = p.get("extra") if isinstance(p.get("extra"), dict) else {}
+    assert isinstance(extra, dict)
+    out: dict[str, Any] = {"platform": str(extra.get("platform") or SYSTEM),
+                           "session_id": str(p.get("session_id") or ""),
+                           "cwd": str(p.get("cwd") or ""), "turn_id": extra.get("turn_id")}
+    if p.get("tool_name") is not None:
+        out.update(tool_name=tool_name(SYSTEM, p["tool_name"]), args=as_args(p.get("tool_input")),
+                   tool_call_id=str(extra.get("tool_call_id") or ""))
+    if name == "after_tool_call":
+        out["result"] = extra.get("result")
+        out["status"] = str(extra.get("status") or "ok")
+        out["duration_ms"] = float(extra.get("duration_ms") or 0.0)
+    elif name == "user_input":
+        out["text"] = str(extra.get("user_message") or "")
+    elif name == "subagent_stop":
+        out["child_session_id"] = str(extra.get("child_session_id") or "")
+        out["result"] = extra.get("child_summary")
+    return name, out
+
+
+def deny(host: str, text: str) -> Reply:
+    return Reply(dumps({"decision": "block", "reason": text}), text + "\n", 0)
+
+
+def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
+    if r.event == "before_stop":
+        if r.decision == "block":
+            return Reply(dumps({"decision": "block", "reason": r.reason or r.block_text()}))
+        return Reply("")
+    if r.ends or r.decision in ("ask", "respond"):
+        if host != "pre_tool_call":
+            # Only pre_tool_call can block through a shell hook: say so where
+            # the model will read it, and in Hermes's log.
+            text = f"{r.block_text()} (Hermes cannot block {host} from a shell hook)"
+            return Reply(dumps({"context": text}), text + "\n", 0)
+        return deny(host, r.block_text())
+    problem = unapplied(r, ())
+    if problem:
+        return deny(host, problem)
+    ctx = r.context_text()
+    return Reply(dumps({"context": ctx}) if ctx else "")

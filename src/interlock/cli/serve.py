@@ -1,0 +1,133 @@
+"""`interlock serve`: the HTTP API on loopback and a Unix socket; `serve token ...`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+
+def _load(project: Path) -> tuple[Any, Any, Any, Any]:
+    """(engine, reloader, dead_letters, status) from the registry, lazily.
+
+    The registry module is the integration point: ``open_engine(root)``
+    returns an Engine; the engine (or the registry behind it) may offer
+    ``reload``, ``dead_letters`` and ``status`` for the admin endpoints.
+    """
+    from interlock._errors import ConfigError
+
+    try:
+        from interlock.registry import open_engine  # type: ignore[import-not-found,unused-ignore]
+    except ImportError as exc:
+        raise ConfigError(f"hooks cannot be loaded: {exc}",
+                          fix="install a build of Interlock with the registry") from None
+    engine = open_engine(project)
+    registry = getattr(engine, "registry", None)
+    reloader = registry if hasattr(registry, "reload") else None
+    dead = getattr(engine, "dead_letters", None) or getattr(registry, "dead_letters", None)
+    status = getattr(engine, "status", None) or getattr(registry, "status", None)
+    return engine, reloader, dead, status if callable(status) else None
+
+
+def register(app: typer.Typer) -> None:
+    serve_app = typer.Typer(help="Serve the hooks over HTTP and a Unix socket.",
+                            invoke_without_command=True, no_args_is_help=False)
+    token_app = typer.Typer(help="Bearer tokens for the server (stored hashed).",
+                            no_args_is_help=True)
+    serve_app.add_typer(token_app, name="token")
+    app.add_typer(serve_app, name="serve")
+
+    @serve_app.callback()
+    def serve(
+        ctx: typer.Context,
+        project: Annotated[Path, typer.Option(help="Project root.")] = Path("."),
+        host: Annotated[str, typer.Option(help="TCP address (loopback by default).")] =
+            "127.0.0.1",
+        port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8787,
+        socket_path: Annotated[Path | None, typer.Option(
+            "--socket", help="Unix socket path (default: per project, in a 0700 dir).")] = None,
+        no_socket: Annotated[bool, typer.Option("--no-socket", help="No Unix socket.")] = False,
+        no_tcp: Annotated[bool, typer.Option("--no-tcp", help="Only the Unix socket.")] = False,
+        allow_host: Annotated[list[str] | None, typer.Option(
+            help="Extra Host header names to serve (beyond loopback).")] = None,
+        allow_origin: Annotated[list[str] | None, typer.Option(
+            help="Browser origins allowed to call the API (none by default).")] = None,
+    ) -> None:
+        """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
+        if ctx.invoked_subcommand is not None:
+            return
+        from interlock.cli._common import user_errors
+
+        with user_errors():
+            try:
+                from interlock.server.app import create_app
+                from interlock.server.auth import TokenStore
+                from interlock.server.listen import Serving, serve_forever
+                from interlock.server.paths import ensure_private_dir, state_dir
+                from interlock.server.paths import socket_path as default_sock
+            except ImportError as exc:
+                from interlock._errors import ConfigError
+
+                raise ConfigError(f"the server needs extra packages ({exc.name})",
+                                  fix="pip install 'interlock[server]'") from None
+            root = project.resolve()
+            if host not in ("127.0.0.1", "::1", "localhost"):
+                typer.echo(f"interlock serve: warning: listening on {host}, beyond loopback; "
+                           "status and hooks then need a token from non-loopback clients",
+                           err=True)
+            state = ensure_private_dir(state_dir(root))
+            tokens = TokenStore.for_state_dir(state)
+            engine, reloader, dead, status = _load(root)
+            sock = None if no_socket else (socket_path or default_sock(root))
+            app = create_app(engine, project_root=root, tokens=tokens, reloader=reloader,
+                             dead_letters=dead, status=status, socket_path=sock,
+                             allowed_hosts=[*(allow_host or []), host],
+                             allowed_origins=allow_origin or [])
+            serving = Serving(app, host=host, port=port, socket_path=sock, tcp=not no_tcp)
+            try:
+                serve_forever(serving)
+            finally:
+                engine.close()
+
+    @token_app.command("create")
+    def token_create(
+        name: Annotated[str, typer.Argument(help="A name to revoke it by later.")],
+        admin: Annotated[bool, typer.Option(help="Admin role (dead letters, reload).")] = False,
+        project: Annotated[Path, typer.Option(help="Project root.")] = Path("."),
+    ) -> None:
+        """Create a token and print it once; only its hash is stored."""
+        from interlock.cli._common import user_errors
+        from interlock.server.auth import Role, TokenStore
+        from interlock.server.paths import ensure_private_dir, state_dir
+
+        with user_errors():
+            store = TokenStore.for_state_dir(ensure_private_dir(state_dir(project.resolve())))
+            token = store.create(name, Role.ADMIN if admin else Role.EVENTS)
+        typer.echo(token)
+
+    @token_app.command("list")
+    def token_list(project: Annotated[Path, typer.Option(help="Project root.")] = Path(".")
+                   ) -> None:
+        """List token names and roles (never the tokens)."""
+        from interlock.cli._common import print_json, user_errors
+        from interlock.server.auth import TokenStore
+        from interlock.server.paths import state_dir
+
+        with user_errors():
+            print_json(TokenStore.for_state_dir(state_dir(project.resolve())).describe())
+
+    @token_app.command("revoke")
+    def token_revoke(name: str,
+                     project: Annotated[Path, typer.Option(help="Project root.")] = Path(".")
+                     ) -> None:
+        """Revoke a token by name."""
+        from interlock.cli._common import user_errors
+        from interlock.server.auth import TokenStore
+        from interlock.server.paths import state_dir
+
+        with user_errors():
+            store = TokenStore.for_state_dir(state_dir(project.resolve()))
+            if not store.revoke(name):
+                typer.echo(f"interlock: error: no token named {name!r}", err=True)
+                raise typer.Exit(2)

@@ -1,0 +1,362 @@
+"""The ASGI app of `interlock serve`: ``create_app(engine, ...) -> Starlette``.
+
+The registry and the dead-letter store are other modules' work; the server
+only needs the two small protocols below, so it can be tested with in-memory
+stand-ins and run with whatever the host wires in.
+
+Who may call what:
+
+- ``POST /v1/events/{event}`` and ``POST /v1/bridge/{agent}``: a bearer
+  token (role ``events`` or ``admin``), or a Unix-socket peer with the
+  server's uid;
+- ``GET /v1/runtime/hooks/dead-letter``, ``POST .../{id}/resolve``,
+  ``POST /v1/runtime/reload``: an ``admin`` token, on every transport;
+- ``GET /v1/status``, ``GET /v1/hooks``: open to loopback and socket
+  clients (read-only), a token otherwise;
+- ``GET /v1/openapi.json``: open.
+
+Every request first passes :class:`~interlock.server.security.Guard`
+(Host and Origin), and a request naming a project root other than the
+server's own (``X-Interlock-Project``) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol
+from urllib.parse import unquote
+
+import msgspec
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from interlock._dispatch import Engine
+from interlock._errors import ConfigError, UnknownEventError
+from interlock.server.auth import Role, TokenStore
+from interlock.server.security import Guard
+
+MAX_BODY = 1 << 20
+LOOPBACK_CLIENTS = frozenset({"127.0.0.1", "::1"})
+
+
+class Reloader(Protocol):
+    """What ``POST /v1/runtime/reload`` calls (the registry satisfies it).
+
+    ``reload`` returns an object with ``.revision`` (the active revision
+    afterwards) and ``.error`` (None, or why the new files were refused; the
+    last good revision then stays active).
+    """
+
+    def reload(self, *, operator: bool = True) -> Any: ...
+
+
+class DeadLetters(Protocol):
+    """What the dead-letter endpoints call (the dead-letter store satisfies it).
+
+    ``list`` returns JSON-ready records, each with an ``id``; ``resolve``
+    returns False for an unknown id.
+    """
+
+    def list(self, *, unresolved: bool = False, limit: int = 100) -> list[dict[str, Any]]: ...
+
+    def resolve(self, record_id: str) -> bool: ...
+
+
+class JSON(Response):
+    media_type = "application/json"
+
+    def render(self, content: Any) -> bytes:
+        return msgspec.json.encode(content)
+
+
+def _error(status: int, message: str, **extra: Any) -> JSON:
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSON({"error": message, **extra}, status_code=status, headers=headers)
+
+
+class _Refused(Exception):
+    def __init__(self, response: JSON) -> None:
+        self.response = response
+
+
+class Api:
+    """The handlers, with what they share."""
+
+    def __init__(self, engine: Engine, *, project_root: Path, tokens: TokenStore,
+                 reloader: Reloader | None, dead_letters: DeadLetters | None,
+                 status: Callable[[], dict[str, Any]] | None, socket_path: Path | None,
+                 max_body: int) -> None:
+        self.engine = engine
+        self.root = project_root.resolve()
+        self.tokens = tokens
+        self.reloader = reloader
+        self.dead_letters = dead_letters
+        self.status_fn = status
+        self.socket = str(socket_path) if socket_path is not None else None
+        self.max_body = max_body
+        self.started = time.time()
+        self.counters: Counter[str] = Counter()
+
+    # -- who is asking --------------------------------------------------------
+    def via_socket(self, request: Request) -> bool:
+        # Connections on the socket are admitted only after the peer-uid
+        # check (listen.PeerCheckedH11); their local address is the socket path.
+        server = request.scope.get("server")
+        return self.socket is not None and server is not None and (
+            server[0] == self.socket and server[1] is None)
+
+    def local(self, request: Request) -> bool:
+        client = request.client
+        return self.via_socket(request) or (client is not None and client.host in LOOPBACK_CLIENTS)
+
+    def authorize(self, request: Request, needed: Role) -> None:
+        if needed is Role.EVENTS and self.via_socket(request):
+            return
+        header = request.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            self.counters["refused"] += 1
+            raise _Refused(_error(401, "a bearer token is required "
+                                       "(Authorization: Bearer <token>; create one with "
+                                       "`interlock serve token create NAME`)"))
+        info = self.tokens.verify(token.strip())
+        if info is None:
+            self.counters["refused"] += 1
+            raise _Refused(_error(401, "unknown or revoked token"))
+        if not info.role.allows(needed):
+            self.counters["refused"] += 1
+            raise _Refused(_error(403, f"token {info.name!r} has role {info.role.value!r}; "
+                                       f"this endpoint needs {needed.value!r}"))
+
+    def check_project(self, request: Request) -> None:
+        raw = request.headers.get("x-interlock-project")
+        if raw is None:
+            return
+        value = unquote(raw)
+        path = Path(value)
+        if not path.is_absolute():
+            raise _Refused(_error(400, "X-Interlock-Project must be an absolute path",
+                                  field="X-Interlock-Project"))
+        try:
+            resolved = path.resolve()
+        except (OSError, RuntimeError, ValueError) as exc:
+            raise _Refused(_error(400, f"X-Interlock-Project cannot be resolved: {exc}",
+                                  field="X-Interlock-Project")) from None
+        if resolved != self.root:
+            self.counters["refused"] += 1
+            raise _Refused(_error(403, f"project {str(resolved)!r} is not this server's "
+                                       f"project ({str(self.root)!r})",
+                                  field="X-Interlock-Project"))
+
+    async def body(self, request: Request) -> dict[str, Any]:
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+            raise _Refused(_error(413, f"the body is larger than {self.max_body} bytes"))
+        chunks = []
+        size = 0
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > self.max_body:
+                raise _Refused(_error(413, f"the body is larger than {self.max_body} bytes"))
+            chunks.append(chunk)
+        try:
+            data = json.loads(b"".join(chunks))
+        except (ValueError, RecursionError) as exc:
+            raise _Refused(_error(400, f"the body is not valid JSON: {exc}")) from None
+        if not isinstance(data, dict):
+            raise _Refused(_error(400, "the body must be a JSON object of the event's fields, "
+                                       f"not {type(data).__name__}"))
+        return data
+
+    async def evaluate(self, event: Any, *, to_model: bool = False) -> JSON:
+        outcome = await self.engine.emit(event)
+        record = outcome.to_dict(event)
+        if to_model:
+            from interlock.bridge._common import redact_reasons
+
+            redact_reasons(record)
+        self.counters["evaluations"] += 1
+        self.counters[f"decision.{record['decision']}"] += 1
+        return JSON(record)
+
+    # -- endpoints --------------------------------------------------------------
+    async def events(self, request: Request) -> Response:
+        from interlock.events import make
+
+        try:
+            self.authorize(request, Role.EVENTS)
+            self.check_project(request)
+            name = request.path_params["event"]
+            try:
+                from interlock._catalog import spec
+
+                spec(name)
+            except UnknownEventError as exc:
+                return _error(404, str(exc), field="event")
+            payload = await self.body(request)
+            try:
+                event = make(name, payload, source="request body")
+            except ConfigError as exc:
+                return _error(422, exc.render(), field=exc.field)
+            return await self.evaluate(event)
+        except _Refused as refused:
+            return refused.response
+
+    async def bridge(self, request: Request) -> Response:
+        from interlock.bridge import HOSTS
+        from interlock.bridge._common import BridgeError
+        from interlock.bridge._events import build_event
+
+        try:
+            self.authorize(request, Role.EVENTS)
+            self.check_project(request)
+            agent = request.path_params["agent"]
+            if agent not in HOSTS:
+                return _error(404, f"unknown agent {agent!r}; bridges exist for "
+                                   f"{', '.join(HOSTS)}", field="agent")
+            payload = await self.body(request)
+            try:
+                event = build_event(agent, payload)
+            except ConfigError as exc:
+                return _error(422, exc.render(), field=exc.field)
+            except BridgeError as exc:
+                return _error(422, str(exc))
+            return await self.evaluate(event, to_model=True)
+        except _Refused as refused:
+            return refused.response
+
+    def read_only(self, request: Request) -> None:
+        if not self.local(request):
+            self.authorize(request, Role.EVENTS)
+
+    async def status(self, request: Request) -> Response:
+        try:
+            self.read_only(request)
+        except _Refused as refused:
+            return refused.response
+        data: dict[str, Any] = {
+            "project_root": str(self.root), "revision": self.engine.revision,
+            "hooks": len(self.engine.hooks), "uptime_s": round(time.time() - self.started, 3),
+            "counters": dict(self.counters), "breakers": {}}
+        if self.dead_letters is not None:
+            data["dead_letters"] = {"unresolved": len(
+                self.dead_letters.list(unresolved=True, limit=100_000))}
+        if self.status_fn is not None:
+            data.update(self.status_fn())
+        return JSON(data)
+
+    async def hooks(self, request: Request) -> Response:
+        try:
+            self.read_only(request)
+        except _Refused as refused:
+            return refused.response
+        return JSON({"revision": self.engine.revision, "hooks": [
+            {"name": h.qualified_name, "events": list(h.events), "kind": h.kind,
+             "source": h.source.label, "priority": h.priority,
+             "matcher": h.matcher.text if h.matcher is not None else "*",
+             "on_error": h.on_error.value if h.on_error is not None else "default",
+             "modifies": h.modifies, "background": h.background, "shadow": h.shadow,
+             "description": h.description} for h in self.engine.hooks]})
+
+    async def dead_letter_list(self, request: Request) -> Response:
+        try:
+            self.authorize(request, Role.ADMIN)
+        except _Refused as refused:
+            return refused.response
+        if self.dead_letters is None:
+            return _error(404, "this server has no dead-letter store")
+        raw_unresolved = request.query_params.get("unresolved", "false").lower()
+        if raw_unresolved not in ("true", "false", "1", "0"):
+            return _error(422, "unresolved must be true or false", field="unresolved")
+        raw_limit = request.query_params.get("limit", "100")
+        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+            return _error(422, "limit must be an integer from 1 to 1000", field="limit")
+        records = self.dead_letters.list(unresolved=raw_unresolved in ("true", "1"),
+                                         limit=int(raw_limit))
+        return JSON({"records": records})
+
+    async def dead_letter_resolve(self, request: Request) -> Response:
+        try:
+            self.authorize(request, Role.ADMIN)
+        except _Refused as refused:
+            return refused.response
+        if self.dead_letters is None:
+            return _error(404, "this server has no dead-letter store")
+        record_id = request.path_params["record_id"]
+        if not self.dead_letters.resolve(record_id):
+            return _error(404, f"no dead letter {record_id!r}", field="record_id")
+        return JSON({"resolved": record_id})
+
+    async def reload(self, request: Request) -> Response:
+        try:
+            self.authorize(request, Role.ADMIN)
+        except _Refused as refused:
+            return refused.response
+        if self.reloader is None:
+            return _error(404, "this server has no registry to reload")
+        result = self.reloader.reload(operator=True)
+        error = getattr(result, "error", None)
+        revision = getattr(result, "revision", self.engine.revision)
+        if error:
+            return _error(409, f"the new configuration was refused; revision {revision} "
+                               f"stays active: {error}", revision=revision)
+        return JSON({"ok": True, "revision": revision})
+
+
+def create_app(
+    engine: Engine,
+    *,
+    project_root: Path,
+    tokens: TokenStore,
+    reloader: Reloader | None = None,
+    dead_letters: DeadLetters | None = None,
+    status: Callable[[], dict[str, Any]] | None = None,
+    socket_path: Path | None = None,
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
+    max_body: int = MAX_BODY,
+) -> Starlette:
+    """The server's ASGI app over ``engine``, for ``project_root`` only.
+
+    ``socket_path``: the Unix socket this app is also served on (its peers are
+    trusted for events after the uid check). ``allowed_hosts`` /
+    ``allowed_origins`` extend the loopback-only Host and no-Origin defaults.
+    """
+    from interlock.bridge import HOSTS
+    from interlock.server.openapi import build_spec
+
+    api = Api(engine, project_root=project_root, tokens=tokens, reloader=reloader,
+              dead_letters=dead_letters, status=status, socket_path=socket_path,
+              max_body=max_body)
+    spec = msgspec.json.encode(build_spec(HOSTS))
+
+    async def openapi(request: Request) -> Response:
+        return Response(spec, media_type="application/json")
+
+    async def not_routed(request: Request, exc: Exception) -> Response:
+        # Starlette's own 404/405 are plain text; every answer here is JSON.
+        code = getattr(exc, "status_code", 404)
+        return _error(code, "no such endpoint" if code == 404 else "method not allowed")
+
+    app = Starlette(exception_handlers={404: not_routed, 405: not_routed}, routes=[
+        Route("/v1/events/{event}", api.events, methods=["POST"]),
+        Route("/v1/bridge/{agent}", api.bridge, methods=["POST"]),
+        Route("/v1/status", api.status, methods=["GET"]),
+        Route("/v1/hooks", api.hooks, methods=["GET"]),
+        Route("/v1/runtime/hooks/dead-letter", api.dead_letter_list, methods=["GET"]),
+        Route("/v1/runtime/hooks/dead-letter/{record_id}/resolve", api.dead_letter_resolve,
+              methods=["POST"]),
+        Route("/v1/runtime/reload", api.reload, methods=["POST"]),
+        Route("/v1/openapi.json", openapi, methods=["GET"]),
+    ])
+    app.router.redirect_slashes = False  # a redirect is never what an API client wants
+    app.state.api = api
+    hosts = list(allowed_hosts)
+    app.add_middleware(Guard, hosts=hosts, origins=list(allowed_origins))
+    return app
