@@ -478,9 +478,20 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
     return code, out.out, out.err
 
 
+class _NoRegistry:
+    def close(self) -> None:
+        pass
+
+
 def _registry(factory: Any) -> ModuleType:
+    """Stands in for the registry's loading step so a test can hand the bridge
+    an engine directly (or make loading fail in a chosen way)."""
     module = ModuleType("interlock.registry")
-    module.open_engine = factory  # type: ignore[attr-defined]
+
+    def open_engine(root: Path) -> tuple[Engine, _NoRegistry]:
+        return factory(root), _NoRegistry()
+
+    module.open_engine = open_engine  # type: ignore[attr-defined]
     return module
 
 
@@ -547,29 +558,19 @@ def test_bridge_imports_no_cli_framework(server: Server, tmp_path: Path) -> None
     assert not {"interlock._dispatch", "interlock._catalog", "asyncio", "msgspec"} & with_server
 
 
-SHIM = '''
-import sys, threading, types
-from interlock import Engine
-
-def _open_engine(root):
-    engine = Engine()
-    engine.on("before_tool_call", lambda e: threading.Event().wait(60), name="stuck",
-              blocking=True, timeout=120)
-    return engine
-
-_mod = types.ModuleType("interlock.registry")
-_mod.open_engine = _open_engine
-sys.modules["interlock.registry"] = _mod
-'''
-
-
 @pytest.mark.parametrize("agent", ["claude", "moltis"])
 def test_watchdog_denies_when_an_in_process_hook_hangs(agent: str, tmp_path: Path) -> None:
-    # No server; the registry's engine has a hook that never returns. The
+    # No server; the project's real config has a hook that never returns. The
     # SIGALRM watchdog must answer deny at the bridge's deadline.
-    (tmp_path / "sitecustomize.py").write_text(SHIM)
+    config = tmp_path / ".interlock" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[[hooks]]\nname = "stuck"\nevents = ["before_tool_call"]\n'
+                      'command = ["sleep", "60"]\ntimeout = 120\n')
+    home = tmp_path / "home"
     result = bridge(agent, DENIES[agent][0], root=tmp_path, sock=tmp_path / "none.sock",
-                    args=("--deadline", "0.5"), env={"PYTHONPATH": str(tmp_path)})
+                    args=("--deadline", "0.5"),
+                    env={"INTERLOCK_HOME": str(home), "INTERLOCK_STATE_DIR": str(home / "state"),
+                         "INTERLOCK_ACCEPT_HOOKS": "1"})
     assert_deny(agent, result, "no answer within 0.5 s")
     assert result.seconds < 10
 

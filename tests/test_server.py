@@ -534,16 +534,29 @@ def test_token_cli_creates_lists_and_revokes(tmp_path: Path) -> None:
     assert TokenStore(tmp_path / "state" / "server-tokens.json").entries() == []
 
 
-def test_serve_without_a_registry_is_one_clear_error(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("config", "needle"),
+    [
+        (None, "no hooks are configured"),
+        ('[[hooks]]\nname = "x"\nevents = ["before_tool_cal"]\ncommand = "true"\n',
+         "did you mean 'before_tool_call'"),
+    ],
+)
+def test_serve_refuses_to_start_without_a_good_revision(tmp_path: Path, config: str | None,
+                                                        needle: str) -> None:
     import subprocess
     import sys
 
-    env = {**os.environ, "INTERLOCK_STATE_DIR": str(tmp_path / "state")}
+    if config is not None:
+        (tmp_path / ".interlock").mkdir()
+        (tmp_path / ".interlock" / "config.toml").write_text(config)
+    env = {**os.environ, "INTERLOCK_STATE_DIR": str(tmp_path / "state"),
+           "INTERLOCK_HOME": str(tmp_path / "home")}
     proc = subprocess.run([sys.executable, "-m", "interlock", "serve", "--project",
                            str(tmp_path), "--port", "0", "--no-socket"],
                           env=env, capture_output=True, text=True, timeout=30)
     assert proc.returncode == 2
-    assert "hooks cannot be loaded" in proc.stderr
+    assert needle in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -563,20 +576,12 @@ def test_concurrent_requests_are_all_answered(served: Served) -> None:
     assert results == [200] * 80
 
 
-REGISTRY_SHIM = '''
-import sys, types
-
-def _open_engine(root):
-    from interlock import Engine, block
-    engine = Engine()
-    engine.on("before_tool_call", lambda e: block("no rm")
-              if "rm" in e.args.get("command", "") else None, name="guard")
-    return engine
-
-_mod = types.ModuleType("interlock.registry")
-_mod.open_engine = _open_engine
-sys.modules["interlock.registry"] = _mod
-'''
+GUARD_SCRIPT = """
+import json, sys
+request = json.load(sys.stdin)
+if "rm" in request["payload"]["args"].get("command", ""):
+    print(json.dumps({"decision": "block", "reason": "no rm"}))
+"""
 
 
 def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
@@ -584,11 +589,14 @@ def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    shim = tmp_path / "shim"
-    shim.mkdir()
-    (shim / "sitecustomize.py").write_text(REGISTRY_SHIM)
+    (tmp_path / ".interlock").mkdir()
+    (tmp_path / "guard.py").write_text(GUARD_SCRIPT)
+    (tmp_path / ".interlock" / "config.toml").write_text(
+        f'[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\n'
+        f'command = ["{sys.executable}", "{tmp_path / "guard.py"}"]\n')
     sock = short_dir() / "run" / "serve.sock"
-    env = {**os.environ, "PYTHONPATH": str(shim), "INTERLOCK_SOCKET": str(sock),
+    env = {**os.environ, "INTERLOCK_SOCKET": str(sock), "INTERLOCK_ACCEPT_HOOKS": "1",
+           "INTERLOCK_HOME": str(tmp_path / "home"),
            "INTERLOCK_STATE_DIR": str(tmp_path / "state")}
     proc = subprocess.Popen([sys.executable, "-m", "interlock", "serve", "--project",
                              str(tmp_path), "--port", "0"], env=env, stderr=subprocess.PIPE,
@@ -596,6 +604,8 @@ def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
+        while "approving" in line:  # --accept-hooks says what it approved, first
+            line = proc.stderr.readline()
         assert "listening on http://127.0.0.1:" in line, line
         assert f"unix:{sock}" in line
         bridged = subprocess.run(

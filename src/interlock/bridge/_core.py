@@ -149,7 +149,7 @@ def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: 
 
 def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str, Any]:
     try:
-        from interlock.registry import open_engine  # type: ignore[import-not-found,unused-ignore]
+        from interlock.registry import open_engine
     except ImportError as exc:
         raise BridgeError("no server is running and hooks cannot be loaded in process "
                           f"({exc}); start `interlock serve`") from None
@@ -158,11 +158,19 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
     from interlock.bridge._events import build_event
 
     event = build_event(system, payload)
-    engine = open_engine(Path(root))
+    engine, registry = open_engine(Path(root))
+    if not engine.hooks:
+        # DESIGN.md: a bridge never runs with no hooks; a host agent calling it
+        # expects a policy, and an empty one would mean "allow everything".
+        registry.close()
+        engine.close()
+        raise BridgeError(f"no server is running and no hooks are configured for {root}; "
+                          "configure .interlock/config.toml or start `interlock serve`")
     try:
         outcome = engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
     finally:
+        registry.close()
         engine.close()
     from interlock.bridge._common import redact_reasons
 

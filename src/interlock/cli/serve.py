@@ -11,23 +11,24 @@ import typer
 def _load(project: Path) -> tuple[Any, Any, Any, Any]:
     """(engine, reloader, dead_letters, status) from the registry, lazily.
 
-    The registry module is the integration point: ``open_engine(root)``
-    returns an Engine; the engine (or the registry behind it) may offer
-    ``reload``, ``dead_letters`` and ``status`` for the admin endpoints.
+    The registry is the reloader; the dead-letter store and status come with
+    the reliability stores when they are configured.
     """
     from interlock._errors import ConfigError
+    from interlock.registry import open_engine
 
-    try:
-        from interlock.registry import open_engine  # type: ignore[import-not-found,unused-ignore]
-    except ImportError as exc:
-        raise ConfigError(f"hooks cannot be loaded: {exc}",
-                          fix="install a build of Interlock with the registry") from None
-    engine = open_engine(project)
-    registry = getattr(engine, "registry", None)
-    reloader = registry if hasattr(registry, "reload") else None
-    dead = getattr(engine, "dead_letters", None) or getattr(registry, "dead_letters", None)
-    status = getattr(engine, "status", None) or getattr(registry, "status", None)
-    return engine, reloader, dead, status if callable(status) else None
+    engine, registry = open_engine(project)
+    if not engine.hooks:
+        # A server with no hooks would answer "allow" to everything (DESIGN.md:
+        # hosts never run with no hooks).
+        registry.close()
+        engine.close()
+        raise ConfigError(f"no hooks are configured for {project}",
+                          fix="add hooks to .interlock/config.toml, or enable a bundled hook "
+                              "with `interlock hooks enable NAME`")
+    dead = getattr(registry, "dead_letters", None)
+    status = getattr(registry, "status", None)
+    return engine, registry, dead, status if callable(status) else None
 
 
 def register(app: typer.Typer) -> None:
