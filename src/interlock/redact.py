@@ -9,6 +9,7 @@ high-entropy strings. It is deliberately eager: a false positive costs a
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from collections import Counter
@@ -32,6 +33,16 @@ _TOKEN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("bearer", r"\b[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9_\-\.=~+/]{16,}"),
     ("npm", r"\bnpm_[A-Za-z0-9]{36}\b"),
     ("twilio", r"\bSK[0-9a-fA-F]{32}\b"),
+    ("pypi", r"\bpypi-AgE[A-Za-z0-9_\-]{16,}"),
+    ("sendgrid", r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+    ("google_oauth", r"\bya29\.[A-Za-z0-9_\-]{20,}"),
+    ("digitalocean", r"\bdo[pro]_v1_[a-f0-9]{32,}"),
+    ("shopify", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    ("databricks", r"\bdapi[a-f0-9]{32}"),
+    ("grafana", r"\bgl(?:sa|c)_[A-Za-z0-9_\-]{20,}"),
+    ("slack_webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"),
+    ("basic_auth", r"\b[Bb]asic\s+[A-Za-z0-9+/]{8,}={0,2}"),
+    ("token_auth", r"\b(?:[Tt]oken|[Dd]igest)\s+[A-Za-z0-9_\-\.=~+/]{20,}"),
 )
 _TOKENS = re.compile("|".join(f"(?:{p})" for _n, p in _TOKEN_PATTERNS))
 
@@ -40,9 +51,9 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s:@]+):([^/\s@
 
 # key=value / key: value / "key": "value" where the key names a secret.
 _SECRET_KEYS = (
-    r"(?:[A-Za-z0-9_.\-]*?(?:password|passwd|pwd|secret|token|api[_\-]?key|apikey|"
-    r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|auth|credentials?|"
-    r"cookie))"
+    r"(?:[A-Za-z0-9_.\-]*?(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|"
+    r"access[_\-]?key|private[_\-]?key|account[_\-]?key|client[_\-]?secret|auth|"
+    r"credentials?|cookie|signature|(?<![A-Za-z0-9])key))"
 )
 _KEY_VALUE = re.compile(
     rf"""(?ix)
@@ -52,6 +63,11 @@ _KEY_VALUE = re.compile(
     (?P<value>[^\s"',;&}}]{{4,}})
     """
 )
+
+# Command-line flags with the secret after a space: --password hunter2.
+_FLAG_VALUE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(--?(?:password|passwd|pass|token|secret|api[_\-]?key|auth-token)"
+    r"\s+)(?!-)(\S{3,})")
 
 # Long base64/hex-ish runs: redacted when their entropy is high.
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=]{24,}")
@@ -80,6 +96,7 @@ def redact(text: str) -> str:
     if not text:
         return text
     text = _TOKENS.sub(MASK, text)
+    text = _FLAG_VALUE.sub(lambda m: f"{m.group(1)}{MASK}", text)
     text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}@", text)
     text = _KEY_VALUE.sub(
         lambda m: f"{m.group('key')}{m.group('sep')}{m.group('quote')}{MASK}", text)
@@ -105,3 +122,39 @@ def redact_data(value: Any) -> Any:
 
 def contains_secret(text: str) -> bool:
     return redact(text) != text
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts each record's message and traceback text.
+
+    Installed on Interlock's loggers when this module is imported (the engine
+    imports it), so no Interlock log line carries a secret whatever handler
+    an application attaches.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+LOG_FILTER = RedactingFilter()
+
+LOGGERS = ("interlock", "interlock.extensions")
+"""Interlock's loggers. Filters do not apply to records that propagate up from a
+child logger, so each one gets the filter."""
+
+
+def install_log_filter(*names: str) -> None:
+    """Attach the redacting filter to ``names`` (Interlock's own loggers by default)."""
+    for name in names or LOGGERS:
+        logger = logging.getLogger(name)
+        if LOG_FILTER not in logger.filters:
+            logger.addFilter(LOG_FILTER)
+
+
+install_log_filter()
