@@ -31,8 +31,11 @@ _TYPES = {
     "latency_ms": "REAL", "attempts": "INT", "contract_version": "INT",
     "fail_closed": "INT", "revision": "INT", "failures": "INT", "opens": "INT",
 }
-_NOT_NULL = {"at", "hook", "event", "session_id", "mode", "error", "verdict", "status",
-             "dispatch_id", "outcome", "state", "digest"}
+_NOT_NULL = {
+    DL: {"at", "hook", "event", "session_id", "mode", "error", "digest"},
+    AUDIT: {"at", "dispatch_id", "session_id", "event", "hook", "verdict", "status", "outcome"},
+    BREAKERS: {"hook", "digest", "state"},
+}
 
 
 class SQLBackend:
@@ -64,7 +67,7 @@ class SQLBackend:
             defs = [] if key else [f"id {self.id_type}"]
             for col in cols:
                 kind = self.type_names[_TYPES.get(col, "TEXT")]
-                defs.append(f"{col} {kind}{' NOT NULL' if col in _NOT_NULL else ''}")
+                defs.append(f"{col} {kind}{' NOT NULL' if col in _NOT_NULL[name] else ''}")
             if key:
                 defs.append(f"PRIMARY KEY ({key})")
             return f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(defs)})"
