@@ -92,17 +92,21 @@ class Attached:
 
 def attach(engine: Engine, store: Store | None = None, *, url: str | None = None,
            project: Path | None = None, breakers: BreakerBook | None = None,
-           tracing: bool = True) -> Attached:
+           metrics: Metrics | None = None, tracing: bool = True) -> Attached:
     """Add the audit, dead-letter and metrics sinks (and tracing, when installed).
 
     Opens the default store (or ``url``) unless ``store`` is given. With
     ``breakers``, breaker openings are counted and state changes recorded.
+    Pass ``metrics`` when the reliability wrappers already count into one.
     """
     if store is None:
         from interlock.store import open_store
 
         store = open_store(url, project=project)
-    metrics = Metrics(store)
+    if metrics is None:
+        metrics = Metrics(store)
+    elif metrics.store is None:
+        metrics.store = store
     added: list[Sink] = [AuditSink(store), DeadLetterSink(store), MetricsSink(metrics)]
     if tracing:
         from interlock.tracing import tracing_sink
