@@ -41,16 +41,21 @@ class ShellExecutor:
     async def __call__(self, inv: Invocation) -> Decision | None:
         self.calls += 1
         self.attempts.append((inv.invocation_id, inv.attempt))
-        proc = await asyncio.create_subprocess_exec(
+        # Shielded: cancelling asyncio's spawn half-way leaks its pipes (its
+        # pipe-connecting task outlives the cancel), so finish it, then kill.
+        spawn = asyncio.ensure_future(asyncio.create_subprocess_exec(
             "/bin/sh", "-c", self.script, stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-            start_new_session=True, env={**os.environ, **(self.env or {})})
+            start_new_session=True, env={**os.environ, **(self.env or {})}))
+        try:
+            proc = await asyncio.shield(spawn)
+        except asyncio.CancelledError:
+            await _kill(await spawn)
+            raise
         try:
             out, err = await proc.communicate(json.dumps(inv.wire()).encode())
         except BaseException:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+            await _kill(proc)
             raise
         if proc.returncode == 2:
             return block(err.decode().strip())
@@ -65,6 +70,16 @@ class ShellExecutor:
         except ValueError as exc:
             raise ContractError(f"hook {inv.hook.qualified_name} answered garbage: {exc}"
                                 ) from None
+
+
+async def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Kill the hook's process group and close its pipes on this loop."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await proc.wait()
+    if proc.stdin is not None:
+        proc.stdin.close()
+    proc._transport.close()  # type: ignore[attr-defined]
 
 
 def flaky_script(counter: Path, failures: int, answer: str = "{}") -> str:
@@ -98,3 +113,18 @@ def exec_hook(name: str, executor: object, *, event: str = "before_tool_call",
               timeout: float | None = 30.0) -> Hook:
     return Hook(name=name, events=(event,), executor=executor,  # type: ignore[arg-type]
                 on_error=on_error, digest=digest, timeout=timeout, kind="command")
+
+
+def settle(engine: object, timeout: float = 10.0) -> None:
+    """Let hook tasks the engine cancelled finish their cleanup (killing their
+    processes) before the engine's loop closes."""
+
+    async def rest() -> None:
+        current = asyncio.current_task()
+        others = [t for t in asyncio.all_tasks() if t is not current]
+        if others:
+            await asyncio.wait(others, timeout=timeout)
+        for _ in range(5):  # pipe transports close a few callbacks later
+            await asyncio.sleep(0)
+
+    engine._loop.run(rest())  # type: ignore[attr-defined]

@@ -6,8 +6,8 @@ import asyncio
 import random
 
 import pytest
-from _procs import ManualClock, ShellExecutor, exec_hook, flaky_script
 
+from _procs import ManualClock, ShellExecutor, exec_hook, flaky_script
 from interlock import Engine, Verdict
 from interlock._errors import ConfigError, FailureMode, HookFailure, HookTimeout
 from interlock._hooks import Invocation
@@ -33,14 +33,16 @@ async def test_fails_n_times_then_succeeds_within_budget(tmp_path):
     engine = Engine(sinks=[sink])
     engine.register(exec_hook("flaky", ex))
     outcome = await engine.emit(_event())
-    assert outcome.verdict is Verdict.BLOCK and outcome.reason == "no"
+    assert outcome.verdict is Verdict.BLOCK
+    assert outcome.reason == "no"
     assert counter.read_text().strip() == "3"  # two real failures, then the answer
     assert sink.failures == []  # succeeded: nothing dead-lettered
     # every attempt keeps the invocation id and carries its number
     ids = {i for i, _a in inner.attempts}
     assert len(ids) == 1
     assert [a for _i, a in inner.attempts] == [1, 2, 3]
-    assert len(clock.slept) == 2 and all(0 <= s <= 0.2 for s in clock.slept)
+    assert len(clock.slept) == 2
+    assert all(0 <= s <= 0.2 for s in clock.slept)
     engine.close()
 
 
@@ -54,7 +56,8 @@ async def test_retries_exhausted_is_one_failure_with_attempts(tmp_path):
     assert outcome.blocked  # fail-closed gate
     assert inner.calls == 3
     [record] = sink.failures
-    assert record.mode is FailureMode.EXHAUSTED and record.attempts == 3
+    assert record.mode is FailureMode.EXHAUSTED
+    assert record.attempts == 3
     assert "exited with 1" in record.error
     engine.close()
 
@@ -147,7 +150,8 @@ def test_policy_parse_names_file_and_field():
     assert Policy.parse({"retries": 2, "timeout": 1.5}).total == pytest.approx(1.5 * 3 + 10)
     with pytest.raises(ConfigError) as info:
         Policy.parse({"retires": 2}, file="config.toml", prefix="hooks.guard.")
-    assert "config.toml" in str(info.value) and "hooks.guard.retires" in str(info.value)
+    assert "config.toml" in str(info.value)
+    assert "hooks.guard.retires" in str(info.value)
     assert "retries" in str(info.value)  # the fix lists the right names
     with pytest.raises(ConfigError, match=r"hooks\.guard\.retries"):
         Policy.parse({"retries": -1}, file="config.toml", prefix="hooks.guard.")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
-from _stores import BACKENDS, fresh_url
 
+from _stores import BACKENDS, fresh_url
 from interlock import Engine, HookFailure, block
 from interlock._errors import ConfigError
 from interlock.reliability import BreakerBook, Policy, wrap
@@ -56,8 +56,10 @@ def test_audit_and_dead_letters_round_trip(url):
     blocked = store.audit(AuditQuery(verdict="block"))
     assert [(r.hook, r.reason, r.session_id, r.subject) for r in blocked] == [
         ("code:guard", "no deleting", "s2", "terminal")]
-    assert blocked[0].outcome == "block" and blocked[0].latency_ms is not None
-    assert blocked[0].status == "applied" and blocked[0].revision == engine.revision
+    assert blocked[0].outcome == "block"
+    assert blocked[0].latency_ms is not None
+    assert blocked[0].status == "applied"
+    assert blocked[0].revision == engine.revision
     assert len(store.audit(AuditQuery(session="s1"))) == 3
     assert len(store.audit(AuditQuery(hook="broken"))) == 2  # bare name, any source
     assert len(store.audit(AuditQuery(hook="code:guard"))) == 2
@@ -72,8 +74,11 @@ def test_audit_and_dead_letters_round_trip(url):
     first = letters[0]
     assert (first.hook, first.event, first.mode, first.subject, first.session_id) == (
         "code:broken", "before_tool_call", "crash", "terminal", "s1")
-    assert "lookup failed" in first.error and not first.fail_closed
-    assert first.attempts == 1 and first.contract_version == 1 and first.invocation_id
+    assert "lookup failed" in first.error
+    assert not first.fail_closed
+    assert first.attempts == 1
+    assert first.contract_version == 1
+    assert first.invocation_id
 
     assert store.resolve(first.id, by="alice", note="fixed the lookup")
     assert not store.resolve(first.id)  # already resolved
@@ -127,7 +132,8 @@ def test_breaker_changes_are_recorded(url):
     [rec] = attached.store.breakers()
     assert (rec.hook, rec.digest, rec.state, rec.failures, rec.opens) == (
         "code:remote", "abc", "open", 3, 1)
-    assert rec.retry_at is not None and rec.retry_at > time.time() + 50
+    assert rec.retry_at is not None
+    assert rec.retry_at > time.time() + 50
     status = attached.metrics.status()
     assert status["breakers"][0]["state"] == "open"
     assert status["hooks"]["code:remote"]["breaker_opens"] == 1

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 import pytest
-from _stores import BACKENDS, fresh_url
 
+from _stores import BACKENDS, fresh_url
 from interlock.store import AuditQuery, open_store
 
 # The host: dispatches that each leave one audit entry and one dead letter

@@ -6,9 +6,9 @@ import logging
 from pathlib import Path
 
 import pytest
+
 from _procs import ShellExecutor, exec_hook
 from _stores import BACKENDS, fresh_url
-
 from interlock import Engine, block
 from interlock.sinks import attach
 from interlock.store import AuditQuery
@@ -76,7 +76,8 @@ def test_planted_secrets_never_reach_store_or_logs(kind, tmp_path, caplog):
     engine.close()
     logs = "\n".join(r.getMessage() for r in caplog.records)
     assert "upstream said no" in logs  # the failures were logged...
-    assert "[REDACTED]" in stored and "[REDACTED]" in model_sees
+    assert "[REDACTED]" in stored
+    assert "[REDACTED]" in model_sees
     for name, secret in SECRETS.items():  # ...without a single secret anywhere
         assert secret not in stored, name
         assert secret.encode() not in files, name
@@ -99,6 +100,7 @@ def test_tracebacks_in_logs_are_redacted(caplog):
     except ValueError:
         log.exception("failed with %s", SECRETS["openai"])
     formatted = logging.Formatter().format(caplog.records[-1])
-    assert SECRETS["openai"] not in formatted and SECRETS["kv_password"] not in formatted
+    assert SECRETS["openai"] not in formatted
+    assert SECRETS["kv_password"] not in formatted
     assert "ValueError" in formatted
 
