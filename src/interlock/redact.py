@@ -9,6 +9,7 @@ high-entropy strings. It is deliberately eager: a false positive costs a
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import re
@@ -44,25 +45,44 @@ _TOKEN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("basic_auth", r"\b[Bb]asic\s+[A-Za-z0-9+/]{8,}={0,2}"),
     ("token_auth", r"\b(?:[Tt]oken|[Dd]igest)\s+[A-Za-z0-9_\-\.=~+/]{20,}"),
 )
-_TOKENS = re.compile("|".join(f"(?:{p})" for _n, p in _TOKEN_PATTERNS))
+# Tokens start a word: the lookbehind rejects most positions before the
+# alternation is tried at all, which keeps redact() near linear.
+_TOKENS = re.compile(
+    "(?<![A-Za-z0-9_])(?:" + "|".join(f"(?:{p})" for _n, p in _TOKEN_PATTERNS) + ")")
 
 # user:password@ in any URL-like string.
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
 
-# key=value / key: value / "key": "value" where the key names a secret.
-_SECRET_KEYS = (
-    r"(?:[A-Za-z0-9_.\-]*?(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|"
+# key=value / key: value / "key": "value" where the key names a secret. Any
+# key=value is matched, then its key is checked: one pass, no backtracking
+# over every prefix of every word.
+_SECRET_WORDS = (
+    r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|"
     r"access[_\-]?key|private[_\-]?key|account[_\-]?key|client[_\-]?secret|auth|"
-    r"credentials?|cookie|signature|(?<![A-Za-z0-9])key))"
+    r"credentials?|cookie|signature|(?<![A-Za-z0-9])key)"
 )
+_SECRET_KEYS = rf"(?:[A-Za-z0-9_.\-]*?{_SECRET_WORDS})"
+"""A whole key that names a secret (for redact_data's dict keys)."""
+_SECRET_NAME = re.compile(rf"(?i){_SECRET_WORDS}$")
 _KEY_VALUE = re.compile(
-    rf"""(?ix)
-    (?P<key>["']?{_SECRET_KEYS}["']?)
+    r"""(?x)
+    (?<![A-Za-z0-9_.\-])
+    (?P<key>["']?(?P<name>[A-Za-z0-9_.\-]+)["']?)
     (?P<sep>\s*[:=]\s*)
     (?P<quote>["']?)
-    (?P<value>[^\s"',;&}}]{{4,}})
+    (?P<value>[^\s"',;&}]{4,})
     """
 )
+
+
+def _key_value(m: re.Match[str]) -> str:
+    if _SECRET_NAME.search(m.group("name")):
+        return f"{m.group('key')}{m.group('sep')}{m.group('quote')}{MASK}"
+    value = m.group("value")
+    # a=password=x: the value may hold a secret pair of its own
+    inner = _KEY_VALUE.sub(_key_value, value) if ("=" in value or ":" in value) else value
+    return m.group(0)[: m.end("quote") - m.start()] + inner
+
 
 # Command-line flags with the secret after a space: --password hunter2.
 _FLAG_VALUE = re.compile(
@@ -95,12 +115,26 @@ def redact(text: str) -> str:
     """``text`` with every secret found replaced by ``[REDACTED]``."""
     if not text:
         return text
+    if len(text) <= _CACHED_LEN:
+        return _redact_cached(text)
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     text = _TOKENS.sub(MASK, text)
-    text = _FLAG_VALUE.sub(lambda m: f"{m.group(1)}{MASK}", text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    text = _KEY_VALUE.sub(
-        lambda m: f"{m.group('key')}{m.group('sep')}{m.group('quote')}{MASK}", text)
+    if "--" in text or " -" in text:
+        text = _FLAG_VALUE.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    if "://" in text:
+        text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    if "=" in text or ":" in text:
+        text = _KEY_VALUE.sub(_key_value, text)
     return _CANDIDATE.sub(lambda m: MASK if _looks_secret(m.group(0)) else m.group(0), text)
+
+
+# A failing hook tends to fail the same way again and again: its error text
+# repeats, so remembering recent answers makes dead letters cheap to redact.
+_CACHED_LEN = 2000
+_redact_cached = functools.lru_cache(maxsize=1024)(_redact)
 
 
 def redact_data(value: Any) -> Any:

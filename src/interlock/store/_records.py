@@ -97,8 +97,13 @@ def _clean(text: str | None) -> str | None:
     return None if text is None else redact(text)
 
 
-def audit_entries(outcome: Outcome, at: float, dispatch_id: str) -> list[AuditEntry]:
-    """One audit entry per hook in ``outcome``, redacted."""
+def audit_rows(outcome: Outcome, at: float, dispatch_id: str,
+               names: dict[Any, str]) -> list[tuple[Any, ...]]:
+    """One row per hook in ``outcome`` (columns in ``AUDIT_COLS`` order), redacted.
+
+    Built straight from ``outcome.raw`` on the writer thread: no intermediate
+    records, and ``names`` caches each hook's qualified name.
+    """
     event = outcome.event
     session_id = event.session_id if event is not None else ""
     subject = None
@@ -108,15 +113,28 @@ def audit_entries(outcome: Outcome, at: float, dispatch_id: str) -> list[AuditEn
     verdict = outcome.verdict.value
     if verdict == "none" and outcome.changes:
         verdict = "modify"
-    out = []
-    for rec in outcome.hooks:
-        out.append(AuditEntry(
-            at=at, dispatch_id=dispatch_id, session_id=session_id, event=outcome.name,
-            subject=subject, hook=rec.hook, verdict=rec.verdict, status=str(rec.status),
-            reason=_clean(rec.reason), latency_ms=rec.latency_ms, revision=outcome.revision,
-            outcome=verdict, failure=rec.failure, error=_clean(rec.error),
+    name = outcome.name
+    revision = outcome.revision
+    rows = []
+    for hook, decision, failure, latency_ns, status in outcome.raw:
+        qualified = names.get(hook)
+        if qualified is None:
+            qualified = names[hook] = hook.qualified_name
+        if decision is not None:
+            hook_verdict = decision.verdict.value
+            reason = decision.reason
+            if reason:
+                reason = redact(reason)
+        else:
+            hook_verdict, reason = "none", None
+        rows.append((
+            at, dispatch_id, session_id, name, subject, qualified, hook_verdict,
+            status.value, reason, round(latency_ns / 1e6, 4) if latency_ns else None,
+            revision, verdict,
+            failure.mode.value if failure is not None else None,
+            redact(str(failure)) if failure is not None else None,
         ))
-    return out
+    return rows
 
 
 def breaker_record(breaker: Breaker, now_wall: float, now_mono: float) -> BreakerRecord:

@@ -44,6 +44,9 @@ class SQLBackend:
     ph = "?"
     """The driver's placeholder."""
     id_type = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    """Dead-letter IDs are shown to people: never reuse one."""
+    audit_id_type = "INTEGER PRIMARY KEY"
+    """Audit IDs only order rows; plain rowids insert faster."""
     type_names = {"REAL": "REAL", "INT": "INTEGER", "TEXT": "TEXT"}
     location = ""
 
@@ -63,8 +66,8 @@ class SQLBackend:
         conn.commit()
 
     def ddl(self) -> list[str]:
-        def table(name: str, cols: Sequence[str], key: str | None) -> str:
-            defs = [] if key else [f"id {self.id_type}"]
+        def table(name: str, cols: Sequence[str], key: str | None, ident: str = "") -> str:
+            defs = [] if key else [f"id {ident or self.id_type}"]
             for col in cols:
                 kind = self.type_names[_TYPES.get(col, "TEXT")]
                 defs.append(f"{col} {kind}{' NOT NULL' if col in _NOT_NULL[name] else ''}")
@@ -74,7 +77,7 @@ class SQLBackend:
 
         return [
             table(DL, DL_COLS, None),
-            table(AUDIT, AUDIT_COLS, None),
+            table(AUDIT, AUDIT_COLS, None, self.audit_id_type),
             table(BREAKERS, BREAKER_COLS, "hook, digest"),
             f"CREATE INDEX IF NOT EXISTS {DL}_at ON {DL} (at)",
             f"CREATE INDEX IF NOT EXISTS {DL}_unresolved ON {DL} (resolved_at, hook)",
@@ -84,7 +87,7 @@ class SQLBackend:
         ]
 
     # -- writing (writer thread only) ------------------------------------------
-    def write(self, audit: Sequence[AuditEntry], letters: Sequence[DeadLetter],
+    def write(self, audit: Sequence[tuple[Any, ...]], letters: Sequence[DeadLetter],
               breakers: Sequence[BreakerRecord]) -> None:
         """Write one batch in one transaction; returns once it has committed."""
         if self._write is None:
@@ -102,7 +105,7 @@ class SQLBackend:
                 cur.executemany(
                     f"INSERT INTO {AUDIT} ({', '.join(AUDIT_COLS)}) "
                     f"VALUES ({', '.join([ph] * len(AUDIT_COLS))})",
-                    [tuple(getattr(a, c) for c in AUDIT_COLS) for a in audit])
+                    audit)
             if breakers:
                 updates = ", ".join(f"{c} = excluded.{c}" for c in BREAKER_COLS[2:])
                 cur.executemany(

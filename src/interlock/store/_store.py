@@ -27,7 +27,7 @@ from interlock.store._records import (
     BreakerRecord,
     DeadLetter,
     Retention,
-    audit_entries,
+    audit_rows,
     breaker_record,
 )
 from interlock.store._sql import AUDIT, DL, SQLBackend
@@ -66,6 +66,7 @@ class Store:
         self._ids = itertools.count(1)
         self._prefix = os.urandom(4).hex()
         self._next_prune = 0.0
+        self._names: dict[Any, str] = {}
         self._thread = threading.Thread(target=self._run, name="interlock-store", daemon=True)
         self._thread.start()
 
@@ -174,12 +175,15 @@ class Store:
                 self._prune()
 
     def _write(self, items: list[tuple[int, Any, float]]) -> None:
-        audit: list[AuditEntry] = []
+        audit: list[tuple[Any, ...]] = []
+        names = self._names
+        if len(names) > 10_000:  # hooks come and go with reloads
+            names.clear()
         letters: list[DeadLetter] = []
         breakers: list[BreakerRecord] = []
         for kind, item, at in items:
             if kind == _OUTCOME:
-                audit.extend(audit_entries(item, at, f"{self._prefix}-{next(self._ids)}"))
+                audit.extend(audit_rows(item, at, f"{self._prefix}-{next(self._ids)}", names))
             elif kind == _FAILURE:
                 letters.append(DeadLetter.from_failure(item))
             else:
