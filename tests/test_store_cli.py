@@ -55,8 +55,10 @@ def run(*args: str):
 def test_audit_filters_and_json(store_path):
     res = run("audit", "--store", store_path, "--verdict", "block")
     assert res.exit_code == 0, res.output
-    assert "code:guard" in res.output and "beta" in res.output
-    assert "hunter2hunter2" not in res.output and "[REDACTED]" in res.output
+    assert "code:guard" in res.output
+    assert "beta" in res.output
+    assert "hunter2hunter2" not in res.output
+    assert "[REDACTED]" in res.output
     res = run("audit", "--store", store_path, "--session", "alpha", "--json")
     rows = json.loads(res.output)
     assert {r["hook"] for r in rows} == {"code:guard", "code:notes"}
@@ -70,11 +72,15 @@ def test_audit_filters_and_json(store_path):
 def test_audit_mistakes_are_one_line(store_path):
     res = run("audit", "--store", store_path, "--verdict", "blok")
     assert res.exit_code == 2
-    assert "unknown verdict 'blok'" in res.output and "Traceback" not in res.output
+    assert "unknown verdict 'blok'" in res.output
+    assert "Traceback" not in res.output
     res = run("audit", "--store", store_path, "--since", "yesterday")
-    assert res.exit_code == 2 and "--since" in res.output and "30m" in res.output
+    assert res.exit_code == 2
+    assert "--since" in res.output
+    assert "30m" in res.output
     res = run("audit", "--store", store_path, "--event", "before_tool_cal")
-    assert res.exit_code == 2 and "before_tool_call" in res.output
+    assert res.exit_code == 2
+    assert "before_tool_call" in res.output
 
 
 def test_deadletter_list_and_resolve(store_path, tmp_path):
@@ -90,14 +96,18 @@ def test_deadletter_list_and_resolve(store_path, tmp_path):
     first = letters[0]["id"]
     res = run("deadletter", "resolve", str(first), "--store", path, "--note", "restarted",
               "--by", "ops")
-    assert res.exit_code == 0 and f"dead letter {first} resolved" in res.output
+    assert res.exit_code == 0
+    assert f"dead letter {first} resolved" in res.output
     res = run("deadletter", "resolve", str(first), "--store", path)
-    assert res.exit_code == 0 and "already resolved" in res.output
+    assert res.exit_code == 0
+    assert "already resolved" in res.output
     res = run("deadletter", "resolve", "424242", "--store", path)
-    assert res.exit_code == 2 and "no dead letter with ID 424242" in res.output
+    assert res.exit_code == 2
+    assert "no dead letter with ID 424242" in res.output
     res = run("deadletter", "list", "--store", path, "--unresolved")
     assert res.exit_code == 0
-    assert "code:notes" not in res.output and res.output.count("code:remote") == 3
+    assert "code:notes" not in res.output
+    assert res.output.count("code:remote") == 3
     res = run("deadletter", "list", "--store", path, "--json")
     kept = json.loads(res.output)[0]
     assert (kept["id"], kept["resolved_by"], kept["note"]) == (first, "ops", "restarted")
@@ -108,7 +118,9 @@ def test_status_summarises(store_path):
     assert res.exit_code == 0, res.output
     out = res.output
     assert "4 unresolved of 4" in out
-    assert "breakers not closed" in out and "code:remote" in out and "open" in out
+    assert "breakers not closed" in out
+    assert "code:remote" in out
+    assert "open" in out
     assert "code:guard" in out
     data = json.loads(run("status", "--store", store_path, "--json").output)
     assert data["counts"] == {"dead_letters": 4, "unresolved": 4, "audit": 6}
@@ -120,7 +132,8 @@ def test_commands_without_a_store(tmp_path):
     missing = str(tmp_path / "none" / "interlock.db")
     for args in (["status"], ["audit"], ["deadletter", "list"]):
         res = run(*args, "--store", missing)
-        assert res.exit_code == 0 and "no store yet" in res.output
+        assert res.exit_code == 0
+        assert "no store yet" in res.output
     assert not (tmp_path / "none").exists()  # reading never creates a store
     res = run("deadletter", "resolve", "1", "--store", missing)
     assert res.exit_code == 2
