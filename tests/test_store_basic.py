@@ -169,3 +169,48 @@ def test_default_location_prefers_project_then_user(tmp_path, monkeypatch):
     assert store.location == str(tmp_path / "explicit" / "interlock.db")
     store.close()
     assert (tmp_path / "explicit" / "interlock.db").stat().st_mode & 0o077 == 0
+
+
+def test_dropped_observer_invocations_are_dead_letters(url):
+    import threading
+
+    from interlock.events import make
+
+    engine = Engine(queue_limit=1)
+    entered, release = threading.Event(), threading.Event()
+
+    @engine.on("notification", name="pager", background=True)
+    def pager(event):
+        entered.set()
+        assert release.wait(10)
+
+    attached = attach(engine, url=url, tracing=False)
+    note = make("notification", message="disk full", session_id="s9")
+    engine.notify(note)
+    assert entered.wait(10)  # the first is running; the queue holds one more
+    for _ in range(3):
+        engine.notify(note)
+    release.set()
+    assert engine.drain(10)
+    attached.store.flush()
+    letters = attached.store.dead_letters()
+    assert [(d.hook, d.mode, d.session_id) for d in letters] == [
+        ("code:pager", "dropped", "s9")] * 2
+    assert "queue of hook code:pager is full" in letters[0].error
+    attached.close()
+    engine.close()
+
+
+def test_invocation_digest_marks_repeats_of_one_call(url):
+    engine = _engine_with_hooks()
+    attached = attach(engine, url=url, tracing=False)
+    for command in ("ls", "ls", "pwd"):
+        fire(engine, "before_tool_call", tool_name="read_file", args={"path": command},
+             session_id="s1")
+    attached.store.flush()
+    digests = [d.invocation_digest for d in attached.store.dead_letters()]
+    assert len(digests) == 3
+    assert all(len(d) == 24 for d in digests)
+    assert digests[0] == digests[1] != digests[2]
+    attached.close()
+    engine.close()

@@ -36,6 +36,8 @@ class DeadLetter(msgspec.Struct, kw_only=True):
     """timeout, crash, contract, exhausted, dropped, breaker_open, ineligible, unapproved."""
     contract_version: int
     invocation_id: str
+    invocation_digest: str
+    """Digest of the hook, event and payload: equal for repeats of the same call."""
     digest: str
     """The hook's definition digest."""
     error: str
@@ -51,7 +53,8 @@ class DeadLetter(msgspec.Struct, kw_only=True):
             subject=_clean(record.subject), session_id=record.session_id,
             attempts=record.attempts, mode=str(record.mode),
             contract_version=record.contract_version,
-            invocation_id=record.invocation_id, digest=record.digest,
+            invocation_id=record.invocation_id,
+            invocation_digest=record.invocation_digest, digest=record.digest,
             error=redact(record.error), fail_closed=record.fail_closed,
         )
 

@@ -19,7 +19,8 @@ AUDIT = "interlock_audit"
 BREAKERS = "interlock_breakers"
 
 DL_COLS = ("at", "hook", "event", "subject", "session_id", "attempts", "mode",
-           "contract_version", "invocation_id", "digest", "error", "fail_closed",
+           "contract_version", "invocation_id", "invocation_digest", "digest", "error",
+           "fail_closed",
            "resolved_at", "resolved_by", "note")
 AUDIT_COLS = ("at", "dispatch_id", "session_id", "event", "subject", "hook", "verdict",
               "status", "reason", "latency_ms", "revision", "outcome", "failure", "error")
