@@ -151,3 +151,14 @@ def test_without_opentelemetry_no_tracing_sink_is_attached(tmp_path):
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "x.db")],
                          capture_output=True, text=True, check=True).stdout
     assert out.strip() == "['AuditSink', 'DeadLetterSink', 'MetricsSink']"
+
+
+def test_no_tracing_sink_without_a_configured_provider(tmp_path):
+    from interlock.tracing import tracing_sink
+
+    assert tracing_sink() is None  # the API alone: spans would go nowhere
+    engine = Engine()
+    attached = attach(engine, url=str(tmp_path / "t.db"))
+    assert len(engine.sinks) == 3
+    attached.close()
+    engine.close()

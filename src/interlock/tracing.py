@@ -1,7 +1,8 @@
 """OpenTelemetry spans: one per dispatch, with a child per hook.
 
-Only when the ``opentelemetry`` extra is installed: :func:`tracing_sink`
-returns None otherwise, no sink is attached, and dispatch pays nothing.
+Only when the ``opentelemetry`` extra is installed and a tracer provider is
+configured: :func:`tracing_sink` returns None otherwise, no sink is attached,
+and dispatch pays nothing.
 
 Spans are made after the dispatch, from the outcome (the engine has no
 tracing branch on its hot path). Each hook's child span carries its real
@@ -79,9 +80,13 @@ class SpanSink:
 
 
 def tracing_sink(tracer_provider: Any = None) -> SpanSink | None:
-    """A span sink, or None when OpenTelemetry is not installed."""
+    """A span sink, or None when OpenTelemetry is not installed, or when no tracer
+    provider was given or configured globally (spans would go nowhere, at a cost)."""
     if not available():
         return None
     from opentelemetry import trace
 
+    if tracer_provider is None and isinstance(
+            trace.get_tracer_provider(), (trace.ProxyTracerProvider, trace.NoOpTracerProvider)):
+        return None
     return SpanSink(trace.get_tracer("interlock", tracer_provider=tracer_provider))
