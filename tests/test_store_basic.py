@@ -101,12 +101,17 @@ def test_pruning_by_count_and_age(url):
     store = open_store(url, retention=Retention(dead_letter_rows=5, dead_letter_age=3600))
     now = time.time()
     for i in range(8):
-        store.submit_failure(FailureRecord(hook="code:h", event="before_tool_call",
+        seq = store.submit_failure(FailureRecord(hook="code:h", event="before_tool_call",
                                            session_id="s", subject=None, mode="crash",
                                            error=f"e{i}", invocation_id=f"i{i}", at=now))
-    store.submit_failure(FailureRecord(hook="code:old", event="before_tool_call",
+    assert seq == 8
+    seq = store.submit_failure(FailureRecord(hook="code:old", event="before_tool_call",
                                        session_id="s", subject=None, mode="crash",
                                        error="old", invocation_id="old", at=now - 7200))
+    assert seq == 9
+    assert store.acknowledged <= 9
+    assert store.wait(9, 10)  # the ninth record, acknowledged once committed
+    assert store.acknowledged == 9
     store.prune()
     left = store.dead_letters(limit=0)
     # the old one went by age; of the eight, the newest five stay

@@ -67,12 +67,15 @@ def test_planted_secrets_never_reach_store_or_logs(kind, tmp_path, caplog):
         stored = repr([d for d in letters]) + repr(audit)
         if kind == "postgres":
             stored += _dump_postgres(store)
-        attached.close()
         files = b""
-        if kind == "sqlite":
+        if kind == "sqlite":  # while open (database, WAL and shared memory) and after
             folder = Path(url).parent
             files = b"".join(p.read_bytes() for p in folder.iterdir())
-            assert files  # the database (and its WAL, if any) were read
+            assert Path(url + "-wal").exists()
+        attached.close()
+        if kind == "sqlite":
+            files += b"".join(p.read_bytes() for p in folder.iterdir())
+            assert files
     engine.close()
     logs = "\n".join(r.getMessage() for r in caplog.records)
     assert "upstream said no" in logs  # the failures were logged...

@@ -116,12 +116,15 @@ class Store:
 
     def flush(self, timeout: float | None = 30.0) -> bool:
         """Wait until everything submitted so far has committed; False on timeout."""
-        target = self._last_submitted
-        if self._committed >= target:
+        return self.wait(self._last_submitted, timeout)
+
+    def wait(self, seq: int, timeout: float | None = 30.0) -> bool:
+        """Wait until record ``seq`` (what ``submit_*`` returned) has committed."""
+        if self._committed >= seq:
             return True
         self._wake.set()
         with self._cond:
-            return self._cond.wait_for(lambda: self._committed >= target, timeout)
+            return self._cond.wait_for(lambda: self._committed >= seq, timeout)
 
     def close(self, timeout: float = 30.0) -> bool:
         """Flush (with a deadline), stop the writer and close the backend."""
