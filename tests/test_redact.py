@@ -130,3 +130,11 @@ def test_log_lines_are_redacted(caplog):
     assert "hunter22hunter" not in text
     assert "sk-abcdefghijklmnopqrstuvwx" not in text
     assert text.count(MASK) == 2
+
+
+def test_a_malformed_log_call_does_not_raise_through_the_filter(caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="interlock")
+    logging.getLogger("interlock").warning("two %s %s", "token=abcdef123456")  # one arg short
+    assert "abcdef123456" not in caplog.text

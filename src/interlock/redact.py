@@ -167,7 +167,13 @@ class RedactingFilter(logging.Filter):
     """
 
     def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
+        try:
+            message = record.getMessage()
+        except Exception:
+            # a malformed call; logging reports it when formatting. Never raise here:
+            # a filter's exception would reach the code that logged.
+            record.msg, record.args = redact(str(record.msg)), None
+            return True
         clean = redact(message)
         if clean != message:
             record.msg, record.args = clean, None
