@@ -64,3 +64,77 @@ def test_ordinary_text_is_kept(benign):
 def test_redact_data_walks_json():
     data = {"api_key": "x12345", "nested": ["sk-abcdefghijklmnopqrstuv"], "n": 3}
     assert redact_data(data) == {"api_key": MASK, "nested": [MASK], "n": 3}
+
+
+MORE_SECRETS = [
+    "pypi-AgEIcHlwaS5vcmcCJGFiY2RlZmdoaWprbG1u",
+    "SG.abcdefghijklmnopqrstuv.ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abc",
+    "ya29.a0AfH6SMBxxxxxxxxxxxxxxxxxxxxxxxx",
+    "dop_v1_" + "a1" * 32,
+    "shpat_" + "0123456789abcdef" * 2,
+    "dapi" + "0123456789abcdef" * 2,
+    "glsa_abcdefghijklmnopqrstuvwxyz012345",
+    "https://hooks.slack.com/services/T000/B000/XXXXXXXXXXXXXXXXXXXXXXXX",
+]
+
+
+@pytest.mark.parametrize("secret", MORE_SECRETS)
+def test_more_token_formats(secret):
+    assert secret not in redact(f"value: {secret} ")
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("Authorization: Basic dXNlcjpwYXNzd29yZDEyMw==", "dXNlcjpwYXNzd29yZDEyMw"),
+        ("Authorization: Token abcdefghijklmnopqrstuvwx12", "abcdefghijklmnopqrstuvwx12"),
+        ("mysql --password hunter2 -h db", "hunter2"),
+        ("curl -u x --token s3cr3tvalue", "s3cr3tvalue"),
+        ("STRIPE_KEY=abcd1234", "abcd1234"),
+        ("opts foo=password=hunter22 next", "hunter22"),
+        ("X-Amz-Signature=0a1b2c3d4e5f", "0a1b2c3d4e5f"),
+        ("AccountKey=abcdEFGH1234", "abcdEFGH1234"),
+    ],
+)
+def test_flags_headers_and_nested_pairs(text, gone):
+    assert gone not in redact(text)
+
+
+@pytest.mark.parametrize("benign", ["monkey=banana", "turkey: roast", "ls --all -l",
+                                    "RuntimeError: backend unavailable"])
+def test_words_that_only_contain_a_secret_word_are_kept(benign):
+    assert redact(benign) == benign
+
+
+def test_repeated_text_gives_the_same_answer():
+    text = "token=abcdef123456 and sk-abcdefghijklmnopqrstuvwx"
+    assert redact(text) == redact(text) == redact(redact(text))
+
+
+def test_long_text_stays_cheap():
+    import time
+
+    text = " ".join(f"word{i} key{i}:value{i} a=b path/to/file{i}.py" for i in range(5000))
+    t0 = time.perf_counter()
+    assert redact(text) == text
+    assert time.perf_counter() - t0 < 5  # generous: guards against catastrophic backtracking
+
+
+def test_log_lines_are_redacted(caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="interlock")
+    logging.getLogger("interlock").warning("hook said %s", "password=hunter22hunter")
+    logging.getLogger("interlock.extensions").error("loaded sk-abcdefghijklmnopqrstuvwx")
+    text = caplog.text
+    assert "hunter22hunter" not in text
+    assert "sk-abcdefghijklmnopqrstuvwx" not in text
+    assert text.count(MASK) == 2
+
+
+def test_a_malformed_log_call_does_not_raise_through_the_filter(caplog):
+    import logging
+
+    caplog.set_level(logging.INFO, logger="interlock")
+    logging.getLogger("interlock").warning("two %s %s", "token=abcdef123456")  # one arg short
+    assert "abcdef123456" not in caplog.text

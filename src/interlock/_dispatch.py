@@ -39,7 +39,7 @@ from interlock._invoke import (
 from interlock._outcome import Outcome, RawResult, Status
 from interlock._plan import STOP_EVENTS, HookSet, Plan
 from interlock._runner import LoopThread, monotonic_ns
-from interlock._sinks import FailureRecord, Sink
+from interlock._sinks import FailureRecord, Sink, invocation_digest
 from interlock.events import EVENT_TYPES, Event
 
 log = logging.getLogger("interlock")
@@ -639,6 +639,7 @@ class Engine:
             attempts=getattr(failure, "attempts", 1),
             invocation_id=new_id(),
             digest=hook.digest,
+            invocation_digest=invocation_digest(hook.qualified_name, event),
             fail_closed=hook.fails_closed(event.name),
         )
         for sink in self._sinks:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from interlock._decisions import Decision, Verdict
+from interlock.redact import redact
 
 if TYPE_CHECKING:
     from interlock._errors import HookFailure
@@ -152,8 +153,9 @@ class Outcome(msgspec.Struct, kw_only=True, gc=False):
         return {
             "error": "tool call blocked",
             "tool_name": getattr(self.event, "tool_name", None),
-            "reason": self.reason or "",
-            "hint": self.hint,
+            # Redacted: this goes back to the model (DESIGN.md, Security).
+            "reason": redact(self.reason or ""),
+            "hint": redact(self.hint) if self.hint else self.hint,
             "hook": self.hook.qualified_name if self.hook is not None else None,
         }
 
@@ -182,9 +184,9 @@ class Outcome(msgspec.Struct, kw_only=True, gc=False):
                     verdict=(decision.verdict.value if decision is not None else "none"),
                     status=status,
                     latency_ms=round(latency_ns / 1e6, 4) if latency_ns else None,
-                    reason=decision.reason if decision is not None else None,
+                    reason=_redacted(decision.reason) if decision is not None else None,
                     failure=failure.mode.value if failure is not None else None,
-                    error=str(failure) if failure is not None else None,
+                    error=redact(str(failure)) if failure is not None else None,
                 )
             )
         return out
@@ -199,8 +201,8 @@ class Outcome(msgspec.Struct, kw_only=True, gc=False):
         return OutcomeRecord(
             event=self.name,
             decision=verdict.value,
-            reason=self.reason,
-            hint=self.hint,
+            reason=_redacted(self.reason),
+            hint=_redacted(self.hint),
             hook=self.hook.qualified_name if self.hook is not None else None,
             changes=dict(self.changes),
             value=self.value,
@@ -218,6 +220,10 @@ class Outcome(msgspec.Struct, kw_only=True, gc=False):
     def summary(self) -> str:
         return (f"Outcome({self.name}, {self.verdict.value}, reason={self.reason!r}, "
                 f"changes={sorted(self.changes)}, contexts={len(self.contexts)})")
+
+
+def _redacted(text: str | None) -> str | None:
+    return redact(text) if text else text
 
 
 def outcome_schema() -> dict[str, Any]:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import msgspec
 
@@ -25,6 +26,10 @@ class FailureRecord(msgspec.Struct, kw_only=True):
     attempts: int = 1
     invocation_id: str = ""
     digest: str = ""
+    """The hook's definition digest."""
+    invocation_digest: str = ""
+    """Digest of what the hook was asked (hook, event, payload): equal for retries
+    and replays of the same call, so duplicates can be found."""
     fail_closed: bool = True
     contract_version: int = 1
     at: float = msgspec.field(default_factory=time.time)
@@ -40,3 +45,9 @@ class Sink(Protocol):
     def dispatched(self, outcome: Outcome) -> None: ...
 
     def failed(self, record: FailureRecord) -> None: ...
+
+
+def invocation_digest(hook: str, event: Any) -> str:
+    """A short stable digest of one hook's invocation (its hook, event and payload)."""
+    body = msgspec.json.encode([hook, event.name, event])
+    return hashlib.blake2b(body, digest_size=12).hexdigest()

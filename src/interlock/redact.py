@@ -9,6 +9,8 @@ high-entropy strings. It is deliberately eager: a false positive costs a
 
 from __future__ import annotations
 
+import functools
+import logging
 import math
 import re
 from collections import Counter
@@ -32,26 +34,60 @@ _TOKEN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("bearer", r"\b[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9_\-\.=~+/]{16,}"),
     ("npm", r"\bnpm_[A-Za-z0-9]{36}\b"),
     ("twilio", r"\bSK[0-9a-fA-F]{32}\b"),
+    ("pypi", r"\bpypi-AgE[A-Za-z0-9_\-]{16,}"),
+    ("sendgrid", r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+    ("google_oauth", r"\bya29\.[A-Za-z0-9_\-]{20,}"),
+    ("digitalocean", r"\bdo[pro]_v1_[a-f0-9]{32,}"),
+    ("shopify", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+    ("databricks", r"\bdapi[a-f0-9]{32}"),
+    ("grafana", r"\bgl(?:sa|c)_[A-Za-z0-9_\-]{20,}"),
+    ("slack_webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"),
+    ("basic_auth", r"\b[Bb]asic\s+[A-Za-z0-9+/]{8,}={0,2}"),
+    ("token_auth", r"\b(?:[Tt]oken|[Dd]igest)\s+[A-Za-z0-9_\-\.=~+/]{20,}"),
 )
-_TOKENS = re.compile("|".join(f"(?:{p})" for _n, p in _TOKEN_PATTERNS))
+# Tokens start a word: the lookbehind rejects most positions before the
+# alternation is tried at all, which keeps redact() near linear.
+_TOKENS = re.compile(
+    "(?<![A-Za-z0-9_])(?:" + "|".join(f"(?:{p})" for _n, p in _TOKEN_PATTERNS) + ")")
 
 # user:password@ in any URL-like string.
 _URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
 
-# key=value / key: value / "key": "value" where the key names a secret.
-_SECRET_KEYS = (
-    r"(?:[A-Za-z0-9_.\-]*?(?:password|passwd|pwd|secret|token|api[_\-]?key|apikey|"
-    r"access[_\-]?key|private[_\-]?key|client[_\-]?secret|auth|credentials?|"
-    r"cookie))"
+# key=value / key: value / "key": "value" where the key names a secret. Any
+# key=value is matched, then its key is checked: one pass, no backtracking
+# over every prefix of every word.
+_SECRET_WORDS = (
+    r"(?:password|passwd|passphrase|pwd|secret|token|api[_\-]?key|apikey|"
+    r"access[_\-]?key|private[_\-]?key|account[_\-]?key|client[_\-]?secret|auth|"
+    r"credentials?|cookie|signature|(?<![A-Za-z0-9])key)"
 )
+_SECRET_KEYS = rf"(?:[A-Za-z0-9_.\-]*?{_SECRET_WORDS})"
+"""A whole key that names a secret (for redact_data's dict keys)."""
+_SECRET_NAME = re.compile(rf"(?i){_SECRET_WORDS}$")
 _KEY_VALUE = re.compile(
-    rf"""(?ix)
-    (?P<key>["']?{_SECRET_KEYS}["']?)
+    r"""(?x)
+    (?<![A-Za-z0-9_.\-])
+    (?P<key>["']?(?P<name>[A-Za-z0-9_.\-]+)["']?)
     (?P<sep>\s*[:=]\s*)
     (?P<quote>["']?)
-    (?P<value>[^\s"',;&}}]{{4,}})
+    (?P<value>[^\s"',;&}]{4,})
     """
 )
+
+
+def _key_value(m: re.Match[str]) -> str:
+    if _SECRET_NAME.search(m.group("name")):
+        return f"{m.group('key')}{m.group('sep')}{m.group('quote')}{MASK}"
+    value = m.group("value")
+    # a=password=x: the value may hold a secret pair of its own
+    inner = _KEY_VALUE.sub(_key_value, value) if ("=" in value or ":" in value) else value
+    return m.group(0)[: m.end("quote") - m.start()] + inner
+
+
+# Command-line flags with the secret after a space: --password hunter2.
+_FLAG_VALUE = re.compile(
+    r"(?i)(?<![A-Za-z0-9])(--?(?:password|passwd|pass|token|secret|api[_\-]?key|auth-token)"
+    r"\s+)(?!-)(\S{3,})")
 
 # Long base64/hex-ish runs: redacted when their entropy is high.
 _CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=]{24,}")
@@ -79,11 +115,26 @@ def redact(text: str) -> str:
     """``text`` with every secret found replaced by ``[REDACTED]``."""
     if not text:
         return text
+    if len(text) <= _CACHED_LEN:
+        return _redact_cached(text)
+    return _redact(text)
+
+
+def _redact(text: str) -> str:
     text = _TOKENS.sub(MASK, text)
-    text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}@", text)
-    text = _KEY_VALUE.sub(
-        lambda m: f"{m.group('key')}{m.group('sep')}{m.group('quote')}{MASK}", text)
+    if "--" in text or " -" in text:
+        text = _FLAG_VALUE.sub(lambda m: f"{m.group(1)}{MASK}", text)
+    if "://" in text:
+        text = _URL_CREDENTIALS.sub(lambda m: f"{m.group(1)}{MASK}@", text)
+    if "=" in text or ":" in text:
+        text = _KEY_VALUE.sub(_key_value, text)
     return _CANDIDATE.sub(lambda m: MASK if _looks_secret(m.group(0)) else m.group(0), text)
+
+
+# A failing hook tends to fail the same way again and again: its error text
+# repeats, so remembering recent answers makes dead letters cheap to redact.
+_CACHED_LEN = 2000
+_redact_cached = functools.lru_cache(maxsize=1024)(_redact)
 
 
 def redact_data(value: Any) -> Any:
@@ -105,3 +156,45 @@ def redact_data(value: Any) -> Any:
 
 def contains_secret(text: str) -> bool:
     return redact(text) != text
+
+
+class RedactingFilter(logging.Filter):
+    """A logging filter that redacts each record's message and traceback text.
+
+    Installed on Interlock's loggers when this module is imported (the engine
+    imports it), so no Interlock log line carries a secret whatever handler
+    an application attaches.
+    """
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:
+            # a malformed call; logging reports it when formatting. Never raise here:
+            # a filter's exception would reach the code that logged.
+            record.msg, record.args = redact(str(record.msg)), None
+            return True
+        clean = redact(message)
+        if clean != message:
+            record.msg, record.args = clean, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
+        return True
+
+
+LOG_FILTER = RedactingFilter()
+
+LOGGERS = ("interlock", "interlock.extensions")
+"""Interlock's loggers. Filters do not apply to records that propagate up from a
+child logger, so each one gets the filter."""
+
+
+def install_log_filter(*names: str) -> None:
+    """Attach the redacting filter to ``names`` (Interlock's own loggers by default)."""
+    for name in names or LOGGERS:
+        logger = logging.getLogger(name)
+        if LOG_FILTER not in logger.filters:
+            logger.addFilter(LOG_FILTER)
+
+
+install_log_filter()

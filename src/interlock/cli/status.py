@@ -1,0 +1,104 @@
+"""`interlock status`: dead letters, breakers and recent hook activity at a glance."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from interlock.cli._store import STORE_HELP
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("status")
+    def status_cmd(
+        since: Annotated[str, typer.Option(
+            help="Window for hook activity: 30m, 24h, 7d, or an ISO time.")] = "24h",
+        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+        store: Annotated[str | None, typer.Option(help=STORE_HELP,
+                                                  envvar="INTERLOCK_STORE")] = None,
+    ) -> None:
+        """Summarise the store: unresolved dead letters, open breakers, hook activity."""
+        from interlock.cli._common import print_json, user_errors
+        from interlock.cli._store import missing, open_backend, parse_time
+
+        with user_errors():
+            window = parse_time(since, "--since")
+            assert window is not None
+            backend = open_backend(store)
+            if backend is None:
+                summary: dict[str, Any] = {"store": None, "note": missing(store)}
+            else:
+                try:
+                    summary = _summary(backend, window)
+                finally:
+                    backend.close()
+        if as_json:
+            print_json(summary)
+        else:
+            typer.echo(_render(summary, since))
+
+
+def _summary(backend: Any, since: float) -> dict[str, Any]:
+    hooks: dict[str, dict[str, Any]] = {}
+    for hook, verdict, count, mean, last in backend.audit_summary(since):
+        h = hooks.setdefault(hook, {"executions": 0, "verdicts": {}, "last_at": 0.0,
+                                    "latency_sum": 0.0, "latency_n": 0})
+        h["executions"] += count
+        h["verdicts"][verdict] = count
+        h["last_at"] = max(h["last_at"], last)
+        if mean is not None:
+            h["latency_sum"] += mean * count
+            h["latency_n"] += count
+    for h in hooks.values():
+        n = h.pop("latency_n")
+        total = h.pop("latency_sum")
+        h["latency_mean_ms"] = round(total / n, 3) if n else None
+    letters = [{"hook": h, "mode": m, "total": n, "unresolved": u, "last_at": a}
+               for h, m, n, u, a in backend.dead_letter_summary()]
+    import msgspec
+
+    return {
+        "store": backend.location,
+        "counts": backend.counts(),
+        "dead_letters": letters,
+        "hooks": hooks,
+        "breakers": msgspec.to_builtins(backend.breakers()),
+    }
+
+
+def _render(summary: dict[str, Any], since: str) -> str:
+    from interlock.cli._store import table, when
+
+    if summary.get("store") is None:
+        return str(summary["note"])
+    counts = summary["counts"]
+    out = [f"store: {summary['store']}",
+           f"dead letters: {counts['unresolved']} unresolved of {counts['dead_letters']}; "
+           f"audit records: {counts['audit']}"]
+    open_breakers = [b for b in summary["breakers"] if b["state"] != "closed"]
+    if open_breakers:
+        out.append("\nbreakers not closed:")
+        out.append(table(["HOOK", "STATE", "FAILURES", "OPENS", "NEXT PROBE"],
+                         [[b["hook"], b["state"], str(b["failures"]), str(b["opens"]),
+                           when(b["retry_at"])] for b in open_breakers]))
+    pending = [d for d in summary["dead_letters"] if d["unresolved"]]
+    if pending:
+        out.append("\nunresolved dead letters (`interlock deadletter list --unresolved`):")
+        out.append(table(["HOOK", "MODE", "UNRESOLVED", "LAST"],
+                         [[d["hook"], d["mode"], str(d["unresolved"]), when(d["last_at"])]
+                          for d in pending]))
+    if summary["hooks"]:
+        out.append(f"\nhook activity (since {since}):")
+        rows = []
+        for name, h in sorted(summary["hooks"].items()):
+            v = h["verdicts"]
+            mean = h["latency_mean_ms"]
+            rows.append([name, str(h["executions"]), str(v.get("block", 0)),
+                         str(sum(n for k, n in v.items() if k not in ("none", "block"))),
+                         "-" if mean is None else f"{mean:.2f}", when(h["last_at"])])
+        out.append(table(["HOOK", "RUNS", "BLOCKS", "OTHER DECISIONS", "MEAN MS", "LAST"],
+                         rows))
+    else:
+        out.append(f"\nno hook activity since {since}")
+    return "\n".join(out)

@@ -1,0 +1,162 @@
+"""Circuit breakers, one per hook definition, kept in a book that outlives reloads.
+
+A breaker counts consecutive failed invocations (after retries). At the
+threshold it opens: calls fail at once with ``FailureMode.BREAKER_OPEN``, which
+the engine turns into a block for a fail-closed hook, so an open breaker never
+lets traffic through. After the cooldown one probe is let through (half-open):
+success closes the breaker, failure opens it for another cooldown. A block is
+an answer, so it counts as a success.
+
+Breakers are keyed by source, name and definition digest: a reload that keeps
+a hook's definition keeps its breaker (the book belongs to whoever owns the
+registry, not to a hook set), and an edited hook starts with a fresh one.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, NamedTuple
+
+from interlock.reliability._policy import SYSTEM_CLOCK, Clock
+
+if TYPE_CHECKING:
+    from interlock._hooks import Hook
+
+
+class BreakerKey(NamedTuple):
+    source: str
+    name: str
+    digest: str
+
+    @classmethod
+    def of(cls, hook: Hook) -> BreakerKey:
+        return cls(hook.source.label, hook.name, hook.digest)
+
+    @property
+    def hook(self) -> str:
+        """The hook's qualified name, ``source:name``."""
+        return f"{self.source}:{self.name}"
+
+
+class BreakerState(enum.StrEnum):
+    CLOSED = "closed"
+    OPEN = "open"
+    HALF_OPEN = "half_open"
+
+
+Listener = Callable[["Breaker", BreakerState, BreakerState], None]
+"""Called as ``listener(breaker, old, new)`` on every state change."""
+
+
+@dataclass(slots=True, eq=False)
+class Breaker:
+    """The state of one hook definition's breaker. Change it only through the book."""
+
+    key: BreakerKey
+    threshold: int
+    cooldown: float
+    state: BreakerState = BreakerState.CLOSED
+    failures: int = 0
+    """Consecutive failed invocations."""
+    opened_at: float = 0.0
+    opens: int = 0
+    """How many times it opened."""
+    probing: bool = False
+    """A half-open probe is in flight; everything else is refused meanwhile."""
+
+    def retry_in(self, now: float) -> float:
+        """Seconds until an open breaker lets a probe through."""
+        if self.state is not BreakerState.OPEN:
+            return 0.0
+        return max(0.0, self.opened_at + self.cooldown - now)
+
+
+class BreakerBook:
+    """Every breaker of an engine, by key. Thread-safe; create one per registry."""
+
+    def __init__(self, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.clock = clock
+        self._breakers: dict[BreakerKey, Breaker] = {}
+        self._lock = threading.Lock()
+        self._listeners: list[Listener] = []
+
+    def listen(self, listener: Listener) -> None:
+        self._listeners.append(listener)
+
+    def get(self, key: BreakerKey, threshold: int = 3, cooldown: float = 60.0) -> Breaker:
+        breaker = self._breakers.get(key)
+        if breaker is None:
+            with self._lock:
+                breaker = self._breakers.setdefault(key, Breaker(key, threshold, cooldown))
+        return breaker
+
+    def state(self, key: BreakerKey) -> BreakerState:
+        """The state callers would see now (an expired cooldown reads as half-open)."""
+        breaker = self._breakers.get(key)
+        if breaker is None:
+            return BreakerState.CLOSED
+        if breaker.state is BreakerState.OPEN and breaker.retry_in(self.clock.now()) == 0:
+            return BreakerState.HALF_OPEN
+        return breaker.state
+
+    def snapshot(self) -> list[Breaker]:
+        with self._lock:
+            return list(self._breakers.values())
+
+    def forget(self, keep: set[BreakerKey]) -> None:
+        """Drop breakers of definitions no longer loaded (call after a reload)."""
+        with self._lock:
+            for key in [k for k in self._breakers if k not in keep]:
+                del self._breakers[key]
+
+    # -- transitions ----------------------------------------------------------
+    def admit(self, breaker: Breaker) -> bool:
+        """May this invocation run? Starts the half-open probe when the cooldown is over."""
+        if breaker.state is BreakerState.CLOSED:
+            return True
+        with self._lock:
+            if breaker.state is BreakerState.OPEN:
+                if breaker.retry_in(self.clock.now()) > 0:
+                    return False
+                self._move(breaker, BreakerState.HALF_OPEN)
+            if breaker.state is BreakerState.HALF_OPEN:
+                if breaker.probing:
+                    return False
+                breaker.probing = True
+            return True
+
+    def succeeded(self, breaker: Breaker) -> None:
+        if breaker.state is BreakerState.CLOSED and breaker.failures == 0:
+            return
+        with self._lock:
+            breaker.failures = 0
+            breaker.probing = False
+            if breaker.state is not BreakerState.CLOSED:
+                self._move(breaker, BreakerState.CLOSED)
+
+    def failed(self, breaker: Breaker) -> None:
+        with self._lock:
+            breaker.failures += 1
+            was_probe = breaker.probing
+            breaker.probing = False
+            if breaker.state is BreakerState.HALF_OPEN or (
+                breaker.state is BreakerState.CLOSED and breaker.failures >= breaker.threshold
+            ) or (was_probe and breaker.state is not BreakerState.OPEN):
+                breaker.opened_at = self.clock.now()
+                breaker.opens += 1
+                self._move(breaker, BreakerState.OPEN)
+
+    def released(self, breaker: Breaker) -> None:
+        """The invocation was cancelled: neither a success nor a failure."""
+        if breaker.probing:
+            with self._lock:
+                breaker.probing = False
+
+    def _move(self, breaker: Breaker, new: BreakerState) -> None:
+        old = breaker.state
+        breaker.state = new
+        for listener in self._listeners:
+            listener(breaker, old, new)

@@ -1,0 +1,55 @@
+"""PostgreSQL backend (psycopg 3), for several machines sharing one store.
+
+Selected by a ``postgresql://`` URL. psycopg is an optional dependency: the
+``postgres`` extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from interlock._errors import ConfigError
+from interlock.redact import redact
+from interlock.store._sql import SQLBackend
+
+_LOCK_ID = 0x1A7E_10C4  # advisory lock: concurrent first starts create the schema once
+
+
+class PostgresBackend(SQLBackend):
+    ph = "%s"
+    id_type = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
+    audit_id_type = id_type
+    type_names = {"REAL": "DOUBLE PRECISION", "INT": "BIGINT", "TEXT": "TEXT"}
+
+    def __init__(self, url: str) -> None:
+        super().__init__()
+        try:
+            import psycopg
+        except ImportError:
+            raise ConfigError(
+                "a postgresql:// store needs the psycopg driver, which is not installed",
+                field="store", fix="pip install 'interlock[postgres]'") from None
+        self._psycopg = psycopg
+        self.url = url
+        self.location = redact(url)  # never show the password
+        conn = self.connect(writer=True)
+        try:
+            self.ensure_schema(conn)
+        finally:
+            conn.close()
+
+    def connect(self, *, writer: bool) -> Any:
+        try:
+            return self._psycopg.connect(self.url, connect_timeout=10,
+                                         application_name="interlock")
+        except self._psycopg.OperationalError as exc:
+            raise ConfigError(f"cannot connect to {self.location}: {redact(str(exc))}",
+                              field="store",
+                              fix="check the URL and that the server is running") from None
+
+    def ensure_schema(self, conn: Any) -> None:
+        cur = conn.cursor()
+        cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
+        for sql in self.ddl():
+            cur.execute(sql)
+        conn.commit()

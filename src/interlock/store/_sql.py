@@ -1,0 +1,284 @@
+"""The SQL both backends share; each backend supplies its connection and DDL.
+
+Writes happen on one connection owned by the store's writer thread, one
+transaction per batch. Reads use a second connection behind a lock, so the
+CLI and `status` never wait for the writer (SQLite's WAL lets them read while
+it writes; PostgreSQL's MVCC does the same).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from interlock.store._records import AuditEntry, AuditQuery, BreakerRecord, DeadLetter
+
+DL = "interlock_dead_letters"
+AUDIT = "interlock_audit"
+BREAKERS = "interlock_breakers"
+
+DL_COLS = ("at", "hook", "event", "subject", "session_id", "attempts", "mode",
+           "contract_version", "invocation_id", "invocation_digest", "digest", "error",
+           "fail_closed",
+           "resolved_at", "resolved_by", "note")
+AUDIT_COLS = ("at", "dispatch_id", "session_id", "event", "subject", "hook", "verdict",
+              "status", "reason", "latency_ms", "revision", "outcome", "failure", "error")
+BREAKER_COLS = ("hook", "digest", "state", "failures", "opens", "updated_at", "retry_at")
+
+# Column types, written once; each backend maps them to its own names.
+_TYPES = {
+    "at": "REAL", "resolved_at": "REAL", "updated_at": "REAL", "retry_at": "REAL",
+    "latency_ms": "REAL", "attempts": "INT", "contract_version": "INT",
+    "fail_closed": "INT", "revision": "INT", "failures": "INT", "opens": "INT",
+}
+_NOT_NULL = {
+    DL: {"at", "hook", "event", "session_id", "mode", "error", "digest"},
+    AUDIT: {"at", "dispatch_id", "session_id", "event", "hook", "verdict", "status", "outcome"},
+    BREAKERS: {"hook", "digest", "state"},
+}
+
+
+class SQLBackend:
+    """Dead letters, audit entries and breaker states in three tables."""
+
+    ph = "?"
+    """The driver's placeholder."""
+    id_type = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    """Dead-letter IDs are shown to people: never reuse one."""
+    audit_id_type = "INTEGER PRIMARY KEY"
+    """Audit IDs only order rows; plain rowids insert faster."""
+    type_names = {"REAL": "REAL", "INT": "INTEGER", "TEXT": "TEXT"}
+    location = ""
+
+    def __init__(self) -> None:
+        self._write: Any = None
+        self._read: Any = None
+        self._read_lock = threading.Lock()
+
+    # -- for subclasses -------------------------------------------------------
+    def connect(self, *, writer: bool) -> Any:
+        raise NotImplementedError
+
+    def ensure_schema(self, conn: Any) -> None:
+        cur = conn.cursor()
+        for sql in self.ddl():
+            cur.execute(sql)
+        conn.commit()
+
+    def ddl(self) -> list[str]:
+        def table(name: str, cols: Sequence[str], key: str | None, ident: str = "") -> str:
+            defs = [] if key else [f"id {ident or self.id_type}"]
+            for col in cols:
+                kind = self.type_names[_TYPES.get(col, "TEXT")]
+                defs.append(f"{col} {kind}{' NOT NULL' if col in _NOT_NULL[name] else ''}")
+            if key:
+                defs.append(f"PRIMARY KEY ({key})")
+            return f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(defs)})"
+
+        return [
+            table(DL, DL_COLS, None),
+            table(AUDIT, AUDIT_COLS, None, self.audit_id_type),
+            table(BREAKERS, BREAKER_COLS, "hook, digest"),
+            f"CREATE INDEX IF NOT EXISTS {DL}_at ON {DL} (at)",
+            f"CREATE INDEX IF NOT EXISTS {DL}_unresolved ON {DL} (resolved_at, hook)",
+            f"CREATE INDEX IF NOT EXISTS {AUDIT}_at ON {AUDIT} (at)",
+            f"CREATE INDEX IF NOT EXISTS {AUDIT}_session ON {AUDIT} (session_id)",
+            f"CREATE INDEX IF NOT EXISTS {AUDIT}_hook ON {AUDIT} (hook, verdict)",
+        ]
+
+    # -- writing (writer thread only) ------------------------------------------
+    def write(self, audit: Sequence[tuple[Any, ...]], letters: Sequence[DeadLetter],
+              breakers: Sequence[BreakerRecord]) -> None:
+        """Write one batch in one transaction; returns once it has committed."""
+        if self._write is None:
+            self._write = self.connect(writer=True)
+        conn = self._write
+        ph = self.ph
+        try:
+            cur = conn.cursor()
+            if letters:
+                cur.executemany(
+                    f"INSERT INTO {DL} ({', '.join(DL_COLS)}) "
+                    f"VALUES ({', '.join([ph] * len(DL_COLS))})",
+                    [tuple(_value(getattr(d, c)) for c in DL_COLS) for d in letters])
+            if audit:
+                cur.executemany(
+                    f"INSERT INTO {AUDIT} ({', '.join(AUDIT_COLS)}) "
+                    f"VALUES ({', '.join([ph] * len(AUDIT_COLS))})",
+                    audit)
+            if breakers:
+                updates = ", ".join(f"{c} = excluded.{c}" for c in BREAKER_COLS[2:])
+                cur.executemany(
+                    f"INSERT INTO {BREAKERS} ({', '.join(BREAKER_COLS)}) "
+                    f"VALUES ({', '.join([ph] * len(BREAKER_COLS))}) "
+                    f"ON CONFLICT (hook, digest) DO UPDATE SET {updates}",
+                    [tuple(getattr(b, c) for c in BREAKER_COLS) for b in breakers])
+            conn.commit()
+        except BaseException:
+            self._drop_writer()
+            raise
+
+    def prune(self, table: str, max_rows: int, oldest: float) -> int:
+        """Delete rows older than ``oldest`` and all but the newest ``max_rows``."""
+        ph = self.ph
+        removed = self._change(f"DELETE FROM {table} WHERE at < {ph}", (oldest,))
+        removed += self._change(
+            f"DELETE FROM {table} WHERE id <= (SELECT id FROM {table} "
+            f"ORDER BY id DESC LIMIT 1 OFFSET {ph})", (max_rows,))
+        return removed
+
+    def _drop_writer(self) -> None:
+        conn, self._write = self._write, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:
+                pass
+
+    # -- reading ----------------------------------------------------------------
+    def _query(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        with self._read_lock:
+            if self._read is None:
+                self._read = self.connect(writer=False)
+            conn = self._read
+            try:
+                cur = conn.cursor()
+                cur.execute(sql, tuple(params))
+                rows = list(cur.fetchall())
+                conn.commit()  # end the read transaction: the next read sees new rows
+                return rows
+            except BaseException:
+                self._read = None
+                try:
+                    conn.close()
+                except Exception:
+                    pass
+                raise
+
+    def _change(self, sql: str, params: Sequence[Any]) -> int:
+        with self._read_lock:
+            if self._read is None:
+                self._read = self.connect(writer=False)
+            conn = self._read
+            cur = conn.cursor()
+            try:
+                cur.execute(sql, tuple(params))
+                count = max(int(cur.rowcount), 0)
+                conn.commit()
+                return count
+            except BaseException:
+                conn.rollback()
+                raise
+
+    def audit(self, q: AuditQuery) -> list[AuditEntry]:
+        where: list[str] = []
+        params: list[Any] = []
+        ph = self.ph
+        if q.session is not None:
+            where.append(f"session_id = {ph}")
+            params.append(q.session)
+        if q.hook is not None:
+            if ":" in q.hook:
+                where.append(f"hook = {ph}")
+                params.append(q.hook)
+            else:
+                where.append(f"hook LIKE {ph} ESCAPE '\\'")
+                params.append("%:" + q.hook.replace("%", r"\%").replace("_", r"\_"))
+        if q.verdict is not None:
+            where.append(f"verdict = {ph}")
+            params.append(q.verdict)
+        if q.event is not None:
+            where.append(f"event = {ph}")
+            params.append(q.event)
+        if q.since is not None:
+            where.append(f"at >= {ph}")
+            params.append(q.since)
+        if q.until is not None:
+            where.append(f"at < {ph}")
+            params.append(q.until)
+        sql = f"SELECT id, {', '.join(AUDIT_COLS)} FROM {AUDIT}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if q.limit:
+            sql += f" LIMIT {int(q.limit)}"
+        rows = self._query(sql, params)
+        names = ("id", *AUDIT_COLS)
+        return [AuditEntry(**dict(zip(names, r, strict=True))) for r in reversed(rows)]
+
+    def dead_letters(self, *, unresolved: bool = False, hook: str | None = None,
+                     limit: int = 100) -> list[DeadLetter]:
+        where: list[str] = []
+        params: list[Any] = []
+        if unresolved:
+            where.append("resolved_at IS NULL")
+        if hook is not None:
+            where.append(f"hook = {self.ph}")
+            params.append(hook)
+        sql = f"SELECT id, {', '.join(DL_COLS)} FROM {DL}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += " ORDER BY id DESC"
+        if limit:
+            sql += f" LIMIT {int(limit)}"
+        names = ("id", *DL_COLS)
+        out = []
+        for row in reversed(self._query(sql, params)):
+            data = dict(zip(names, row, strict=True))
+            data["fail_closed"] = bool(data["fail_closed"])
+            out.append(DeadLetter(**data))
+        return out
+
+    def resolve(self, ident: int, *, by: str, note: str | None, at: float) -> bool:
+        """Mark one dead letter operator-resolved (kept, never deleted); False if unknown."""
+        ph = self.ph
+        return self._change(
+            f"UPDATE {DL} SET resolved_at = {ph}, resolved_by = {ph}, note = {ph} "
+            f"WHERE id = {ph} AND resolved_at IS NULL", (at, by, note, ident)) > 0
+
+    def exists(self, ident: int) -> bool:
+        return bool(self._query(f"SELECT 1 FROM {DL} WHERE id = {self.ph}", (ident,)))
+
+    def breakers(self) -> list[BreakerRecord]:
+        rows = self._query(f"SELECT {', '.join(BREAKER_COLS)} FROM {BREAKERS} ORDER BY hook")
+        return [BreakerRecord(**dict(zip(BREAKER_COLS, r, strict=True))) for r in rows]
+
+    def counts(self) -> dict[str, int]:
+        (dl_total, dl_open), = self._query(
+            f"SELECT COUNT(*), COALESCE(SUM(CASE WHEN resolved_at IS NULL THEN 1 ELSE 0 END), 0)"
+            f" FROM {DL}")
+        (audit_total,), = self._query(f"SELECT COUNT(*) FROM {AUDIT}")
+        return {"dead_letters": int(dl_total), "unresolved": int(dl_open),
+                "audit": int(audit_total)}
+
+    def unresolved_by_hook(self) -> dict[str, int]:
+        rows = self._query(f"SELECT hook, COUNT(*) FROM {DL} WHERE resolved_at IS NULL "
+                           "GROUP BY hook")
+        return {str(h): int(n) for h, n in rows}
+
+    def dead_letter_summary(self) -> list[tuple[str, str, int, int, float]]:
+        """(hook, mode, total, unresolved, last at)."""
+        rows = self._query(
+            f"SELECT hook, mode, COUNT(*), SUM(CASE WHEN resolved_at IS NULL THEN 1 ELSE 0 END),"
+            f" MAX(at) FROM {DL} GROUP BY hook, mode ORDER BY hook, mode")
+        return [(str(h), str(m), int(n), int(u or 0), float(a)) for h, m, n, u, a in rows]
+
+    def audit_summary(self, since: float) -> list[tuple[str, str, int, float | None, float]]:
+        """(hook, verdict, count, mean latency ms, last at) since ``since``."""
+        rows = self._query(
+            f"SELECT hook, verdict, COUNT(*), AVG(latency_ms), MAX(at) FROM {AUDIT} "
+            f"WHERE at >= {self.ph} GROUP BY hook, verdict ORDER BY hook, verdict", (since,))
+        return [(str(h), str(v), int(n), None if lat is None else float(lat), float(a))
+                for h, v, n, lat, a in rows]
+
+    def close(self) -> None:
+        self._drop_writer()
+        with self._read_lock:
+            conn, self._read = self._read, None
+        if conn is not None:
+            conn.close()
+
+
+def _value(v: Any) -> Any:
+    return int(v) if isinstance(v, bool) else v
