@@ -275,7 +275,7 @@ MORE_DANGEROUS = [
     "find / -type f -exec rm -f {} \\;",
     "mv ~ /tmp/x",
     "rm -rf /home/*",
-    # constructs bashlex cannot parse whole
+    # constructs a simpler parser cannot read whole
     "case $1 in start) rm -rf /;; esac",
     "select x in a b; do rm -rf ~; done",
     "[[ -d / ]] && rm -rf /",

@@ -162,6 +162,8 @@ class _Scope:
     cwd: str
     unknown: set[str] = field(default_factory=set)
     functions: dict[str, Any] = field(default_factory=dict)
+    misread: int = 0
+    """Signs that tree-sitter misread the script without reporting an error."""
 
 
 def parse(script: str, *, env: Mapping[str, str] | None = None, home: str = "~",
@@ -192,8 +194,12 @@ def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Comman
         # command in two (`rm -rf 'x` parses as `rm -rf` then an ERROR).
         yield Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via,
                       unparsed=script, error=_syntax_error(root))
+    misread = scope.misread
     for stmt in root.named_children:
         yield from _node(stmt, scope, depth, via, [])
+    if scope.misread > misread and not root.has_error:
+        yield Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via,
+                      unparsed=script, error="misread: an unquoted word spans lines")
 
 
 def _text(node: Any) -> str:
@@ -226,6 +232,9 @@ _WORDS = frozenset({
     "arithmetic_expansion", "number", "brace_expression", "array", "string_content",
 })
 _REDIRECTS = frozenset({"file_redirect", "heredoc_redirect", "herestring_redirect"})
+_RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until",
+                       "for", "select", "case", "esac", "in", "function", "{", "}", "!",
+                       "[[", "]]"})
 
 
 def _node(node: Any, scope: _Scope, depth: int, via: str,
@@ -235,6 +244,8 @@ def _node(node: Any, scope: _Scope, depth: int, via: str,
         yield from _command(node, [], scope, depth, via, upstream)
     elif kind == "redirected_statement":
         yield from _redirected(node, scope, depth, via, upstream)
+    elif kind in _REDIRECTS:  # `$(> /dev/sda)`: a redirection with no command
+        yield from _with_redirects(None, [node], scope, depth, via, upstream)
     elif kind == "pipeline":
         yield from _pipeline(node.named_children, scope, depth, via, list(upstream))
     elif kind in ("declaration_command", "unset_command"):
@@ -276,11 +287,39 @@ def _redirected(node: Any, scope: _Scope, depth: int, via: str,
                 upstream: list[Command]) -> Iterator[Command]:
     body = node.child_by_field_name("body")
     redirects = [c for c in node.named_children if c.type in _REDIRECTS]
-    if body is not None and body.type == "command":
+    yield from _with_redirects(body, redirects, scope, depth, via, upstream)
+
+
+def _with_redirects(body: Any, redirects: list[Any], scope: _Scope, depth: int, via: str,
+                    upstream: list[Command]) -> Iterator[Command]:
+    """``body`` run with ``redirects``.
+
+    tree-sitter hangs a redirection written after ``a && b`` or ``a | b`` on
+    the whole list or pipeline; bash gives it to the last command, and so
+    does this.
+    """
+    kind = body.type if body is not None else ""
+    if kind == "command":
         yield from _command(body, redirects, scope, depth, via, upstream)
         return
-    # A compound command or a pipeline with redirections: the body runs, and
-    # the redirections are checked as a command of their own.
+    if kind == "redirected_statement":
+        inner = [c for c in body.named_children if c.type in _REDIRECTS]
+        yield from _with_redirects(body.child_by_field_name("body"), inner + redirects, scope,
+                                   depth, via, upstream)
+        return
+    parts = [c for c in body.named_children if c.type != "comment"] \
+        if kind in ("list", "pipeline") else []
+    if parts:
+        seen = list(upstream)
+        if kind == "list":
+            for part in parts[:-1]:
+                yield from _node(part, scope, depth, via, upstream)
+        else:
+            yield from _pipeline(parts[:-1], scope, depth, via, seen)
+        yield from _with_redirects(parts[-1], redirects, scope, depth, via, seen)
+        return
+    # A compound command with redirections: the body runs, and the
+    # redirections are checked as a command of their own.
     if body is not None:
         yield from _node(body, scope, depth, via, upstream)
     bare = Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via)
@@ -311,6 +350,10 @@ def _redirect(node: Any, cmd: Command, scope: _Scope, depth: int, subs: list[Com
                 cmd.stdin_text = _text(child).removesuffix("\n")
             elif child.type == "file_redirect":
                 _redirect(child, cmd, scope, depth, subs, then)
+            elif child.type in _WORDS:  # `cat <<EOF file`: more arguments
+                value, unknown = _expand(child, scope, depth, subs)
+                cmd.argv.append(value)
+                cmd.opaque.append(unknown)
             elif child.type not in ("heredoc_start", "heredoc_end"):
                 then.append(child)
         return
@@ -492,6 +535,12 @@ def _finish(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
         # tree-sitter reads `coproc [NAME] { cmd; }` as words: drop NAME and `{`.
         brace = cmd.argv.index("{") if "{" in cmd.argv[:2] else -1
         cmd.argv, cmd.opaque = cmd.argv[brace + 1:], cmd.opaque[brace + 1:]
+    # tree-sitter reads some broken scripts (`sudo if true; then rm -rf /; fi`)
+    # as commands named `then`, `do` ...: bash refuses them, the guard checks
+    # what follows the keyword.
+    while len(cmd.argv) > 1 and cmd.argv[0] in _RESERVED and not cmd.opaque[0]:
+        cmd.argv, cmd.opaque = cmd.argv[1:], cmd.opaque[1:]
+        cmd = _unwrap(cmd)
     if cmd.name in _ASSIGNING:
         for word in cmd.args:
             m = _ASSIGNMENT.match(word)
@@ -547,7 +596,12 @@ class _Word:
     def value(self, node: Any, *, quoted: bool) -> str:
         kind = node.type
         if kind == "word":
-            return _UNQUOTED_ESCAPE.sub(r"\1", _text(node).replace("\\\n", ""))
+            text = _text(node).replace("\\\n", "")
+            if "\n" in text:
+                # No unquoted word holds a newline: tree-sitter-bash 0.25 reads
+                # a heredoc whose body starts with `\` this way and loses the body.
+                self.scope.misread += 1
+            return _UNQUOTED_ESCAPE.sub(r"\1", text)
         if kind == "raw_string":
             return _text(node)[1:-1]
         if kind == "ansi_c_string":
