@@ -24,8 +24,8 @@ tree-sitter never fails: text it cannot read becomes ERROR or MISSING nodes.
 A script that contains one comes back, whole, as a command with ``unparsed``
 set, and its commands are still walked as well as they can be; callers
 decide what the unparsed text means (the guard blocks it if it looks dangerous).
-:class:`ShellParseError` is raised only for nesting deeper than
-:data:`MAX_DEPTH`.
+:class:`ShellParseError` is raised only for scripts nested deeper than
+:data:`MAX_DEPTH` (``bash -c`` in ``eval`` ...) or too deep for the walk.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ def _language(tree_sitter: Any, tree_sitter_bash: Any) -> Any:
 
 
 class ShellParseError(ValueError):
-    """The script could not be parsed (nesting too deep)."""
+    """The script could not be checked (nesting too deep)."""
 
     def __init__(self, message: str, text: str = "") -> None:
         super().__init__(message)
@@ -180,7 +180,11 @@ def parse(script: str, *, env: Mapping[str, str] | None = None, home: str = "~",
 def _parse_cached(script: str, env: tuple[tuple[str, str], ...], home: str,
                   cwd: str) -> tuple[Command, ...]:
     scope = _Scope(env=dict(env), home=home, cwd=cwd)
-    return tuple(_script(script, scope, 0, ""))
+    try:
+        return tuple(_script(script, scope, 0, ""))
+    except RecursionError:
+        # The walk recurses per level of nesting (`$($($(...)))`, `{ { ... } }`).
+        raise ShellParseError("the script is nested too deeply to check", script) from None
 
 
 def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
@@ -442,6 +446,12 @@ def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
             value, unknown = _expand(child, scope, depth, subs)
             argv.append(value)
             opaque.append(unknown)
+        elif child.type == "unary_expression" and child.child_count == 2 and \
+                child.children[0].type == "~":
+            # The grammar reads `[ -f ~/x ]` as arithmetic not (`~`) of `/x`.
+            value, unknown = _expand(child.children[1], scope, depth, subs)
+            argv.append(_tilde("~" + value, scope.home))
+            opaque.append(unknown)
         else:
             stack.extend(reversed(child.named_children))
     yield from subs
@@ -567,14 +577,17 @@ def _expand(word: Any, scope: _Scope, depth: int,
             subs: list[Command] | None = None) -> tuple[str, bool]:
     """A word's value and whether part of it is unknown."""
     state = _Word(scope, depth, subs if subs is not None else [])
-    text = state.value(word, quoted=False)
+    return _tilde(state.value(word, quoted=False), scope.home), state.opaque
+
+
+def _tilde(text: str, home: str) -> str:
     if text == "~" or text.startswith("~/"):
-        text = scope.home + text[1:]
-    elif text.startswith("~") and re.match(r"~[A-Za-z_][\w.-]*(/|$)", text):
+        return home + text[1:]
+    if text.startswith("~") and re.match(r"~[A-Za-z_][\w.-]*(/|$)", text):
         user, _, rest = text[1:].partition("/")
-        text = posixpath.join(posixpath.dirname(scope.home.rstrip("/")) or "/", user)
-        text = text + ("/" + rest if rest else "")
-    return text, state.opaque
+        text = posixpath.join(posixpath.dirname(home.rstrip("/")) or "/", user)
+        return text + ("/" + rest if rest else "")
+    return text
 
 
 def _expand_inner(node: Any, scope: _Scope, depth: int, subs: list[Command]) -> None:
