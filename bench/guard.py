@@ -1,7 +1,7 @@
 """How long the shell-parsing policies take per command.
 
 The destructive-command guard and the path sandbox parse each terminal
-command with bashlex; this measures what that costs per check (cold: parse
+command with tree-sitter-bash; this measures what that costs per check (cold: parse
 cache cleared each time; cached: the second hook on the same command), next
 to a naive substring scan (what a parser replaces) as the anchor.
 

@@ -275,7 +275,7 @@ MORE_DANGEROUS = [
     "find / -type f -exec rm -f {} \\;",
     "mv ~ /tmp/x",
     "rm -rf /home/*",
-    # constructs bashlex cannot parse whole
+    # constructs a simpler parser cannot read whole
     "case $1 in start) rm -rf /;; esac",
     "select x in a b; do rm -rf ~; done",
     "[[ -d / ]] && rm -rf /",
@@ -330,7 +330,7 @@ def test_without_the_parser_the_guard_fails_closed_with_an_install_hint(monkeypa
     handler.configure({"home": HOME})
     engine = Engine()
     engine.on("before_tool_call", handler.handle, matcher="terminal", name="guard")
-    monkeypatch.setitem(sys.modules, "bashlex", None)  # as if not installed
+    monkeypatch.setitem(sys.modules, "tree_sitter_bash", None)  # as if not installed
     try:
         with pytest.raises(ConfigError, match=r"interlock\[shell\]"):
             handler.configure({})
