@@ -28,6 +28,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from interlock._catalog import SPECS, FailClosed, Kind
 from interlock._decisions import Verdict
@@ -46,6 +47,7 @@ from interlock.config.model import HookKind, PermissionRule
 from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
 from interlock.config.revision import (
     HookEntry,
+    Options,
     ReloadResult,
     Revision,
     apply_references,
@@ -140,8 +142,12 @@ class Registry:
         self._listeners.append(fn)
 
     # -- building a revision -------------------------------------------------------
-    def _entry(self, decl: Declared, enabled: bool) -> HookEntry:
+    def _entry(self, decl: Declared, enabled: bool,
+               set_options: tuple[dict[str, Any], Source] | None = None) -> HookEntry:
         d = decl.definition
+        options = dict(d.options)
+        if set_options is not None:
+            options.update(set_options[0])
         files: list[Path] = []
         command: str | list[str] | None = None
         if d.command is not None:
@@ -154,20 +160,25 @@ class Registry:
         norm["command"] = command
         norm["source"] = decl.source.label
         norm["declared_in"] = str(decl.file)
+        norm["options"] = options
         dig = digest(norm, files, decl.hook_dir)
         why = unmet_requirements(d)
         needs = decl.source not in (Source.MANAGED, Source.BUNDLED) and (
             d.effective_kind in _NEEDS_APPROVAL or decl.source is Source.PROJECT)
+        # A repository's options can weaken a trusted hook (an empty tool list
+        # turns a guard into a no-op), so they need the same consent as its code.
+        needs = needs or (set_options is not None and set_options[1] is Source.PROJECT)
         approved = not needs or self.trust.approved(hook_key(decl.qualified_name, decl.file), dig)
         return HookEntry(decl, dig, enabled, not why, "; ".join(why), approved, needs,
-                         command=command, files=files)
+                         command=command, files=files, options=options)
 
     def _build(self, *, operator: bool, previous: Revision | None) -> Revision:
         found = discover(self.places())
         for state_file in (self.trust.approvals_path, self.trust.toggles_path,
                            self.trust.baselines_path):
             self._note_state(found, state_file)
-        toggles = apply_references(found, self.trust.toggles(self.project_root))
+        set_options: Options = {}
+        toggles = apply_references(found, self.trust.toggles(self.project_root), set_options)
         entries: list[HookEntry] = []
         for decl in found.hooks:
             d = decl.definition
@@ -175,7 +186,7 @@ class Registry:
             enabled = toggles.get(decl.qualified_name, default)
             if decl.source is Source.MANAGED:
                 enabled = True if d.enabled is None else d.enabled
-            entries.append(self._entry(decl, enabled))
+            entries.append(self._entry(decl, enabled, set_options.get(decl.qualified_name)))
         shadow(entries)
         if self.accept_hooks:
             todo = [e for e in entries if e.enabled and e.shadowed_by is None and not e.approved]
@@ -244,7 +255,7 @@ class Registry:
             meta["shadows"] = e.shadows
         if d.effective_kind is HookKind.PYTHON:
             e.state = "active"
-            return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest),
+            return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest, e.options),
                              meta=meta)
         assert e.command is not None
         executor = reuse.get((e.qualified_name, e.digest))

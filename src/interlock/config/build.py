@@ -53,8 +53,13 @@ def _module_name(decl: Declared, digest: str) -> str:
     return f"interlock_hooks.{decl.source.label}_{safe}_{digest[:12]}"
 
 
-def load_handler(decl: Declared, digest: str) -> HookFn:
-    """Import the hook's handler file and return its ``handle``."""
+def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = None) -> HookFn:
+    """Import the hook's handler file and return its ``handle``.
+
+    A freshly imported module's ``configure(options)`` is called once. The
+    digest (part of the module's name) covers the options, so new options
+    mean a new module, configured afresh, while unchanged ones keep state.
+    """
     d = decl.definition
     assert d.handler is not None
     path = (decl.folder / d.handler).resolve()
@@ -79,6 +84,7 @@ def load_handler(decl: Declared, digest: str) -> HookFn:
             raise ConfigError(f"hook {d.name!r}: importing the handler failed: "
                               f"{type(exc).__name__}: {exc}", file=str(path), line=line,
                               fix="fix the error in the handler file") from None
+        _configure(module, d.name, path, decl, options or {})
         sys.modules[name] = module
     handle = getattr(module, "handle", None)
     if handle is None or not callable(handle):
@@ -95,6 +101,27 @@ def load_handler(decl: Declared, digest: str) -> HookFn:
                           file=str(path), fix="write `def handle(event):`")
     result: HookFn = handle
     return result
+
+
+def _configure(module: Any, name: str, path: Path, decl: Declared,
+               options: dict[str, Any]) -> None:
+    configure = getattr(module, "configure", None)
+    if configure is None:
+        if options:
+            raise ConfigError(f"hook {name!r} takes no options ({path.name} defines no "
+                              "configure(options))", file=str(decl.file), line=decl.line,
+                              field="options", fix="remove options")
+        return
+    try:
+        configure(dict(options))
+    except ConfigError as exc:
+        raise ConfigError(f"hook {name!r}: {exc.message}", file=str(decl.file),
+                          line=decl.line, field=exc.field or "options", fix=exc.fix) from None
+    except Exception as exc:
+        raise ConfigError(f"hook {name!r}: configure(options) failed: "
+                          f"{type(exc).__name__}: {exc}", file=str(decl.file), line=decl.line,
+                          field="options", fix="check the options against the hook's docs "
+                                               "(`interlock hooks info NAME`)") from None
 
 
 def _executor_class(kind: HookKind) -> Any:

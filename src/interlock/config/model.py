@@ -65,6 +65,9 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     env_passthrough: list[str] = []
     requires: Requires = msgspec.field(default_factory=Requires)
     cwd: str | None = None
+    options: dict[str, Any] = {}
+    """Handed to a Python handler's ``configure(options)`` once, when it is loaded.
+    An entry that enables a hook declared elsewhere may set them too."""
 
     @property
     def event_list(self) -> list[str]:

@@ -99,6 +99,9 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
         if d.handler is not None:
             raise err("handler", f"a {kind.value} hook runs a command, not a handler",
                       "remove handler, or kind")
+    if d.options and kind is not HookKind.PYTHON:
+        raise err("options", f"a {kind.value} hook takes no options",
+                  "options go to a Python handler's configure(options); remove them")
     if d.dialect is not None:
         names = dialect_names()
         if d.dialect not in names:
