@@ -43,6 +43,7 @@ from interlock.config.build import (
     make_hook,
     refusal_hook,
 )
+from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
 from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
 from interlock.config.revision import (
@@ -67,7 +68,8 @@ __all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "open_engine"]
 log = logging.getLogger("interlock.registry")
 
 _STATE_FILES = {APPROVALS, TOGGLES, BASELINES}
-_NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER}
+_NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER, HookKind.HTTP, HookKind.PROMPT,
+                   HookKind.AGENT}
 
 
 def _truthy(value: str | None) -> bool:
@@ -156,6 +158,8 @@ class Registry:
             files = folder_files(decl.hook_dir)
         elif d.handler is not None:
             files.append((decl.folder / d.handler).resolve())
+        # A judge's template file and scripted model are part of what is approved.
+        files += [p for p in referenced_files(d, decl.folder) if p not in files]
         norm = d.normalised()
         norm["command"] = command
         norm["source"] = decl.source.label
@@ -257,15 +261,14 @@ class Registry:
             e.state = "active"
             return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest, e.options),
                              meta=meta)
-        assert e.command is not None
         executor = reuse.get((e.qualified_name, e.digest))
         if executor is None:
             try:
                 executor = make_executor(e.declared, e.command, self.project_root)
             except ConfigError as exc:
+                field = exc.field or ("command" if e.command is not None else "kind")
                 raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
-                                  line=e.declared.line, field=exc.field or "command",
-                                  fix=exc.fix) from None
+                                  line=e.declared.line, field=field, fix=exc.fix) from None
         e.state = "active"
         return make_hook(e.declared, e.digest, executor=executor, meta=meta)
 
@@ -288,12 +291,8 @@ class Registry:
 
     def _retire(self, executors: Iterable[Executor]) -> None:
         for ex in executors:
-            # Executors that hold a process (workers) offer a sync close().
-            close = getattr(ex, "close", None)
-            if close is None:
-                continue
             try:
-                close()
+                _close_executor(ex)
             except Exception as exc:  # a stuck worker must not stop a reload
                 log.warning("closing %r failed: %s", ex, exc)
 
@@ -502,6 +501,30 @@ class Registry:
             if close is not None:
                 with contextlib.suppress(Exception):
                     await close()
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Closes scheduled on a running loop (kept referenced until they finish)."""
+
+
+def _close_executor(ex: Executor) -> None:
+    """Release what an executor holds: processes (sync close) or connection pools (aclose)."""
+    close = getattr(ex, "close", None)
+    if close is not None:
+        close()
+        return
+    aclose = getattr(ex, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(aclose())
+        return
+    # A reload called from async code: close on this loop without blocking it.
+    task = loop.create_task(aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
 
 
 def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,

@@ -21,6 +21,7 @@ from interlock._catalog import BY_NAME, FailClosed
 from interlock._decisions import Decision
 from interlock._errors import ConfigError, FailureMode, HookFailure
 from interlock._hooks import Executor, Hook, HookFn, Invocation, Matcher, OnError, Source
+from interlock.config import kinds
 from interlock.config.model import MAX_TIMEOUT, HookKind
 from interlock.config.sources import Declared
 
@@ -144,9 +145,16 @@ def _executor_class(kind: HookKind) -> Any:
                       fix="install a release of interlock that ships the executors")
 
 
-def make_executor(decl: Declared, command: str | list[str], project_root: Path) -> Executor:
+def make_executor(decl: Declared, command: str | list[str] | None,
+                  project_root: Path) -> Executor:
     d = decl.definition
     kind = d.effective_kind
+    if kind in kinds.REMOTE_KINDS:
+        def err(field: str, message: str, fix: str) -> ConfigError:
+            return ConfigError(message, field=field, fix=fix)
+
+        return kinds.build(d, decl.folder, project_root, decl.events, err)
+    assert command is not None
     cls = _executor_class(kind)
     if d.cwd is not None:
         cwd = (decl.folder / d.cwd).resolve()

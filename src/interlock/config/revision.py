@@ -73,6 +73,10 @@ def _on_error(value: str) -> OnError:
     return OnError(value)
 
 
+_BUILT_KINDS = frozenset({"command", "worker", "http", "prompt", "agent"})
+"""Kinds whose executors are reused across reloads and closed when dropped."""
+
+
 @dataclass(slots=True)
 class Revision:
     entries: list[HookEntry]
@@ -87,7 +91,7 @@ class Revision:
 
     def executors(self) -> dict[tuple[str, str], Executor]:
         return {(h.qualified_name, h.digest): h.executor for h in self.hooks
-                if h.executor is not None and h.kind in ("command", "worker")}
+                if h.executor is not None and h.kind in _BUILT_KINDS}
 
 
 @dataclass(slots=True)
