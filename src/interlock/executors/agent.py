@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import threading
 from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -140,9 +141,16 @@ class AgentExecutor:
                               f"{', '.join(writable)}", field="tools",
                               fix="use tools marked read_only (read_file, list_dir, grep)")
         self.tools = [_refusing_protected(t) for t in tools]
+        self._engine: Engine | None = None
+        self._lock = threading.Lock()
+
+    def _hookless_engine(self) -> Engine:
         # Hooks are off inside the judge: its own engine has none, so judging
         # cannot recurse into the hooks that called it.
-        self._engine = Engine()
+        with self._lock:
+            if self._engine is None:
+                self._engine = Engine()
+            return self._engine
 
     def validate(self, events: Iterable[str]) -> None:
         self.template.validate(events)
@@ -159,7 +167,8 @@ class AgentExecutor:
             project_root=self.project_root, platform="hook", stream=False,
             max_turns=self.max_turns, max_depth=0, llm_retry_cap=0, tool_retry_cap=0,
             protected=self.protected)
-        agent = Agent(self._engine, budget, options=options, tools=ToolRegistry(self.tools))
+        agent = Agent(self._hookless_engine(), budget, options=options,
+                      tools=ToolRegistry(self.tools))
         try:
             async with asyncio.timeout(self.timeout):
                 result = await agent.run(prompt)
@@ -188,7 +197,11 @@ class AgentExecutor:
                     description=description)
 
     def close(self) -> None:
-        self._engine.close(timeout=1.0)
+        """Stop the judge's engine (idempotent; a later call starts a new one)."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            engine.close(timeout=1.0)
 
     async def aclose(self) -> None:
         await asyncio.to_thread(self.close)
