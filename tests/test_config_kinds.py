@@ -233,3 +233,30 @@ def test_doctor_does_not_call_a_judges_model(world: World) -> None:
     _code, out, _err = run(world, "doctor")
     assert "skipped: a prompt hook calls a model" in out
     assert "ScriptExhausted" not in out
+
+
+def test_an_agent_hook_cannot_read_the_registrys_policy_folders(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INTERLOCK_STATE_DIR", str(world.root / "state"))
+    world.config(world.managed, "# managed-policy-text\n")
+    _script(world, "agent.json", [
+        {"tool_calls": [{"name": "read_file",
+                         "args": {"path": str(world.managed / "config.toml")}}]},
+        {"match": "refused by the engine", "text": '{"decision": "none"}'},
+    ])
+    world.config(world.home, """
+        [[hooks]]
+        name = "policy"
+        kind = "agent"
+        events = ["before_tool_call"]
+        prompt = "{{invocation_json}}"
+        model = "scripted:agent.json"
+        """)
+    reg = world.registry(accept=True)
+    reg.load()
+    outcome = reg.engine.emit_sync(_call())
+    assert outcome.verdict.value == "none"
+    model = reg.hooks[0].hook.executor.provider
+    model.assert_done()  # the refusal is what the judge saw
+    assert "managed-policy-text" not in json.dumps([c.messages for c in model.calls])
+    reg.close()

@@ -264,7 +264,8 @@ class Registry:
         executor = reuse.get((e.qualified_name, e.digest))
         if executor is None:
             try:
-                executor = make_executor(e.declared, e.command, self.project_root)
+                executor = make_executor(e.declared, e.command, self.project_root,
+                                         protected=(self.home, self.state_dir, self.managed))
             except ConfigError as exc:
                 field = exc.field or ("command" if e.command is not None else "kind")
                 raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),

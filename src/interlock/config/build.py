@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -146,14 +147,14 @@ def _executor_class(kind: HookKind) -> Any:
 
 
 def make_executor(decl: Declared, command: str | list[str] | None,
-                  project_root: Path) -> Executor:
+                  project_root: Path, protected: Sequence[Path] = ()) -> Executor:
     d = decl.definition
     kind = d.effective_kind
     if kind in kinds.REMOTE_KINDS:
         def err(field: str, message: str, fix: str) -> ConfigError:
             return ConfigError(message, field=field, fix=fix)
 
-        return kinds.build(d, decl.folder, project_root, decl.events, err)
+        return kinds.build(d, decl.folder, project_root, decl.events, err, protected)
     assert command is not None
     cls = _executor_class(kind)
     if d.cwd is not None:

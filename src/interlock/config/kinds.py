@@ -7,7 +7,7 @@ file, line, field and fix through the caller's error builder.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -76,7 +76,7 @@ def _check_http(d: HookDef, err: Err) -> None:
     if not d.url:
         raise err("url", "an http hook needs a url", 'add url = "https://hooks.example.com/check"')
     try:
-        _http(d, project_root=None)
+        _http(d)  # builds nothing yet: connections open on first use
     except ConfigError as exc:
         raise err(exc.field or "url", exc.message, exc.fix or "see docs/http-hooks.md") from None
 
@@ -118,7 +118,7 @@ def referenced_files(d: HookDef, folder: Path) -> list[Path]:
     return [p for p in (prompt_path(d, folder), model_path(d, folder)) if p is not None]
 
 
-def _http(d: HookDef, project_root: Path | None) -> Executor:
+def _http(d: HookDef) -> Executor:
     from interlock.executors.http import HttpExecutor
 
     assert d.url is not None
@@ -128,11 +128,15 @@ def _http(d: HookDef, project_root: Path | None) -> Executor:
 
 
 def build(d: HookDef, folder: Path, project_root: Path, events: tuple[str, ...],
-          err: Err) -> Executor:
-    """The executor of an http, prompt or agent hook (only once it is approved)."""
+          err: Err, protected: Sequence[Path] = ()) -> Executor:
+    """The executor of an http, prompt or agent hook (only once it is approved).
+
+    ``protected``: the registry's own policy and state folders, which an agent
+    judge may not read (beside those the environment names).
+    """
     kind = d.effective_kind
     if kind is HookKind.HTTP:
-        return _http(d, project_root)
+        return _http(d)
     from interlock.models import resolve_model
 
     spec = d.model
@@ -161,6 +165,7 @@ def build(d: HookDef, folder: Path, project_root: Path, events: tuple[str, ...],
         kwargs["max_turns"] = d.max_turns
     if d.max_cost is not None:
         kwargs["max_cost"] = d.max_cost
-    judge = AgentExecutor(text, provider, project_root=project_root, **kwargs)
+    judge = AgentExecutor(text, provider, project_root=project_root, protected=protected,
+                          **kwargs)
     judge.validate(events)
     return judge
