@@ -207,3 +207,13 @@ def test_only_read_only_tools_are_accepted() -> None:
         AgentExecutor("x", ScriptedModel([]), tools=[writer])
     with pytest.raises(ConfigError, match="max_turns"):
         AgentExecutor("x", ScriptedModel([]), max_turns=0)
+
+
+async def test_without_reported_usage_the_cost_is_estimated(project: Path) -> None:
+    (project / "big.txt").write_text("x" * 8000)  # ~2000 tokens once read
+    model = ScriptedModel([_read("big.txt")] * 5)
+    sink = RecordingSink()
+    outcome = await _judge(model, project, sink=sink, max_cost=2000)
+    assert outcome.verdict is Verdict.BLOCK
+    assert len(model.calls) == 2  # the second call carried the file: over budget after it
+    assert "cost cap of 2000 tokens" in sink.failures[0].error

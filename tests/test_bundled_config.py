@@ -111,3 +111,13 @@ def test_options_on_a_command_hook_are_refused(world: World) -> None:
     assert code == 2
     assert "config.toml:5" in err
     assert "takes no options" in err
+
+
+def test_the_users_options_beat_the_projects(shipped: World) -> None:
+    shipped.config(shipped.project, ENABLE + 'options = { tools = ["bash"] }\n')
+    shipped.config(shipped.home, ENABLE + 'options = { tools = ["shell"] }\n')
+    reg = _registry(shipped)
+    reg.load()
+    (entry,) = [e for e in reg.hooks if e.qualified_name == "bundled:destructive-guard"]
+    assert entry.options == {"tools": ["shell"]}
+    assert not entry.needs_approval  # the user's word, not the repository's
