@@ -8,7 +8,9 @@ deadline, for everything queued.
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextvars
 import logging
 import threading
 from collections.abc import Callable, Coroutine
@@ -29,7 +31,8 @@ class _Queue:
     __slots__ = ("busy", "items")
 
     def __init__(self) -> None:
-        self.items: collections.deque[tuple[Hook, Event]] = collections.deque()
+        self.items: collections.deque[tuple[Hook, Event, contextvars.Context]] = \
+            collections.deque()
         self.busy = False
 
 
@@ -52,7 +55,9 @@ class Background:
                 dropped = True
             else:
                 dropped = False
-                queue.items.append((hook, event))
+                # The submitter's context (the replay flag, tracing) goes with the item:
+                # the queue's drainer runs in whichever context started it.
+                queue.items.append((hook, event, contextvars.copy_context()))
                 self._pending += 1
                 start = not queue.busy
                 queue.busy = True
@@ -65,7 +70,7 @@ class Background:
             self._loop.submit(self._drain(queue))
         return True
 
-    def _next(self, queue: _Queue) -> tuple[Hook, Event] | None:
+    def _next(self, queue: _Queue) -> tuple[Hook, Event, contextvars.Context] | None:
         with self._cond:
             if not queue.items:
                 queue.busy = False
@@ -75,9 +80,10 @@ class Background:
     def _drain(self, queue: _Queue) -> Coroutine[Any, Any, None]:
         async def run() -> None:
             while (item := self._next(queue)) is not None:
-                hook, event = item
+                hook, event, ctx = item
                 try:
-                    _decision, failure = await call(hook, event, event.spec)
+                    _decision, failure = await asyncio.create_task(
+                        call(hook, event, event.spec), context=ctx)
                     if failure is not None:
                         self._record_failure(hook, event, failure)
                 finally:

@@ -28,6 +28,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from interlock._catalog import SPECS, FailClosed, Kind
 from interlock._decisions import Verdict
@@ -42,10 +43,12 @@ from interlock.config.build import (
     make_hook,
     refusal_hook,
 )
+from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
 from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
 from interlock.config.revision import (
     HookEntry,
+    Options,
     ReloadResult,
     Revision,
     apply_references,
@@ -65,7 +68,8 @@ __all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "open_engine"]
 log = logging.getLogger("interlock.registry")
 
 _STATE_FILES = {APPROVALS, TOGGLES, BASELINES}
-_NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER}
+_NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER, HookKind.HTTP, HookKind.PROMPT,
+                   HookKind.AGENT}
 
 
 def _truthy(value: str | None) -> bool:
@@ -140,8 +144,12 @@ class Registry:
         self._listeners.append(fn)
 
     # -- building a revision -------------------------------------------------------
-    def _entry(self, decl: Declared, enabled: bool) -> HookEntry:
+    def _entry(self, decl: Declared, enabled: bool,
+               set_options: tuple[dict[str, Any], Source] | None = None) -> HookEntry:
         d = decl.definition
+        options = dict(d.options)
+        if set_options is not None:
+            options.update(set_options[0])
         files: list[Path] = []
         command: str | list[str] | None = None
         if d.command is not None:
@@ -150,24 +158,31 @@ class Registry:
             files = folder_files(decl.hook_dir)
         elif d.handler is not None:
             files.append((decl.folder / d.handler).resolve())
+        # A judge's template file and scripted model are part of what is approved.
+        files += [p for p in referenced_files(d, decl.folder) if p not in files]
         norm = d.normalised()
         norm["command"] = command
         norm["source"] = decl.source.label
         norm["declared_in"] = str(decl.file)
+        norm["options"] = options
         dig = digest(norm, files, decl.hook_dir)
         why = unmet_requirements(d)
         needs = decl.source not in (Source.MANAGED, Source.BUNDLED) and (
             d.effective_kind in _NEEDS_APPROVAL or decl.source is Source.PROJECT)
+        # A repository's options can weaken a trusted hook (an empty tool list
+        # turns a guard into a no-op), so they need the same consent as its code.
+        needs = needs or (set_options is not None and set_options[1] is Source.PROJECT)
         approved = not needs or self.trust.approved(hook_key(decl.qualified_name, decl.file), dig)
         return HookEntry(decl, dig, enabled, not why, "; ".join(why), approved, needs,
-                         command=command, files=files)
+                         command=command, files=files, options=options)
 
     def _build(self, *, operator: bool, previous: Revision | None) -> Revision:
         found = discover(self.places())
         for state_file in (self.trust.approvals_path, self.trust.toggles_path,
                            self.trust.baselines_path):
             self._note_state(found, state_file)
-        toggles = apply_references(found, self.trust.toggles(self.project_root))
+        set_options: Options = {}
+        toggles = apply_references(found, self.trust.toggles(self.project_root), set_options)
         entries: list[HookEntry] = []
         for decl in found.hooks:
             d = decl.definition
@@ -175,7 +190,7 @@ class Registry:
             enabled = toggles.get(decl.qualified_name, default)
             if decl.source is Source.MANAGED:
                 enabled = True if d.enabled is None else d.enabled
-            entries.append(self._entry(decl, enabled))
+            entries.append(self._entry(decl, enabled, set_options.get(decl.qualified_name)))
         shadow(entries)
         if self.accept_hooks:
             todo = [e for e in entries if e.enabled and e.shadowed_by is None and not e.approved]
@@ -244,17 +259,17 @@ class Registry:
             meta["shadows"] = e.shadows
         if d.effective_kind is HookKind.PYTHON:
             e.state = "active"
-            return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest),
+            return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest, e.options),
                              meta=meta)
-        assert e.command is not None
         executor = reuse.get((e.qualified_name, e.digest))
         if executor is None:
             try:
-                executor = make_executor(e.declared, e.command, self.project_root)
+                executor = make_executor(e.declared, e.command, self.project_root,
+                                         protected=(self.home, self.state_dir, self.managed))
             except ConfigError as exc:
+                field = exc.field or ("command" if e.command is not None else "kind")
                 raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
-                                  line=e.declared.line, field=exc.field or "command",
-                                  fix=exc.fix) from None
+                                  line=e.declared.line, field=field, fix=exc.fix) from None
         e.state = "active"
         return make_hook(e.declared, e.digest, executor=executor, meta=meta)
 
@@ -277,12 +292,8 @@ class Registry:
 
     def _retire(self, executors: Iterable[Executor]) -> None:
         for ex in executors:
-            # Executors that hold a process (workers) offer a sync close().
-            close = getattr(ex, "close", None)
-            if close is None:
-                continue
             try:
-                close()
+                _close_executor(ex)
             except Exception as exc:  # a stuck worker must not stop a reload
                 log.warning("closing %r failed: %s", ex, exc)
 
@@ -491,6 +502,30 @@ class Registry:
             if close is not None:
                 with contextlib.suppress(Exception):
                     await close()
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Closes scheduled on a running loop (kept referenced until they finish)."""
+
+
+def _close_executor(ex: Executor) -> None:
+    """Release what an executor holds: processes (sync close) or connection pools (aclose)."""
+    close = getattr(ex, "close", None)
+    if close is not None:
+        close()
+        return
+    aclose = getattr(ex, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(aclose())
+        return
+    # A reload called from async code: close on this loop without blocking it.
+    task = loop.create_task(aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)
 
 
 def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,

@@ -14,6 +14,7 @@ import importlib.util
 import inspect
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from interlock._catalog import BY_NAME, FailClosed
 from interlock._decisions import Decision
 from interlock._errors import ConfigError, FailureMode, HookFailure
 from interlock._hooks import Executor, Hook, HookFn, Invocation, Matcher, OnError, Source
+from interlock.config import kinds
 from interlock.config.model import MAX_TIMEOUT, HookKind
 from interlock.config.sources import Declared
 
@@ -53,8 +55,13 @@ def _module_name(decl: Declared, digest: str) -> str:
     return f"interlock_hooks.{decl.source.label}_{safe}_{digest[:12]}"
 
 
-def load_handler(decl: Declared, digest: str) -> HookFn:
-    """Import the hook's handler file and return its ``handle``."""
+def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = None) -> HookFn:
+    """Import the hook's handler file and return its ``handle``.
+
+    A freshly imported module's ``configure(options)`` is called once. The
+    digest (part of the module's name) covers the options, so new options
+    mean a new module, configured afresh, while unchanged ones keep state.
+    """
     d = decl.definition
     assert d.handler is not None
     path = (decl.folder / d.handler).resolve()
@@ -79,6 +86,7 @@ def load_handler(decl: Declared, digest: str) -> HookFn:
             raise ConfigError(f"hook {d.name!r}: importing the handler failed: "
                               f"{type(exc).__name__}: {exc}", file=str(path), line=line,
                               fix="fix the error in the handler file") from None
+        _configure(module, d.name, path, decl, options or {})
         sys.modules[name] = module
     handle = getattr(module, "handle", None)
     if handle is None or not callable(handle):
@@ -95,6 +103,27 @@ def load_handler(decl: Declared, digest: str) -> HookFn:
                           file=str(path), fix="write `def handle(event):`")
     result: HookFn = handle
     return result
+
+
+def _configure(module: Any, name: str, path: Path, decl: Declared,
+               options: dict[str, Any]) -> None:
+    configure = getattr(module, "configure", None)
+    if configure is None:
+        if options:
+            raise ConfigError(f"hook {name!r} takes no options ({path.name} defines no "
+                              "configure(options))", file=str(decl.file), line=decl.line,
+                              field="options", fix="remove options")
+        return
+    try:
+        configure(dict(options))
+    except ConfigError as exc:
+        raise ConfigError(f"hook {name!r}: {exc.message}", file=str(decl.file),
+                          line=decl.line, field=exc.field or "options", fix=exc.fix) from None
+    except Exception as exc:
+        raise ConfigError(f"hook {name!r}: configure(options) failed: "
+                          f"{type(exc).__name__}: {exc}", file=str(decl.file), line=decl.line,
+                          field="options", fix="check the options against the hook's docs "
+                                               "(`interlock hooks info NAME`)") from None
 
 
 def _executor_class(kind: HookKind) -> Any:
@@ -117,9 +146,16 @@ def _executor_class(kind: HookKind) -> Any:
                       fix="install a release of interlock that ships the executors")
 
 
-def make_executor(decl: Declared, command: str | list[str], project_root: Path) -> Executor:
+def make_executor(decl: Declared, command: str | list[str] | None,
+                  project_root: Path, protected: Sequence[Path] = ()) -> Executor:
     d = decl.definition
     kind = d.effective_kind
+    if kind in kinds.REMOTE_KINDS:
+        def err(field: str, message: str, fix: str) -> ConfigError:
+            return ConfigError(message, field=field, fix=fix)
+
+        return kinds.build(d, decl.folder, project_root, decl.events, err, protected)
+    assert command is not None
     cls = _executor_class(kind)
     if d.cwd is not None:
         cwd = (decl.folder / d.cwd).resolve()

@@ -22,6 +22,7 @@ from interlock._catalog import BY_NAME, Field, Kind
 from interlock._errors import HookFailure
 from interlock._hooks import Hook, Invocation
 from interlock._invoke import new_id
+from interlock.config.model import LLM_KINDS
 from interlock.events import Event, make
 from interlock.registry import HookEntry, Registry
 
@@ -147,7 +148,12 @@ def diagnose(registry: Registry, *, smoke: bool = True) -> Report:
             report.add(q, "warn", "fail-open",
                        f"fails open on gate event(s) {', '.join(gates)}: anyone who can make it "
                        "crash 3 times turns it off for a minute; consider on_error = \"closed\"")
-        if smoke and e.hook is not None and e.state == "active":
+        if smoke and e.hook is not None and e.state == "active" \
+                and d.effective_kind in LLM_KINDS:
+            # A smoke run of a judge would call (and pay for) a model.
+            report.add(q, "ok", "smoke", f"skipped: a {d.effective_kind.value} hook calls a "
+                       "model; try it with `interlock hooks test`")
+        elif smoke and e.hook is not None and e.state == "active":
             runs.append((q, e.hook, sample_event(e.declared.events[0],
                                                  cwd=str(registry.project_root))))
     if runs:

@@ -22,6 +22,13 @@ class HookKind(enum.StrEnum):
     PYTHON = "python"
     COMMAND = "command"
     WORKER = "worker"
+    HTTP = "http"
+    PROMPT = "prompt"
+    AGENT = "agent"
+
+
+LLM_KINDS = frozenset({HookKind.PROMPT, HookKind.AGENT})
+"""Judges that read text an attacker may have written: block, ask, context or nothing."""
 
 
 class Requires(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_defaults=True):
@@ -42,7 +49,8 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     description: str = ""
     events: list[str] | str = []
     kind: HookKind | None = None
-    """python (a handler), command (spawn per call) or worker (long-lived JSON lines)."""
+    """python (a handler), command (spawn per call), worker (long-lived JSON lines),
+    http (POST to a URL), prompt (one model call) or agent (a read-only sub-agent)."""
     command: str | list[str] | None = None
     """A string runs through ``sh -c`` (Hermes dialect: split, no shell); a list is argv."""
     handler: str | None = None
@@ -65,6 +73,29 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     env_passthrough: list[str] = []
     requires: Requires = msgspec.field(default_factory=Requires)
     cwd: str | None = None
+    url: str | None = None
+    """http: where each invocation is POSTed."""
+    headers_from_env: dict[str, str] = {}
+    """http: header name -> the NAME of the environment variable holding its value."""
+    hmac_secret_env: str | None = None
+    """http: the variable holding the secret the body is signed with."""
+    allow_private: list[str] = []
+    """http: private hosts or networks it may reach (each use is logged)."""
+    prompt: str | None = None
+    """prompt / agent: the template ({{invocation_json}}, {{event.<field>}}, ...)."""
+    prompt_file: str | None = None
+    """prompt / agent: the template in a file, relative to the declaring folder."""
+    model: str | None = None
+    """prompt / agent: scripted:FILE, openai:NAME, ... (default $INTERLOCK_MODEL)."""
+    max_output: int | None = None
+    """prompt / agent: characters of answer accepted (past it, a failure)."""
+    max_turns: int | None = None
+    """agent: model turns before the judge has failed."""
+    max_cost: int | None = None
+    """agent: tokens the judge may spend before it has failed."""
+    options: dict[str, Any] = {}
+    """Handed to a Python handler's ``configure(options)`` once, when it is loaded.
+    An entry that enables a hook declared elsewhere may set them too."""
 
     @property
     def event_list(self) -> list[str]:
@@ -74,12 +105,19 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     def effective_kind(self) -> HookKind:
         if self.kind is not None:
             return self.kind
-        return HookKind.PYTHON if self.handler is not None else HookKind.COMMAND
+        if self.handler is not None:
+            return HookKind.PYTHON
+        if self.url is not None:
+            return HookKind.HTTP
+        if self.prompt is not None or self.prompt_file is not None:
+            return HookKind.PROMPT
+        return HookKind.COMMAND
 
     def is_reference(self) -> bool:
         """True for an entry that only names a hook declared elsewhere (to enable it)."""
         return self.command is None and self.handler is None and self.kind is None \
-            and not self.events
+            and not self.events and self.url is None and self.prompt is None \
+            and self.prompt_file is None
 
     def normalised(self) -> dict[str, Any]:
         """The definition with defaults filled in, for digests (stable key order)."""

@@ -15,7 +15,7 @@ from typing import Any
 from interlock._errors import ConfigError, FailureMode
 from interlock._hooks import Executor, Hook, OnError, Source
 from interlock.config.build import guarded_events, refusal_hook
-from interlock.config.model import HookDef, PermissionRule
+from interlock.config.model import HookDef, HookKind, PermissionRule
 from interlock.config.sources import Declared, Discovered, Reference
 from interlock.trust import hook_key
 
@@ -43,6 +43,8 @@ class HookEntry:
     """The command with relative paths resolved."""
     files: list[Path] = field(default_factory=list)
     """Files the digest covers."""
+    options: dict[str, Any] = field(default_factory=dict)
+    """What the handler's ``configure`` gets: its own options, then a reference's."""
 
     @property
     def definition(self) -> HookDef:
@@ -71,6 +73,10 @@ def _on_error(value: str) -> OnError:
     return OnError(value)
 
 
+_BUILT_KINDS = frozenset({"command", "worker", "http", "prompt", "agent"})
+"""Kinds whose executors are reused across reloads and closed when dropped."""
+
+
 @dataclass(slots=True)
 class Revision:
     entries: list[HookEntry]
@@ -85,7 +91,7 @@ class Revision:
 
     def executors(self) -> dict[tuple[str, str], Executor]:
         return {(h.qualified_name, h.digest): h.executor for h in self.hooks
-                if h.executor is not None and h.kind in ("command", "worker")}
+                if h.executor is not None and h.kind in _BUILT_KINDS}
 
 
 @dataclass(slots=True)
@@ -103,8 +109,17 @@ class ReloadResult:
     unapproved: list[str] = field(default_factory=list)
 
 
-def apply_references(found: Discovered, toggles: dict[str, bool]) -> dict[str, bool]:
-    """Config entries and CLI toggles that turn hooks on or off -> qualified name: on."""
+Options = dict[str, tuple[dict[str, Any], Source]]
+"""Qualified name -> (options a reference set, the place that set them)."""
+
+
+def apply_references(found: Discovered, toggles: dict[str, bool],
+                     options: Options | None = None) -> dict[str, bool]:
+    """Config entries and CLI toggles that turn hooks on or off -> qualified name: on.
+
+    Options that references set go into ``options`` (the same precedence).
+    """
+    options = options if options is not None else {}
     allowed: dict[Source, set[Source]] = {
         # Who may turn what on or off. A project must not switch off the
         # user's own guards; nobody but the administrator touches managed hooks.
@@ -118,17 +133,17 @@ def apply_references(found: Discovered, toggles: dict[str, bool]) -> dict[str, b
     refs = sorted(found.references, key=lambda r: r.source is Source.USER)
     managed_refs = [r for r in refs if r.source is Source.MANAGED]
     for ref in [r for r in refs if r.source is not Source.MANAGED]:
-        _apply(ref, found, allowed, out)
+        _apply(ref, found, allowed, out, options)
     for qname, on in toggles.items():
         if not qname.startswith("managed:"):
             out[qname] = on
     for ref in managed_refs:  # the administrator's word stands
-        _apply(ref, found, allowed, out)
+        _apply(ref, found, allowed, out, options)
     return out
 
 
 def _apply(ref: Reference, found: Discovered, allowed: dict[Source, set[Source]],
-           out: dict[str, bool]) -> None:
+           out: dict[str, bool], options: Options) -> None:
     targets = [d for d in found.hooks
                if ref.name in (d.qualified_name, d.definition.name)]
     where: dict[str, Any] = {"file": str(ref.file), "line": ref.line, "field": "enabled"}
@@ -148,8 +163,16 @@ def _apply(ref: Reference, found: Discovered, allowed: dict[Source, set[Source]]
         raise ConfigError(f"{ref.name!r} names several hooks: "
                           f"{', '.join(d.qualified_name for d in targets)}",
                           fix=f'write name = "{targets[0].qualified_name}"', **where)
+    target = targets[0]
     if ref.enabled is not None:
-        out[targets[0].qualified_name] = ref.enabled
+        out[target.qualified_name] = ref.enabled
+    if ref.options is not None:
+        if target.definition.effective_kind is not HookKind.PYTHON:
+            raise ConfigError(f"{target.qualified_name} is a {target.definition.effective_kind}"
+                              " hook; only Python handlers take options",
+                              fix="remove options (a command hook reads its own config)",
+                              **{**where, "field": "options"})
+        options[target.qualified_name] = (ref.options, ref.source)
 
 
 

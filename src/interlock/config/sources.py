@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from interlock._errors import ConfigError
 from interlock._hooks import Source
@@ -84,6 +85,8 @@ class Reference:
     source: Source
     file: Path
     line: int | None
+    options: dict[str, Any] | None = None
+    """Options for the hook's ``configure`` (None: leave them as declared)."""
 
 
 @dataclass(slots=True)
@@ -143,8 +146,10 @@ def _load_config(place: Place, path: Path, found: Discovered) -> None:
         seen[d.name] = line
         if d.is_reference():
             _check_reference(d, path, ("hooks", i), locate)
-            found.references.append(Reference(d.name, d.enabled, place.source, path,
-                                              locate(("hooks", i, "enabled"))))
+            found.references.append(Reference(
+                d.name, d.enabled, place.source, path,
+                locate(("hooks", i, "options" if d.enabled is None else "enabled")),
+                options=d.options or None))
             continue
         events = check_hook(d, path, ("hooks", i), locate)
         found.hooks.append(Declared(d, events, place.source, path, line, path.parent))
@@ -155,13 +160,14 @@ def _load_config(place: Place, path: Path, found: Discovered) -> None:
 
 def _check_reference(d: HookDef, path: Path, base: tuple[str | int, ...],
                      locate: Locator) -> None:
-    if d.enabled is None:
+    if d.enabled is None and not d.options:
         raise ConfigError(f"hook {d.name!r} has no command, handler or events", file=str(path),
                           line=locate(base), field="command",
                           fix="declare the hook (events and command or handler), or write only "
-                              "name and enabled = true to turn on a hook declared elsewhere")
+                              "name and enabled = true (and options) to turn on a hook "
+                              "declared elsewhere")
     extra = {f for f in HookDef.__struct_fields__
-             if f not in ("name", "enabled") and getattr(d, f) != getattr(_BLANK, f)}
+             if f not in ("name", "enabled", "options") and getattr(d, f) != getattr(_BLANK, f)}
     if extra:
         field = sorted(extra)[0]
         raise ConfigError(f"hook {d.name!r} only names a hook declared elsewhere, so it cannot "

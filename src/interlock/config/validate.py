@@ -83,6 +83,9 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
                   "for you")
     events = resolve_events(d, err)
     kind = d.effective_kind
+    from interlock.config import kinds
+
+    kinds.check(d, err, events, file.parent)
     if d.command is not None and d.handler is not None:
         raise err("handler", "give either command or handler, not both",
                   "a handler is Python run in process; a command is a program")
@@ -91,7 +94,7 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
             raise err("handler", "a python hook needs handler", 'add handler = "handler.py"')
         if d.dialect:
             raise err("dialect", "dialects are for command hooks", "remove dialect")
-    else:
+    elif kind not in kinds.REMOTE_KINDS:
         if d.command is None or (isinstance(d.command, list) and not d.command) \
                 or d.command == "":
             raise err("command", f"a {kind.value} hook needs a command",
@@ -99,6 +102,9 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
         if d.handler is not None:
             raise err("handler", f"a {kind.value} hook runs a command, not a handler",
                       "remove handler, or kind")
+    if d.options and kind is not HookKind.PYTHON:
+        raise err("options", f"a {kind.value} hook takes no options",
+                  "options go to a Python handler's configure(options); remove them")
     if d.dialect is not None:
         names = dialect_names()
         if d.dialect not in names:

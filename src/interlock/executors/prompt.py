@@ -63,23 +63,13 @@ REASON_CAP = 1000
 CONTEXT_CAP = 4000
 
 
-@dataclass
-class PromptExecutor:
-    """One model call per invocation, answer mapped to block / ask / context / nothing."""
+class PromptTemplate:
+    """A judge's prompt: ``{{invocation_json}}``, ``{{event.<field>}}``,
+    ``{{event_name}}`` and ``{{hook_name}}`` (the prompt and agent executors share it)."""
 
-    template: str
-    provider: ModelProvider
-    model: str = ""
-    timeout: float = 30.0
-    """Seconds for the model call; past it, HookTimeout."""
-    max_output_chars: int = 4000
-    """An answer longer than this is a failure, not truncated into something else."""
-    max_input_chars: int = 50_000
-    """The rendered prompt is cut to this many characters (the tail is dropped)."""
-    params: Mapping[str, Any] | None = None
-
-    def __post_init__(self) -> None:
-        self.placeholders = tuple(m.group(1) for m in _PLACEHOLDER.finditer(self.template))
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.placeholders = tuple(m.group(1) for m in _PLACEHOLDER.finditer(text))
         for name in self.placeholders:
             if name in ("invocation_json", "event_name", "hook_name") or (
                     name.startswith("event.") and name.count(".") == 1):
@@ -99,7 +89,7 @@ class PromptExecutor:
                         f"placeholder {{{{{ph}}}}} names no field of {ev}", field="prompt",
                         fix=f"fields of {ev}: {', '.join(sorted(names))}")
 
-    def render(self, invocation: Invocation) -> str:
+    def render(self, invocation: Invocation, max_chars: int) -> str:
         event = invocation.event
 
         def value(m: re.Match[str]) -> str:
@@ -113,7 +103,34 @@ class PromptExecutor:
             raw = getattr(event, name[6:], None)
             return raw if isinstance(raw, str) else json.dumps(raw, default=str)
 
-        return _PLACEHOLDER.sub(value, self.template)[: self.max_input_chars]
+        return _PLACEHOLDER.sub(value, self.text)[:max_chars]
+
+
+@dataclass
+class PromptExecutor:
+    """One model call per invocation, answer mapped to block / ask / context / nothing."""
+
+    template: str
+    provider: ModelProvider
+    model: str = ""
+    timeout: float = 30.0
+    """Seconds for the model call; past it, HookTimeout."""
+    max_output_chars: int = 4000
+    """An answer longer than this is a failure, not truncated into something else."""
+    max_input_chars: int = 50_000
+    """The rendered prompt is cut to this many characters (the tail is dropped)."""
+    params: Mapping[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        self._template = PromptTemplate(self.template)
+        self.placeholders = self._template.placeholders
+
+    def validate(self, events: Iterable[str]) -> None:
+        """Every ``{{event.X}}`` must be a field of every event the hook is on."""
+        self._template.validate(events)
+
+    def render(self, invocation: Invocation) -> str:
+        return self._template.render(invocation, self.max_input_chars)
 
     async def __call__(self, invocation: Invocation) -> Decision | None:
         prompt = self.render(invocation)
@@ -173,39 +190,40 @@ def fit_to_event(decision: Decision | None, event: str) -> Decision | None:
     return Decision(verdict=verdict, reason=reason, context=ctx)
 
 
-def parse_answer(text: str, *, max_chars: int = 4000) -> Decision | None:
+def parse_answer(text: str, *, max_chars: int = 4000, who: str = "prompt judge"
+                 ) -> Decision | None:
     """Map a judge's answer to a decision; anything outside the schema is a failure."""
     if len(text) > max_chars:
-        raise ContractError(f"prompt judge's answer is {len(text)} characters, over the "
+        raise ContractError(f"{who}'s answer is {len(text)} characters, over the "
                             f"cap of {max_chars}")
     body = _FENCE.sub("", text.strip())
     try:
         answer = json.loads(body)
     except ValueError:
-        raise ContractError("prompt judge did not answer with a JSON object") from None
+        raise ContractError(f"{who} did not answer with a JSON object") from None
     if not isinstance(answer, dict):
-        raise ContractError("prompt judge's answer is not a JSON object")
+        raise ContractError(f"{who}'s answer is not a JSON object")
     extra = set(answer) - {"decision", "reason", "context"}
     if extra:
-        raise ContractError(f"prompt judge's answer has fields it may not use: "
+        raise ContractError(f"{who}'s answer has fields it may not use: "
                             f"{sorted(extra)} (only decision, reason, context)")
     raw = answer.get("decision", "none")
     if raw is None:
         raw = "none"
     if not isinstance(raw, str) or raw.lower() not in ALLOWED:
-        raise ContractError(f"prompt judge answered {raw!r}; an LLM judge may answer only "
+        raise ContractError(f"{who} answered {raw!r}; an LLM judge may answer only "
                             "block, ask or none")
     verdict = ALLOWED[raw.lower()]
     reason = answer.get("reason")
     ctx = answer.get("context")
     if reason is not None and not isinstance(reason, str):
-        raise ContractError("prompt judge's 'reason' is not a string")
+        raise ContractError(f"{who}'s 'reason' is not a string")
     if ctx is not None and not isinstance(ctx, str):
-        raise ContractError("prompt judge's 'context' is not a string")
+        raise ContractError(f"{who}'s 'context' is not a string")
     reason = redact(reason)[:REASON_CAP] if reason else None
     ctx = redact(ctx)[:CONTEXT_CAP] if ctx else None
     if verdict is Verdict.NONE:
         return None if ctx is None else Decision(verdict=Verdict.NONE, context=ctx)
-    default = "blocked by a prompt judge" if verdict is Verdict.BLOCK else \
-        "a prompt judge asks a person to decide"
+    default = f"blocked by a {who}" if verdict is Verdict.BLOCK else \
+        f"a {who} asks a person to decide"
     return Decision(verdict=verdict, reason=reason or default, context=ctx)

@@ -6,9 +6,8 @@ import os
 from pathlib import Path
 
 REPLAY_ENV = "INTERLOCK_REPLAY"
-"""Set to 1 by `interlock replay`: hooks with side effects (checkpoints,
-loggers, memory) skip them. Python hooks receive the event only, so the
-replay flag of the invocation reaches them through this variable."""
+"""An extra signal: set to 1, hooks with side effects skip them as in a replay
+(for a host replaying events through its own loop)."""
 
 
 def interlock_home() -> Path:
@@ -18,4 +17,11 @@ def interlock_home() -> Path:
 
 
 def is_replay() -> bool:
-    return os.environ.get(REPLAY_ENV, "") not in ("", "0", "false")
+    """True during `interlock replay` (the core's flag) or with $INTERLOCK_REPLAY set.
+
+    Hooks with side effects (checkpoints, loggers, memory) skip them then:
+    a replay re-judges a recorded session, it does not redo it.
+    """
+    from interlock._invoke import is_replay as replaying
+
+    return replaying() or os.environ.get(REPLAY_ENV, "") not in ("", "0", "false")
