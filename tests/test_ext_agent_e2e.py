@@ -39,7 +39,8 @@ MODULE = textwrap.dedent('''
         ctx.register_tool("word_count", SCHEMA, word_count, description="Count words.")
 
         def stats(arguments, command_ctx):
-            return f"word_count ran {ctx.state.get('runs', 0)} time(s), last {ctx.state.get('last')}"
+            runs, last = ctx.state.get("runs", 0), ctx.state.get("last")
+            return f"word_count ran {runs} time(s), last {last}"
 
         ctx.register_command("wc-stats", stats, description="How often word_count ran.")
 
