@@ -80,8 +80,9 @@ WHEEL_DIST = "interlock-testext-wordcount"
 WHEEL_MODULE = "interlock_testext_wordcount"
 
 
-def interlock(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "interlock", *args], cwd=cwd,
+def interlock(*args: str, cwd: Path, stdin: str | None = None
+              ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "interlock", *args], cwd=cwd, input=stdin,
                           capture_output=True, text=True, timeout=60)
 
 
@@ -163,6 +164,20 @@ def test_an_extension_is_installed_used_in_a_scripted_run_and_removed(tmp_path, 
         stats = interlock("run", "--model", f"canned:{script}", "/wc-stats", cwd=project)
         assert stats.returncode == 0, stats.stderr
         assert stats.stdout == "word_count ran 1 time(s), last 4\n"
+
+        if how == "folder":  # chat and demo build their hosts the same way
+            chat_script = tmp_path / "chat.yaml"
+            chat_script.write_text(
+                "- tool_calls:\n    - {name: word_count, args: {text: 'a b'}}\n"
+                "- match: '\"words\": 2'\n  text: two\n")
+            chat = interlock("chat", "--model", f"scripted:{chat_script}", cwd=project,
+                             stdin="/help\ncount a b\n")
+            assert chat.returncode == 0, chat.stderr
+            assert "/wc-stats  How often word_count ran." in chat.stdout
+            assert "two" in chat.stdout
+            demo = interlock("demo", cwd=project)
+            assert demo.returncode == 0, demo.stdout + demo.stderr
+            assert "extensions: wordcount" in demo.stdout
 
         removed = interlock("ext", "remove", "wordcount", cwd=project)
         assert removed.returncode == 0, removed.stderr
