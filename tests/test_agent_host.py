@@ -121,3 +121,42 @@ def test_permission_flags_parse_into_rules():
         rule("mcp__gh__*", "*", "deny", source="--deny")]
     with pytest.raises(ConfigError, match="unknown permission action 'maybe'"):
         rule("x", "*", "maybe")
+
+
+def test_a_hook_registered_while_the_registry_swaps_is_not_lost(tmp_path):
+    """The registry reads the engine's hooks, then swaps; an extension that
+    registers in between must still be there afterwards."""
+    import threading
+
+    from interlock import Engine
+    from interlock.registry import Registry
+
+    class Racing(Engine):
+        racer: threading.Thread | None = None
+
+        @property
+        def hooks(self):  # type: ignore[override]
+            current = super().hooks
+            if self.racer is None and armed.is_set():
+                self.racer = threading.Thread(
+                    target=lambda: self.on("before_tool_call", lambda e: None, name="late"))
+                self.racer.start()
+                # Without the lock the registration completes here and is then
+                # overwritten by the swap; with it, it waits for the swap.
+                self.racer.join(0.2)
+            return current
+
+    _config(tmp_path, "")
+    armed = threading.Event()
+    engine = Racing()
+    registry = Registry(engine, project_root=tmp_path)
+    try:
+        registry.load()
+        _config(tmp_path, "[[permissions]]\ntool = 'x'\naction = 'deny'\n")
+        armed.set()
+        assert registry.reload(operator=True).changed
+        assert engine.racer is not None
+        engine.racer.join(5)
+        assert "late" in {h.name for h in engine.hooks}
+    finally:
+        engine.close()
