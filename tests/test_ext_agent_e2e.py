@@ -195,3 +195,25 @@ def test_an_extension_is_installed_used_in_a_scripted_run_and_removed(tmp_path, 
     finally:
         if how == "wheel":
             _uninstall_wheel()
+
+
+def test_a_project_extension_loads_in_a_run_only_once_approved(tmp_path):
+    project = tmp_path / "project"
+    folder = project / ".interlock" / "extensions" / "hello"
+    folder.mkdir(parents=True)
+    (folder / "extension.toml").write_text('name = "hello"\n')
+    (folder / "extension.py").write_text(
+        "def register(ctx):\n"
+        "    ctx.register_command('hello', lambda arguments, c: f'hello {arguments}!')\n")
+    script = tmp_path / "s.yaml"
+    script.write_text("- text: unused\n")
+
+    before = interlock("run", "--model", f"scripted:{script}", "/hello you", cwd=project)
+    assert "unknown command /hello" in before.stdout
+    assert "extension 'hello' not loaded (unapproved)" in before.stderr
+
+    approved = interlock("ext", "approve", "hello", "--yes", cwd=project)
+    assert approved.returncode == 0, approved.stderr
+    after = interlock("run", "--model", f"scripted:{script}", "/hello you", cwd=project)
+    assert after.returncode == 0, after.stderr
+    assert after.stdout == "hello you!\n"
