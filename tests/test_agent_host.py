@@ -160,3 +160,25 @@ def test_a_hook_registered_while_the_registry_swaps_is_not_lost(tmp_path):
         assert "late" in {h.name for h in engine.hooks}
     finally:
         engine.close()
+
+
+def test_a_running_agent_follows_the_registry_rules_after_a_reload(tmp_path):
+    from interlock.agent.host import RunSpec, build_agent
+
+    _config(tmp_path, "[[permissions]]\ntool = 'terminal'\npattern = 'git *'\n"
+                      "action = 'allow'\n")
+    script = tmp_path / "s.yaml"
+    script.write_text("- text: hi\n")
+    agent, host = build_agent(RunSpec(model=f"scripted:{script}", cwd=tmp_path,
+                                      db=tmp_path / "s.db", deny=["write_file"]))
+    try:
+        git = {"command": "git push"}
+        assert agent.policy.decide("terminal", git) == "allow"
+        assert agent.policy.decide("write_file", {"path": "x"}) == "deny"  # the flag
+        _config(tmp_path, "[[permissions]]\ntool = 'terminal'\npattern = 'git push*'\n"
+                          "action = 'deny'\n")
+        assert host.registry.reload(operator=True).changed
+        assert agent.policy.decide("terminal", git) == "deny"
+        assert agent.policy.decide("write_file", {"path": "x"}) == "deny"
+    finally:
+        host.close()

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError
-from interlock.agent.permissions import PermissionPolicy, PermissionRule, rule
+from interlock.agent.permissions import PermissionRule, rule
 
 if TYPE_CHECKING:
     from interlock.extensions import ExtensionInfo, ExtensionSet
@@ -52,7 +52,7 @@ class Host:
     @property
     def rules(self) -> list[PermissionRule]:
         """The registry's ``[[permissions]]`` rules (of its current revision)."""
-        return PermissionPolicy(self.registry.permissions).rules
+        return self.registry.permissions
 
     @property
     def failed(self) -> list[ExtensionInfo]:
@@ -149,7 +149,8 @@ def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None
         store = SessionStore(spec.db or state_dir() / "sessions.db")
         session = store.load(spec.session) if spec.session else None
         options = AgentOptions(model=name, cwd=Path(session.cwd) if session else spec.cwd,
-                               project_root=spec.cwd, permissions=[*host.rules, *spec.rules],
+                               project_root=spec.cwd, permissions=list(spec.rules),
+                               live_permissions=lambda: host.rules,
                                max_turns=spec.max_turns, on_text=on_text, on_step=on_step,
                                ask_person=ask_person if interactive else None)
         agent = Agent(host.engine, model, options=options, store=store, session=session,

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import msgspec
@@ -68,10 +68,17 @@ def subject_of(tool: str, args: Mapping[str, Any]) -> str:
 
 
 class PermissionPolicy:
-    """An ordered list of rules plus the ones hooks or people added this session."""
+    """An ordered list of rules plus the ones hooks or people added this session.
 
-    def __init__(self, rules: Iterable[PermissionRule | Mapping[str, Any]] = ()) -> None:
+    ``live`` supplies rules read at every decision: the registry's current
+    revision, so an edit of ``[[permissions]]`` applies to a running agent the
+    moment the registry reloads.
+    """
+
+    def __init__(self, rules: Iterable[PermissionRule | Mapping[str, Any]] = (), *,
+                 live: Callable[[], Iterable[PermissionRule]] | None = None) -> None:
         self.rules: list[PermissionRule] = [self._coerce(r) for r in rules]
+        self.live = live
 
     @staticmethod
     def _coerce(item: PermissionRule | Mapping[str, Any]) -> PermissionRule:
@@ -89,7 +96,8 @@ class PermissionPolicy:
         """The strictest action of the matching rules; None when none match."""
         subject = subject_of(tool, args)
         best: Action | None = None
-        for r in self.rules:
+        rules = self.rules if self.live is None else [*self.live(), *self.rules]
+        for r in rules:
             if r.matches(tool, subject):
                 action = Action(r.action)
                 if best is None or _STRENGTH[action] > _STRENGTH[best]:
