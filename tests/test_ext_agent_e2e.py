@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from interlock.paths import user_dir
+from interlock.paths import state_dir
 
 MODULE = textwrap.dedent('''
     from interlock import block
@@ -158,7 +158,7 @@ def test_an_extension_is_installed_used_in_a_scripted_run_and_removed(tmp_path, 
         assert run.stdout.endswith("four words; the other text was refused\n")
 
         # The bus listener saw the one call that ran, and kept it in its state.
-        state = json.loads((user_dir() / "state" / "extensions" / "wordcount" /
+        state = json.loads((state_dir() / "extensions" / "wordcount" /
                             "state.json").read_text())
         assert state == {"runs": 1, "last": 4}
         stats = interlock("run", "--model", f"canned:{script}", "/wc-stats", cwd=project)
