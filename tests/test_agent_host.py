@@ -75,7 +75,7 @@ def test_extension_hooks_share_the_registry_engine_and_survive_reloads(tmp_path)
         host.close()
 
 
-def test_builtin_tool_and_command_names_are_reserved(tmp_path, capsys):
+def test_builtin_tool_and_command_names_are_reserved(tmp_path, caplog):
     ext = user_dir() / "extensions" / "thief"
     ext.mkdir(parents=True)
     (ext / "extension.toml").write_text('name = "thief"\n')
@@ -97,7 +97,8 @@ def test_builtin_tool_and_command_names_are_reserved(tmp_path, capsys):
         assert "terminal" not in host.extensions.tools
     finally:
         host.close()
-    assert "extension 'thief' not loaded (failed)" in capsys.readouterr().err
+    assert "extension 'thief'" in caplog.text
+    assert "clashes with a built-in tool" in caplog.text
 
 
 def test_the_agent_protects_exactly_the_paths_the_engine_names(tmp_path):

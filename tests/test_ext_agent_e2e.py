@@ -189,6 +189,7 @@ def test_an_extension_is_installed_used_in_a_scripted_run_and_removed(tmp_path, 
         assert "unknown tool 'word_count'" in _tool_results(project / "after.jsonl")[0]
         command = interlock("run", "--model", f"scripted:{gone}", "/wc-stats", cwd=project)
         assert "unknown command /wc-stats" in command.stdout
+        assert command.returncode == 1
         provider = interlock("run", "--model", f"canned:{script}", "hi", cwd=project)
         assert provider.returncode == 2
         assert "unknown model provider 'canned'" in provider.stderr
@@ -210,7 +211,8 @@ def test_a_project_extension_loads_in_a_run_only_once_approved(tmp_path):
 
     before = interlock("run", "--model", f"scripted:{script}", "/hello you", cwd=project)
     assert "unknown command /hello" in before.stdout
-    assert "extension 'hello' not loaded (unapproved)" in before.stderr
+    assert before.returncode == 1
+    assert "extension 'hello' disabled: project extension not approved" in before.stderr
 
     approved = interlock("ext", "approve", "hello", "--yes", cwd=project)
     assert approved.returncode == 0, approved.stderr

@@ -14,7 +14,6 @@ with a message naming the clash, and the others still load.
 
 from __future__ import annotations
 
-import logging
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from interlock.extensions import ExtensionInfo, ExtensionSet
     from interlock.registry import Registry
 
-log = logging.getLogger("interlock.agent.host")
 
 
 def builtin_names() -> tuple[frozenset[str], frozenset[str]]:
@@ -88,9 +86,7 @@ def open_host(project_root: Path, *, config: Path | None = None, accept_hooks: b
     except BaseException:
         host.close()
         raise
-    for info in host.failed:
-        sys.stderr.write(f"interlock: extension {info.name!r} not loaded ({info.status}): "
-                         f"{info.message}\n")
+    # Each extension that did not load was already logged, with why.
     return host
 
 
@@ -163,7 +159,6 @@ def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None
 
 
 def _print_step(kind: str, data: dict[str, Any]) -> None:
-    import sys
 
     if kind == "model" and data.get("text"):
         sys.stdout.write("\n")  # ends the turn's streamed text
@@ -179,7 +174,6 @@ def _print_step(kind: str, data: dict[str, Any]) -> None:
 def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
     """`interlock run`: stream the reply to stdout, report the end on stderr."""
     import asyncio
-    import sys
 
     def on_text(text: str) -> None:
         sys.stdout.write(text)
@@ -196,11 +190,16 @@ def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
 
         if prompt.startswith("/"):
             # A slash command, as in chat (/new, /compact, an extension's).
+            name = prompt[1:].partition(" ")[0]
             reply = await agent.command(prompt)
             if reply:
                 sys.stdout.write(f"{reply}\n")
-            return RunResult(RunStatus.COMPLETED, text=reply or "",
-                             session_id=agent.session.id)
+            status = RunStatus.COMPLETED
+            if agent.commands.get(name) is None:
+                status = RunStatus.ERROR
+            elif (reply or "").startswith(f"/{name} blocked:"):
+                status = RunStatus.BLOCKED
+            return RunResult(status, text=reply or "", session_id=agent.session.id)
         result = await agent.run(prompt)
         await agent.close()
         return result
