@@ -64,6 +64,7 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("INTERLOCK_HOME", str(home / "config"))
     monkeypatch.setenv("INTERLOCK_STATE_DIR", str(home / "state"))
+    monkeypatch.setenv("INTERLOCK_MANAGED", str(home / "managed"))
     for var in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "INTERLOCK_MODEL"):
         monkeypatch.delenv(var, raising=False)
     return home

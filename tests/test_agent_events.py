@@ -20,7 +20,7 @@ from agent_helpers import (
 )
 from interlock import Engine, block, modify
 from interlock._catalog import BY_NAME
-from interlock.agent import PermissionRule
+from interlock.agent.permissions import rule
 
 COVERED: set[str] = set()
 
@@ -131,7 +131,7 @@ async def test_permission_request_fires_for_an_ask_rule(eng, rec, tmp_path):
     eng.on("permission_request", lambda e: None)
     steps = [{"tool_calls": [call("terminal", command="git status")]}, {"text": "ok"}]
     agent, _ = make_agent(eng, steps, tmp_path,
-                          permissions=[PermissionRule("terminal", "git *", "ask")])
+                          permissions=[rule("terminal", "git *", "ask")])
     await agent.run("status")
     req = rec.one("permission_request")
     assert (req.tool_name, req.args, req.reason) == (
@@ -143,7 +143,7 @@ async def test_permission_request_fires_for_an_ask_rule(eng, rec, tmp_path):
 async def test_permission_denied_fires_when_nobody_can_answer(eng, rec, tmp_path):
     steps = [{"tool_calls": [call("terminal", command="make deploy")]}, {"text": "ok"}]
     agent, _ = make_agent(eng, steps, tmp_path,
-                          permissions=[PermissionRule("terminal", "make *", "deny")])
+                          permissions=[rule("terminal", "make *", "deny")])
     await agent.run("deploy")
     denied = rec.one("permission_denied")
     assert (denied.tool_name, denied.reason) == ("terminal", "denied by a permission rule")
@@ -155,7 +155,7 @@ async def test_notification_fires_while_a_person_is_asked(eng, rec, tmp_path):
     asked = []
     steps = [{"tool_calls": [call("terminal", command="git push")]}, {"text": "ok"}]
     agent, _ = make_agent(eng, steps, tmp_path, ask_person=lambda p: asked.append(p) or True,
-                          permissions=[PermissionRule("terminal", "git push*", "ask")])
+                          permissions=[rule("terminal", "git push*", "ask")])
     await agent.run("push")
     note = rec.one("notification")
     assert note.kind == "permission_prompt"

@@ -15,7 +15,7 @@ from agent_helpers import (
     tool_messages,
 )
 from interlock import Engine, approve, ask, block, context, modify, respond, retry, stop
-from interlock.agent import PermissionRule
+from interlock.agent.permissions import rule
 
 
 @pytest.fixture
@@ -265,7 +265,7 @@ async def test_approve_skips_permission_request_and_ask_blocks_when_nobody_answe
     steps = [{"tool_calls": [call("terminal", command="echo ok"),
                              call("terminal", command="echo risky")]}, {"text": "done"}]
     agent, model = make_agent(eng, steps, tmp_path,
-                              permissions=[PermissionRule("terminal", "*", "ask")])
+                              permissions=[rule("terminal", "*", "ask")])
     await agent.run("go")
     ok, risky = (json.loads(m["content"]) for m in tool_messages(model, 1))
     assert ok["output"] == "ok\n"  # approve skipped the ask rule's permission_request
@@ -304,9 +304,9 @@ async def test_permission_request_hooks_decide_for_the_person_and_add_rules(eng,
 
 
 async def test_declarative_rules_are_the_policy_of_non_interactive_runs(eng, tmp_path):
-    rules = [PermissionRule("terminal", "git *", "allow"),
-             PermissionRule("terminal", "curl *", "deny"),
-             PermissionRule("write_file", "*", "ask")]
+    rules = [rule("terminal", "git *", "allow"),
+             rule("terminal", "curl *", "deny"),
+             rule("write_file", "*", "ask")]
     eng.on("before_tool_call", lambda e: ask("hook asks"), matcher="terminal")
     steps = [{"tool_calls": [call("terminal", command="git --version"),
                              call("terminal", command="curl example.com"),
@@ -524,7 +524,7 @@ async def test_a_permission_prompt_nobody_answers_in_time_is_a_denial(eng, tmp_p
 
     steps = [{"tool_calls": [call("terminal", command="touch x")]}, {"text": "ok"}]
     agent, model = make_agent(eng, steps, tmp_path, ask_person=away, permission_timeout=0.1,
-                              permissions=[PermissionRule("terminal", "*", "ask")])
+                              permissions=[rule("terminal", "*", "ask")])
     await agent.run("go")
     reason = json.loads(tool_messages(model, 1)[0]["content"])["reason"]
     assert reason == "nobody answered the permission prompt within 0.1s"

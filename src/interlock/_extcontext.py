@@ -18,6 +18,7 @@ from interlock._errors import RegistrationError
 from interlock._extbus import BusClient, EventBus
 from interlock._extstate import ExtensionState
 from interlock._hooks import HookFn, HookOptions, Source
+from interlock.paths import state_dir as _state_dir
 from interlock.policies._common import interlock_home
 from interlock.tooling import (
     CommandHandler,
@@ -67,7 +68,7 @@ class ExtensionContext:
         self._events: BusClient | None = None
         self._state: ExtensionState | None = None
         self.state_dir = state_dir if state_dir is not None else (
-            interlock_home() / "state" / "extensions" / name)
+            _state_dir(interlock_home()) / "extensions" / name)
         """This extension's own folder for state (created on first write)."""
 
     # -- hooks ----------------------------------------------------------------

@@ -132,19 +132,30 @@ class _Show:
 
 
 async def _run(root: Path, show: _Show) -> tuple[Any, Any]:
-    from interlock.agent import Agent, AgentOptions
+    from interlock.agent import Agent, AgentOptions, CommandRegistry
+    from interlock.agent.host import builtin_names
+    from interlock.extensions import ExtensionSet
     from interlock.models.scripted import ScriptedModel
 
     engine = build_engine()
     engine.add_sink(show)
-    model = ScriptedModel(SCRIPT, name="demo-script")
-    options = AgentOptions(model="demo-script", cwd=root, project_root=root,
-                           on_step=show.step)
-    agent = Agent(engine, model, options=options)
+    # The user's installed extensions load here too, as in `run` and `chat`.
+    tools, commands = builtin_names()
+    exts = ExtensionSet(engine, project=root, reserved_tools=tools, reserved_commands=commands)
     try:
+        loaded = [i.name for i in exts.load_all() if i.status == "loaded"]
+        if loaded:
+            show.console.print(f"extensions: {', '.join(loaded)}")
+        model = ScriptedModel(SCRIPT, name="demo-script")
+        options = AgentOptions(model="demo-script", cwd=root, project_root=root,
+                               on_step=show.step)
+        agent = Agent(engine, model, options=options, extra_tools=list(exts.tools.values()),
+                      commands=CommandRegistry(exts.commands.values()))
         result = await agent.run(PROMPT)
         await agent.close()
     finally:
+        exts.bus.drain(5.0)
+        exts.close()
         engine.close()
     model.assert_done()
     return result, agent

@@ -73,6 +73,7 @@ from interlock._extpins import (
     read_manifest,
 )
 from interlock._hooks import Hook, Invocation, OnError, Source
+from interlock.paths import state_dir
 from interlock.policies._common import interlock_home
 from interlock.tooling import CommandSpec, ModelProvider, ProviderFactory, ToolSpec
 
@@ -243,7 +244,7 @@ class ExtensionSet:
                 info.guards = cand.guards
             ctx = load_extension(self.engine, cand.name, register, source=cand.source,
                                  names=self._names, bus=self.bus,
-                                 state_dir=self.home / "state" / "extensions" / cand.name)
+                                 state_dir=state_dir(self.home) / "extensions" / cand.name)
         except Exception as exc:
             info.status = "failed"
             info.message = (str(exc) if isinstance(exc, (RegistrationError, ConfigError))

@@ -111,6 +111,13 @@ def _looks_secret(run: str) -> bool:
     return shannon_entropy(run) >= ENTROPY_THRESHOLD
 
 
+# Escapes of JSON (and most string literals): in `"x\\nAKIA..."` the token
+# follows the letter n with no word boundary, and a mask over "nsk-..." would
+# eat the escape. Each run between escapes is redacted on its own.
+_ESCAPE = re.compile(r"(\\(?:u[0-9A-Fa-f]{4}|[nrtbf\"'/\\]))")
+_PRIVATE_KEY = re.compile(_TOKEN_PATTERNS[0][1])
+
+
 def redact(text: str) -> str:
     """``text`` with every secret found replaced by ``[REDACTED]``."""
     if not text:
@@ -121,6 +128,15 @@ def redact(text: str) -> str:
 
 
 def _redact(text: str) -> str:
+    if "\\" not in text:
+        return _redact_run(text)
+    # A PEM key spans escaped newlines: mask it whole before splitting.
+    text = _PRIVATE_KEY.sub(MASK, text)
+    parts = _ESCAPE.split(text)
+    return "".join(p if i % 2 else _redact_run(p) for i, p in enumerate(parts))
+
+
+def _redact_run(text: str) -> str:
     text = _TOKENS.sub(MASK, text)
     if "--" in text or " -" in text:
         text = _FLAG_VALUE.sub(lambda m: f"{m.group(1)}{MASK}", text)

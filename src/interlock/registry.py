@@ -275,8 +275,7 @@ class Registry:
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:
-        ours = [h for h in self.engine.hooks if id(h) not in self._owned]
-        number = self.engine.replace_hooks([*ours, *rev.hooks])
+        number = self._swap(rev.hooks)
         previous = self._current
         rev.number = number
         self._owned = {id(h) for h in rev.hooks}
@@ -289,6 +288,14 @@ class Registry:
             kept = set(rev.executors())
             self._retire([ex for k, ex in previous.executors().items() if k not in kept])
         return number
+
+    def _swap(self, hooks: list[Hook]) -> int:
+        """Replace the hooks this registry owns, keeping everyone else's (extensions,
+        code). Under the engine's lock: a hook registered between reading the set
+        and swapping it would otherwise be dropped."""
+        with self.engine._lock:
+            others = [h for h in self.engine.hooks if id(h) not in self._owned]
+            return self.engine.replace_hooks([*others, *hooks])
 
     def _retire(self, executors: Iterable[Executor]) -> None:
         for ex in executors:
@@ -304,8 +311,7 @@ class Registry:
         hook = refusal_hook("no-valid-config", Source.MANAGED, events, None,
                             FailureMode.UNAPPROVED,
                             f"no valid hook configuration is loaded: {error.render()}")
-        ours = [h for h in self.engine.hooks if id(h) not in self._owned]
-        self.engine.replace_hooks([*ours, hook])
+        self._swap([hook])
         self._owned = {id(hook)}
 
     def load(self) -> int:

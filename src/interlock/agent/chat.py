@@ -25,7 +25,7 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    agent = build_agent(spec, interactive=True, on_text=on_text, on_step=_print_step,
+    agent, host = build_agent(spec, interactive=True, on_text=on_text, on_step=_print_step,
                         ask_person=ask_person)
     sys.stderr.write(f"session {agent.session.id} · model {agent.session.model} · "
                      "/help for commands, /exit to quit\n")
@@ -52,7 +52,7 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
                     sys.stderr.write(f"[{result.status.value}] {result.text}\n")
             await agent.close()
         finally:
-            agent.engine.close()
+            host.close()
 
     asyncio.run(loop())
     return 0

@@ -1,45 +1,93 @@
-"""Setting up an engine for a command-line host (run, chat, replay).
+"""Setting up an engine for a command-line host (run, chat, demo).
 
-Hooks come from the registry (``interlock.registry.open_engine``: config
-files, HOOK.md folders, entry points) when it is installed; its permission
-rules become the agent's policy. Without the registry, only entry-point
-extensions are loaded, and ``--config`` is an error rather than silently
-running with no policy.
+One engine serves everything a host runs: the registry
+(``interlock.registry.open_engine``: config files, HOOK.md folders, bundled
+hooks) manages its configured hooks, and the extensions (entry points, user
+and project extension folders: :class:`interlock.extensions.ExtensionSet`)
+register theirs into the same engine. The registry swaps only the hooks it
+owns on a reload, so extension hooks survive it. The registry's
+``[[permissions]]`` rules are the agent's policy; extensions add tools,
+slash commands and model providers (``--model PREFIX:NAME``). Built-in tool
+and command names are reserved: an extension that claims one fails to load
+with a message naming the clash, and the others still load.
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError
-from interlock.agent.permissions import PermissionPolicy, PermissionRule
+from interlock.agent.permissions import PermissionRule, rule
+
+if TYPE_CHECKING:
+    from interlock.extensions import ExtensionInfo, ExtensionSet
+    from interlock.registry import Registry
 
 
-def open_host_engine(project_root: Path, *, config: Path | None = None,
-                     accept_hooks: bool = False, sinks: Sequence[Any] = ()
-                     ) -> tuple[Engine, list[PermissionRule]]:
-    try:
-        registry_mod = importlib.import_module("interlock.registry")
-        open_engine = registry_mod.open_engine
-    except (ImportError, AttributeError):
-        if config is not None:
-            raise ConfigError(
-                "--config needs the hook registry (interlock.registry), which this build "
-                "does not include", file=str(config),
-                fix="install a build with the registry, or drop --config") from None
-        from interlock.extensions import load_entry_points
 
-        engine = Engine(sinks=sinks)
-        load_entry_points(engine)
-        return engine, []
+def builtin_names() -> tuple[frozenset[str], frozenset[str]]:
+    """Tool and command names extensions may not take."""
+    from interlock.agent.builtin_tools import builtin_tools
+    from interlock.agent.commands import BUILTIN
+    from interlock.agent.subagents import delegate_tool
+
+    tools = frozenset(t.name for t in (*builtin_tools(), delegate_tool()))
+    return tools, frozenset(c.name for c in BUILTIN) | {"exit", "quit"}
+
+
+class Host:
+    """The engine of one host, with the registry and the extensions that feed it."""
+
+    def __init__(self, engine: Engine, registry: Registry, extensions: ExtensionSet) -> None:
+        self.engine = engine
+        self.registry = registry
+        self.extensions = extensions
+
+    @property
+    def rules(self) -> list[PermissionRule]:
+        """The registry's ``[[permissions]]`` rules (of its current revision)."""
+        return self.registry.permissions
+
+    @property
+    def failed(self) -> list[ExtensionInfo]:
+        return [i for i in self.extensions.infos.values() if i.status != "loaded"]
+
+    def close(self) -> None:
+        # Deliver what extensions already published before their listeners go.
+        self.extensions.bus.drain(5.0)
+        self.extensions.close()
+        self.registry.close()
+        self.engine.close()
+
+
+def open_host(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,
+              sinks: Sequence[Any] = (), home: Path | None = None,
+              use_entry_points: bool = True) -> Host:
+    """The registry's engine with every extension loaded into it.
+
+    Raises ConfigError when the hooks config has no good revision: a host
+    never runs tools with the configured hooks missing.
+    """
+    from interlock.extensions import ExtensionSet
+    from interlock.registry import open_engine
+
     engine, registry = open_engine(project_root, config=config, accept_hooks=accept_hooks,
                                    sinks=tuple(sinks))
-    rules = PermissionPolicy(getattr(registry, "permissions", ()) or ()).rules
-    return engine, rules
+    tools, commands = builtin_names()
+    extensions = ExtensionSet(engine, home=home, project=project_root, reserved_tools=tools,
+                              reserved_commands=commands, use_entry_points=use_entry_points)
+    host = Host(engine, registry, extensions)
+    try:
+        extensions.load_all()
+    except BaseException:
+        host.close()
+        raise
+    # Each extension that did not load was already logged, with why.
+    return host
 
 
 def parse_rules(allow: Iterable[str], ask: Iterable[str], deny: Iterable[str]
@@ -52,7 +100,7 @@ def parse_rules(allow: Iterable[str], ask: Iterable[str], deny: Iterable[str]
             if not tool:
                 raise ConfigError(f"empty tool name in {item!r}", field=f"--{action}",
                                   fix="write TOOL or TOOL:PATTERN, e.g. 'terminal:git *'")
-            rules.append(PermissionRule(tool, pattern or "*", action))
+            rules.append(rule(tool, pattern or "*", action, source=f"--{action}"))
     return rules
 
 
@@ -79,28 +127,38 @@ class RunSpec:
 
 
 def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None,
-                on_step: Any = None, ask_person: Any = None) -> Any:
-    """An Agent from a RunSpec: engine, model, store, session (resumed when asked)."""
+                on_step: Any = None, ask_person: Any = None) -> tuple[Any, Host]:
+    """An Agent from a RunSpec (engine, extensions, model, store, session resumed when
+    asked), and the Host to close once it is done."""
+    from interlock.agent.commands import CommandRegistry
     from interlock.agent.loop import Agent
     from interlock.agent.options import AgentOptions
-    from interlock.agent.protect import state_dir
     from interlock.agent.sessions import SessionStore
     from interlock.models import resolve_model
+    from interlock.paths import state_dir
 
-    model, name = resolve_model(spec.model, base_url=spec.base_url, api_key=spec.api_key)
-    engine, rules = open_host_engine(spec.cwd, config=spec.config,
-                                     accept_hooks=spec.accept_hooks)
-    store = SessionStore(spec.db or state_dir() / "sessions.db")
-    session = store.load(spec.session) if spec.session else None
-    options = AgentOptions(model=name, cwd=Path(session.cwd) if session else spec.cwd,
-                           project_root=spec.cwd, permissions=[*rules, *spec.rules],
-                           max_turns=spec.max_turns, on_text=on_text, on_step=on_step,
-                           ask_person=ask_person if interactive else None)
-    return Agent(engine, model, options=options, store=store, session=session)
+    host = open_host(spec.cwd, config=spec.config, accept_hooks=spec.accept_hooks)
+    try:
+        exts = host.extensions
+        model, name = resolve_model(spec.model, providers=exts.providers,
+                                    base_url=spec.base_url, api_key=spec.api_key)
+        store = SessionStore(spec.db or state_dir() / "sessions.db")
+        session = store.load(spec.session) if spec.session else None
+        options = AgentOptions(model=name, cwd=Path(session.cwd) if session else spec.cwd,
+                               project_root=spec.cwd, permissions=list(spec.rules),
+                               live_permissions=lambda: host.rules,
+                               max_turns=spec.max_turns, on_text=on_text, on_step=on_step,
+                               ask_person=ask_person if interactive else None)
+        agent = Agent(host.engine, model, options=options, store=store, session=session,
+                      extra_tools=list(exts.tools.values()),
+                      commands=CommandRegistry(exts.commands.values()))
+    except BaseException:
+        host.close()
+        raise
+    return agent, host
 
 
 def _print_step(kind: str, data: dict[str, Any]) -> None:
-    import sys
 
     if kind == "model" and data.get("text"):
         sys.stdout.write("\n")  # ends the turn's streamed text
@@ -116,7 +174,6 @@ def _print_step(kind: str, data: dict[str, Any]) -> None:
 def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
     """`interlock run`: stream the reply to stdout, report the end on stderr."""
     import asyncio
-    import sys
 
     def on_text(text: str) -> None:
         sys.stdout.write(text)
@@ -126,17 +183,31 @@ def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
         if spec.verbose or (kind == "model" and data.get("text")):
             _print_step(kind, data)
 
-    agent = build_agent(spec, on_text=on_text, on_step=on_step)
+    agent, host = build_agent(spec, on_text=on_text, on_step=on_step)
 
     async def go() -> Any:
-        try:
-            result = await agent.run(prompt)
-            await agent.close()
-            return result
-        finally:
-            agent.engine.close()
+        from interlock.agent.options import RunResult, RunStatus
 
-    result = asyncio.run(go())
+        if prompt.startswith("/"):
+            # A slash command, as in chat (/new, /compact, an extension's).
+            name = prompt[1:].partition(" ")[0]
+            reply = await agent.command(prompt)
+            if reply:
+                sys.stdout.write(f"{reply}\n")
+            status = RunStatus.COMPLETED
+            if agent.commands.get(name) is None:
+                status = RunStatus.ERROR
+            elif (reply or "").startswith(f"/{name} blocked:"):
+                status = RunStatus.BLOCKED
+            return RunResult(status, text=reply or "", session_id=agent.session.id)
+        result = await agent.run(prompt)
+        await agent.close()
+        return result
+
+    try:
+        result = asyncio.run(go())
+    finally:
+        host.close()
     if export is not None:
         with export.open("w", encoding="utf-8") as out:
             agent.store.export_jsonl(agent.session.id, out)

@@ -127,7 +127,7 @@ class Agent:
 
         install_reply_validator(engine)
         self.commands = commands or CommandRegistry()
-        self.policy = PermissionPolicy(options.permissions)
+        self.policy = PermissionPolicy(options.permissions, live=options.live_permissions)
         extra: list[str | Path] = [*options.protected]
         if store is not None and str(store.path) != ":memory:":
             extra.append(store.path)

@@ -43,6 +43,9 @@ class AgentOptions:
     platform: str = "cli"
     permissions: list[PermissionRule] = field(default_factory=list)
     """Declarative rules: the policy of non-interactive runs."""
+    live_permissions: Callable[[], list[PermissionRule]] | None = None
+    """Rules read at every decision, beside ``permissions`` (a host passes the
+    registry's, so a config reload applies to the running agent)."""
     ask_person: AskPerson | None = None
     """Interactive runs: asks a person; None means no person can answer."""
     permission_timeout: float = 300.0

@@ -1,7 +1,9 @@
 """The engine's protected paths, enforced by the agent itself.
 
 ``.interlock/`` of the project, ``$INTERLOCK_HOME`` and the state directory
-hold the policy that guards the agent (DESIGN.md, Protected paths). The file
+hold the policy that guards the agent (DESIGN.md, Protected paths). The list
+is :func:`interlock.paths.protected_paths`, the same one the registry and the
+CLI use, so the agent cannot drift from where policy actually lives. The file
 tools may not write there, and a terminal command that names such a path is
 refused, whatever the hooks say. Terminal checking is a best-effort scan of
 the command's words (a shell can build a path at run time); it is a floor under
@@ -16,19 +18,7 @@ import shlex
 from collections.abc import Iterable
 from pathlib import Path
 
-
-def interlock_home() -> Path:
-    return Path(os.environ.get("INTERLOCK_HOME") or "~/.config/interlock").expanduser()
-
-
-def state_dir() -> Path:
-    """Where approvals, audit, dead letters and sessions live."""
-    explicit = os.environ.get("INTERLOCK_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_STATE_HOME") or "~/.local/state"
-    return Path(base).expanduser() / "interlock"
-
+from interlock.paths import protected_paths
 
 _SPLIT = re.compile(r"[=:,]")
 _REDIRECT = re.compile(r"^(?:\d*>>?|<|&>|\d*>&)")
@@ -44,7 +34,7 @@ class ProtectedPaths:
     @classmethod
     def default(cls, project_root: str | Path, extra: Iterable[str | Path] = ()
                 ) -> ProtectedPaths:
-        return cls([Path(project_root) / ".interlock", interlock_home(), state_dir(), *extra])
+        return cls([*protected_paths(Path(project_root)), *extra])
 
     def _resolve(self, path: str, cwd: str | Path) -> Path:
         expanded = os.path.expandvars(os.path.expanduser(path))

@@ -25,7 +25,7 @@ from interlock.agent.options import PermissionPrompt
 from interlock.agent.permissions import Action
 from interlock.agent.tools import ToolContext, ToolError, call_handler
 from interlock.models.openai import MALFORMED
-from interlock.redact import redact
+from interlock.redact import redact, redact_data
 from interlock.tooling import ModelResponse, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
@@ -94,9 +94,11 @@ async def run_one(agent: Agent, call: ToolCall) -> dict[str, Any]:
                   "reason": agent.reason_for_model(persist)}
     else:
         result = persist.payload.result
-    content = result if isinstance(result, str) else json.dumps(result, default=str)
-    message: dict[str, Any] = {"role": "tool", "tool_call_id": call.id,
-                               "content": redact(content)}
+    # Redact before serializing: in JSON text a token right after an escaped
+    # newline ("\\nAKIA...") has no word boundary and would slip through.
+    content = redact(result) if isinstance(result, str) else json.dumps(
+        redact_data(result), default=str)
+    message: dict[str, Any] = {"role": "tool", "tool_call_id": call.id, "content": content}
     joined = "\n".join(c for c in contexts if c)
     if joined:
         message["hook_context"] = joined

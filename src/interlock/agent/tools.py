@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     from interlock.agent.loop import Agent
 
 _NAME = re.compile(r"^(?:[a-z][a-z0-9_]*|mcp__[A-Za-z0-9_\-]+__[A-Za-z0-9_\-]+)$")
+_EXTENSION_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+"""What providers accept as a function name; extensions' tools may use all of it."""
 
 
 class ToolError(Exception):
@@ -74,7 +76,8 @@ class ToolRegistry:
             self.add(tool)
 
     def add(self, tool: ToolSpec) -> None:
-        if not _NAME.match(tool.name):
+        pattern = _NAME if tool.source == "builtin" else _EXTENSION_NAME
+        if not pattern.match(tool.name):
             raise RegistrationError(
                 f"tool name {tool.name!r} is invalid: use lower_snake_case for built-ins and "
                 "mcp__<server>__<tool> for MCP tools")

@@ -21,17 +21,16 @@ def register(app: typer.Typer) -> None:
         tool or model, and report each decision that would now differ."""
         from dataclasses import asdict
 
-        from interlock.agent.host import open_host_engine
+        from interlock.agent.host import open_host
         from interlock.agent.replay import read_events, replay
         from interlock.cli._common import print_json, user_errors
 
         with user_errors():
-            engine, _rules = open_host_engine(Path.cwd(), config=config,
-                                              accept_hooks=accept_hooks)
+            host = open_host(Path.cwd(), config=config, accept_hooks=accept_hooks)
             try:
-                report = replay(engine, read_events(transcript), source=str(transcript))
+                report = replay(host.engine, read_events(transcript), source=str(transcript))
             finally:
-                engine.close()
+                host.close()
         diffs = report.differences or []
         if as_json:
             print_json({"evaluated": report.evaluated, "skipped_observe": report.skipped_observe,

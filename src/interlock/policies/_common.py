@@ -11,9 +11,10 @@ REPLAY_ENV = "INTERLOCK_REPLAY"
 
 
 def interlock_home() -> Path:
-    """``$INTERLOCK_HOME``, default ``~/.config/interlock``."""
-    raw = os.environ.get("INTERLOCK_HOME")
-    return Path(raw).expanduser() if raw else Path.home() / ".config" / "interlock"
+    """The user folder: :func:`interlock.paths.user_dir` (one definition for everyone)."""
+    from interlock.paths import user_dir
+
+    return user_dir()
 
 
 def is_replay() -> bool:
