@@ -28,9 +28,11 @@ unit: $(VENV)/.installed
 
 test: lint typecheck unit
 
+# Each benchmark prints its figures and ends with one JSON line.
+BENCHES := dispatch command_hooks agent_loop audit bridge serve guard
 bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	$(BIN)/python bench/dispatch.py
+	set -e; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py; done
 
 docs: $(VENV)/.installed
 	$(BIN)/interlock events --markdown > docs/events.md
