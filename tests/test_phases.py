@@ -94,7 +94,9 @@ def test_in_place_mutation_is_detected_and_undone(engine, sink):
     assert sink.failures[0].mode.value == "contract"
     assert "in place" in sink.failures[0].error
     assert out.final().args == {"command": "ls"}
-    assert later == [{"command": "ls"}]
+    # The check phase ran again on the restored payload, so the last word of
+    # every later check is about the real payload.
+    assert later[-1] == {"command": "ls"}
     assert out.verdict is Verdict.NONE  # the mutator's approve is void
 
 
@@ -136,3 +138,19 @@ def test_modifies_requires_an_event_with_mutable_fields(engine):
 
     with pytest.raises(RegistrationError, match="none of its events"):
         engine.on("task_created", lambda ev: None, modifies=True)
+
+
+def test_a_mutation_in_a_sync_check_phase_reruns_it_and_the_guard_still_blocks(engine, sink):
+    def mutate(ev):
+        ev.args["command"] = "ls"  # hides the dangerous command from the guard
+
+    def guard(ev):
+        return block("no rm") if "rm" in ev.args["command"] else None
+
+    engine.on("before_tool_call", mutate, name="mutator", on_error="open", priority=-1)
+    engine.on("before_tool_call", guard, name="guard")
+    out = engine.emit_sync(BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}))
+    assert out.blocked
+    assert out.hook.name == "guard"
+    assert out.final().args == {"command": "rm -rf /"}
+    assert [f.hook for f in sink.failures] == ["code:mutator"]
