@@ -34,11 +34,12 @@ from typing import Any
 from interlock._decisions import Decision
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError, FailureMode, HookFailure, HookTimeout
-from interlock._hooks import Hook, Invocation, Matcher, OnError
+from interlock._hooks import Hook, Invocation, OnError
 from interlock.executors.prompt import (
     ANSWER_SCHEMA,
     PromptTemplate,
     fit_to_event,
+    judge_hook,
     parse_answer,
 )
 from interlock.redact import redact
@@ -188,13 +189,8 @@ class AgentExecutor:
              priority: int = 0, on_error: OnError | str | None = None,
              timeout: float | None = None, description: str = "") -> Hook:
         """A Hook running this executor (kind ``agent``)."""
-        events = tuple(events)
-        self.validate(events)
-        return Hook(name=name, events=events, executor=self, kind="agent",
-                    matcher=Matcher.parse(matcher), priority=priority,
-                    on_error=OnError(on_error) if on_error is not None else None,
-                    timeout=timeout if timeout is not None else self.timeout + 5.0,
-                    description=description)
+        return judge_hook(self, "agent", name, events, matcher=matcher, priority=priority,
+                          on_error=on_error, timeout=timeout, description=description)
 
     def close(self) -> None:
         """Stop the judge's engine (idempotent; a later call starts a new one)."""

@@ -27,7 +27,7 @@ import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from interlock._catalog import spec as event_spec
 from interlock._decisions import Decision, Verdict
@@ -157,14 +157,31 @@ class PromptExecutor:
              priority: int = 0, on_error: OnError | str | None = None,
              timeout: float | None = None, description: str = "") -> Hook:
         """A Hook running this executor (kind ``prompt``)."""
-        events = tuple(events)
-        self.validate(events)
-        return Hook(name=name, events=events, executor=self, kind="prompt",
-                    matcher=Matcher.parse(matcher), priority=priority,
-                    on_error=OnError(on_error) if on_error is not None else None,
-                    # the engine's timer is a backstop just past our own
-                    timeout=timeout if timeout is not None else self.timeout + 5.0,
-                    description=description)
+        return judge_hook(self, "prompt", name, events, matcher=matcher, priority=priority,
+                          on_error=on_error, timeout=timeout, description=description)
+
+
+class _Judge(Protocol):
+    timeout: float
+
+    def validate(self, events: tuple[str, ...]) -> None: ...
+
+    async def __call__(self, invocation: Invocation) -> Decision | None: ...
+
+
+def judge_hook(executor: _Judge, kind: str, name: str, events: Iterable[str], *,
+               matcher: str | None = None, priority: int = 0,
+               on_error: OnError | str | None = None, timeout: float | None = None,
+               description: str = "") -> Hook:
+    """A Hook running an LLM-judged executor (prompt or agent)."""
+    events = tuple(events)
+    executor.validate(events)
+    return Hook(name=name, events=events, executor=executor, kind=kind,
+                matcher=Matcher.parse(matcher), priority=priority,
+                on_error=OnError(on_error) if on_error is not None else None,
+                # the engine's timer is a backstop just past the judge's own
+                timeout=timeout if timeout is not None else executor.timeout + 5.0,
+                description=description)
 
 
 def fit_to_event(decision: Decision | None, event: str) -> Decision | None:
