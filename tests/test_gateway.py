@@ -121,6 +121,7 @@ def _start(ask_timeout: float = 10.0, metrics: Metrics | None = None) -> tuple[C
     app = create_app(engine, project_root=root, tokens=tokens, gateway=gateway,
                      metrics=metrics)
     serving = Serving(app, port=0)
+    gateway.address = f"http://127.0.0.1:{serving.port}"  # what `interlock serve` does
     chat = Chat(serving, engine, gateway, root, alice, bob, events_token)
     chat_box.append(chat)
     return chat, serving.running()
@@ -354,6 +355,8 @@ def test_gateway_start_and_stop_fire_once_each_with_the_server() -> None:
     starts, stops = made.named("gateway_start"), made.named("gateway_stop")
     assert len(starts) == 1
     assert len(stops) == 1
+    assert starts[0]["address"] == made.gateway.address
+    assert starts[0]["address"].startswith("http://127.0.0.1:")
     assert stops[0]["reason"] == "shutdown"
     assert stops[0]["platform"] == "gateway"
     assert [e for e, _ in made.seen][-1] == "gateway_stop"
