@@ -54,6 +54,12 @@ class Chat:
     events_token: str
     models: dict[tuple[str, str], ScriptedModel] = field(default_factory=dict)
     seen: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    arrived: threading.Condition = field(default_factory=threading.Condition)
+
+    def wait_for(self, name: str, timeout: float = 10.0) -> list[dict[str, Any]]:
+        with self.arrived:
+            self.arrived.wait_for(lambda: any(e == name for e, _ in self.seen), timeout)
+        return self.named(name)
 
     def post(self, path: str, body: Any, *, token: str | None,
              headers: dict[str, str] | None = None) -> tuple[int, Any]:
@@ -109,11 +115,10 @@ def _start(ask_timeout: float = 10.0, metrics: Metrics | None = None) -> tuple[C
 
     gateway = Gateway(engine, factory, project_root=root, ask_timeout=ask_timeout,
                       agent_options={"permissions": [rule("terminal", "*", "ask")]})
-    lock = threading.Lock()
-
     def record(event: Any) -> None:
-        with lock:
+        with chat_box[0].arrived:
             chat_box[0].seen.append((event.name, event.to_dict()))
+            chat_box[0].arrived.notify_all()
 
     engine.on(list(GATEWAY_EVENTS), record, name="recorder")
     # Apart: a hook on before_message_send turns streaming off.
@@ -418,3 +423,55 @@ def test_chat_token_sender_is_kept_in_the_token_file(tmp_path: Path) -> None:
     assert not info.role.allows(Role.ADMIN)
     assert Role.ADMIN.allows(Role.CHAT)
     assert not Role.EVENTS.allows(Role.CHAT)
+
+
+def test_a_stop_on_message_received_ends_the_exchange(chat: Chat) -> None:
+    from interlock import stop
+
+    chat.engine.on("message_received", lambda e: stop("gateway closed for maintenance"))
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=chat.alice)
+    assert frame["type"] == "stopped"
+    assert "maintenance" in frame["reason"]
+    assert chat.models[("alice", "c")].calls == []
+
+
+def test_a_slash_command_is_answered_through_before_message_send(chat: Chat) -> None:
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "/nosuch"}, token=chat.alice)
+    assert frame["type"] == "reply"
+    assert frame["status"] == "command"
+    assert frame["text"].startswith("unknown command /nosuch")
+    assert chat.named("before_message_send")[-1]["content"] == frame["text"]
+    assert chat.models[("alice", "c")].calls == []
+
+
+def test_chat_refuses_a_foreign_project(chat: Chat) -> None:
+    status, body = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=chat.alice,
+                             headers={"X-Interlock-Project": "/somewhere/else"})
+    assert status == 403
+    assert body["field"] == "X-Interlock-Project"
+    assert chat.named("message_received") == []
+
+
+def test_a_closed_websocket_denies_its_pending_question(chat: Chat) -> None:
+    with chat.ws(chat.alice) as ws:
+        ws.send(json.dumps({"channel": "ops", "text": "run echo gone-$((3+3))"}))
+        frame = json.loads(ws.recv(timeout=15))
+        while frame["type"] != "question":
+            frame = json.loads(ws.recv(timeout=15))
+    # The ask timeout is 10 s here: a denial before it comes from the close.
+    denied = chat.wait_for("permission_denied", timeout=5.0)
+    assert denied[-1]["reason"] == "denied by the user"
+    assert chat.gateway.questions == {}
+
+
+def test_past_max_sessions_the_least_recently_used_idle_session_is_closed(chat: Chat) -> None:
+    chat.gateway.max_sessions = 2
+    ids = {}
+    for channel in ("a", "b", "a", "c"):
+        _, frame = chat.post("/v1/chat", {"channel": channel, "text": "hi"}, token=chat.alice)
+        ids.setdefault(channel, frame["session_id"])
+    assert set(chat.gateway.sessions) == {("alice", "a"), ("alice", "c")}
+    _, again = chat.post("/v1/chat", {"channel": "a", "text": "hi"}, token=chat.alice)
+    assert again["session_id"] == ids["a"]
+    _, reopened = chat.post("/v1/chat", {"channel": "b", "text": "hi"}, token=chat.alice)
+    assert reopened["session_id"] != ids["b"]

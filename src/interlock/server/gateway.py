@@ -139,7 +139,8 @@ class Gateway:
                  rules: Callable[[], list[PermissionRule]] | None = None,
                  store: Any = None, address: str = "",
                  agent_options: dict[str, Any] | None = None,
-                 extra_tools: list[Any] | None = None, commands: Any = None) -> None:
+                 extra_tools: list[Any] | None = None, commands: Any = None,
+                 max_sessions: int = 1000) -> None:
         self.engine = engine
         self.model_factory = model_factory
         self.root = project_root.resolve()
@@ -152,6 +153,8 @@ class Gateway:
         self.agent_options = dict(agent_options or {})
         self.extra_tools = extra_tools
         self.commands = commands
+        self.max_sessions = max_sessions
+        """Open sessions kept; past it the least recently used idle one is closed."""
         self.sessions: dict[tuple[str, str], ChatSession] = {}
         self.questions: dict[str, Question] = {}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -193,11 +196,16 @@ class Gateway:
         return EVENT_TYPES[name](platform="gateway", cwd=str(self.root), **fields)
 
     # -- sessions -------------------------------------------------------------
-    def session(self, sender: str, channel: str) -> ChatSession:
+    async def session(self, sender: str, channel: str) -> ChatSession:
         key = (sender, channel)
-        found = self.sessions.get(key)
+        found = self.sessions.pop(key, None)
         if found is not None:
+            self.sessions[key] = found  # most recently used last
             return found
+        await self._evict()
+        raced = self.sessions.get(key)  # made by another message while evicting
+        if raced is not None:
+            return raced
         holder: list[ChatSession] = []
 
         def on_text(text: str) -> None:
@@ -223,6 +231,14 @@ class Gateway:
         holder.append(chat)
         self.sessions[key] = chat
         return chat
+
+    async def _evict(self) -> None:
+        while len(self.sessions) >= self.max_sessions:
+            idle = next((k for k, c in self.sessions.items() if not c.lock.locked()), None)
+            if idle is None:
+                return  # every session is busy: let the new one in rather than refuse
+            chat = self.sessions.pop(idle)
+            await chat.agent.close("evicted")
 
     def spawn(self, sender: str, channel: str, text: str, message_id: str,
               exchange: Exchange) -> asyncio.Task[None]:
@@ -282,7 +298,7 @@ class Gateway:
 
     async def _handle(self, sender: str, channel: str, text: str, message_id: str,
                       exchange: Exchange) -> dict[str, Any] | None:
-        chat = self.session(sender, channel)
+        chat = await self.session(sender, channel)
         async with chat.lock:
             chat.exchange = exchange
             try:
