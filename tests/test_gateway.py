@@ -475,3 +475,33 @@ def test_past_max_sessions_the_least_recently_used_idle_session_is_closed(chat: 
     assert again["session_id"] == ids["a"]
     _, reopened = chat.post("/v1/chat", {"channel": "b", "text": "hi"}, token=chat.alice)
     assert reopened["session_id"] != ids["b"]
+
+
+async def test_build_gateway_uses_the_model_spec_and_keeps_transcripts(tmp_path: Path) -> None:
+    import asyncio
+
+    from interlock.agent.sessions import SessionStore
+    from interlock.server.gateway import Exchange, build_gateway
+
+    script = tmp_path / "chat.yaml"
+    script.write_text("- text: scripted hello\n")
+    engine = Engine()
+    gateway = build_gateway(engine, project_root=tmp_path, model=f"scripted:{script}",
+                            state_dir=tmp_path / "state")
+    assert gateway.model_name == "scripted:chat"
+    await gateway.start()
+    exchange = Exchange(asyncio.Queue())
+    await gateway.handle("alice", "c", "hi", "m1", exchange)
+    frame = exchange.frames.get_nowait()
+    assert frame["type"] == "reply"
+    assert frame["text"] == "scripted hello"
+    await gateway.stop()
+    engine.close()
+    store = SessionStore(tmp_path / "state" / "chat-sessions.db")
+    session = store.load(frame["session_id"])
+    assert [m["content"] for m in session.messages if m["role"] == "assistant"] == [
+        "scripted hello"]
+    names = [e["name"] for e in store.events(frame["session_id"])]
+    assert names.index("message_received") < names.index("before_message_send") \
+        < names.index("message_sent") < names.index("session_end")
+    store.close()

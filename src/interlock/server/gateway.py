@@ -140,7 +140,7 @@ class Gateway:
                  store: Any = None, address: str = "",
                  agent_options: dict[str, Any] | None = None,
                  extra_tools: list[Any] | None = None, commands: Any = None,
-                 max_sessions: int = 1000) -> None:
+                 max_sessions: int = 1000, close_store: bool = False) -> None:
         self.engine = engine
         self.model_factory = model_factory
         self.root = project_root.resolve()
@@ -154,6 +154,7 @@ class Gateway:
         self.extra_tools = extra_tools
         self.commands = commands
         self.max_sessions = max_sessions
+        self.close_store = close_store
         """Open sessions kept; past it the least recently used idle one is closed."""
         self.sessions: dict[tuple[str, str], ChatSession] = {}
         self.questions: dict[str, Question] = {}
@@ -189,6 +190,8 @@ class Gateway:
             except Exception:
                 log.exception("closing chat session %s failed", session.agent.session.id)
         self.sessions.clear()
+        if self.close_store and self.store is not None:
+            self.store.close()
 
     def _event(self, name: str, **fields: Any) -> Any:
         from interlock.events import EVENT_TYPES
@@ -339,6 +342,26 @@ class Gateway:
         await agent.observe("message_sent", recipient_id=chat.sender, channel=chat.channel,
                             content=content)
         return None
+
+
+def build_gateway(engine: Engine, *, project_root: Path, model: str | None,
+                  registry: Any = None, state_dir: Path | None = None,
+                  base_url: str | None = None, api_key: str | None = None,
+                  ask_timeout: float = 120.0, providers: Any = None) -> Gateway:
+    """The gateway `interlock serve` runs: ``model`` as for ``--model`` (``openai:NAME``,
+    ``scripted:FILE``), the registry's ``[[permissions]]`` read live, and transcripts in
+    ``<state_dir>/chat-sessions.db`` when a state directory is given."""
+    from interlock.agent.sessions import SessionStore
+
+    factory, name = model_factory(model, providers=providers, base_url=base_url,
+                                  api_key=api_key)
+    rules = None
+    if registry is not None and hasattr(registry, "permissions"):
+        def rules() -> list[PermissionRule]:
+            return list(registry.permissions)
+    store = SessionStore(state_dir / "chat-sessions.db") if state_dir is not None else None
+    return Gateway(engine, factory, project_root=project_root, model_name=name,
+                   ask_timeout=ask_timeout, rules=rules, store=store, close_store=True)
 
 
 def model_factory(spec: str | None, *, providers: Any = None, base_url: str | None = None,
