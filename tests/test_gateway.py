@@ -505,3 +505,30 @@ async def test_build_gateway_uses_the_model_spec_and_keeps_transcripts(tmp_path:
     assert names.index("message_received") < names.index("before_message_send") \
         < names.index("message_sent") < names.index("session_end")
     store.close()
+
+
+def test_a_socket_peer_still_needs_a_chat_token() -> None:
+    import socket as socketlib
+
+    made, _ = _start()
+    made.serving.close()  # only its gateway and engine are used here
+    sock = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "run" / "chat.sock"
+    app = create_app(made.engine, project_root=made.root, tokens=TokenStore(),
+                     gateway=made.gateway, socket_path=sock)
+
+    class UnixConnection(http.client.HTTPConnection):
+        def connect(self) -> None:
+            self.sock = socketlib.socket(socketlib.AF_UNIX, socketlib.SOCK_STREAM)
+            self.sock.settimeout(10)
+            self.sock.connect(str(sock))
+
+    with Serving(app, tcp=False, socket_path=sock).running():
+        conn = UnixConnection("localhost", timeout=10)
+        conn.request("POST", "/v1/chat", body=b'{"channel": "c", "text": "hi"}',
+                     headers={"Content-Type": "application/json"})
+        resp = conn.getresponse()
+        assert resp.status == 401
+        assert "token" in json.loads(resp.read())["error"]
+        conn.close()
+    assert made.named("message_received") == []
+    made.engine.close()
