@@ -20,9 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interlock import Engine, block
+from interlock.metrics import Metrics
 from interlock.server.app import create_app
 from interlock.server.auth import Role, TokenStore
+from interlock.server.gateway import Gateway
 from interlock.server.listen import Serving
+from interlock.sinks import MetricsSink
+from interlock.testing import ScriptedModel
+from interlock.tooling import ModelResponse
 
 
 def _connect(port: int) -> http.client.HTTPConnection:
@@ -48,6 +53,8 @@ class Target:
                 self.conn.request(method, path, body=raw, headers=headers)
                 resp = self.conn.getresponse()
                 body = resp.read()
+                if not (resp.getheader("content-type") or "").startswith("application/json"):
+                    return resp.status, body.decode()  # /metrics: Prometheus text
                 return resp.status, json.loads(body) if body else None
             except (http.client.HTTPException, ConnectionError):
                 self.conn.close()
@@ -78,8 +85,15 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     tokens = TokenStore()
     token = tokens.create("ops", Role.ADMIN)
     root = tmp_path_factory.mktemp("proj")
+
+    def model(sender: str, channel: str) -> ScriptedModel:
+        return ScriptedModel([lambda request: ModelResponse(text="ok")] * 1000)
+
+    metrics = Metrics()
+    engine.add_sink(MetricsSink(metrics))
+    gateway = Gateway(engine, model, project_root=root, ask_timeout=0.1)
     app = create_app(engine, project_root=root, tokens=tokens, dead_letters=Dead(),
-                     reloader=Reload())
+                     reloader=Reload(), gateway=gateway, metrics=metrics)
     serving = Serving(app, port=0)
     with serving.running():
         conn = http.client.HTTPConnection("127.0.0.1", serving.port, timeout=10)
@@ -220,3 +234,26 @@ def test_bridge_endpoint_with_host_payloads_never_fails_with_5xx(
     if status == 200:
         assert answer["decision"] in ("none", "block", "modify", "approve", "ask", "respond",
                                       "skip", "stop", "retry")
+
+
+@settings(max_examples=100, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.data())
+def test_chat_operations_with_schema_bodies_never_fail_with_5xx(
+        target: Target, data: st.DataObject) -> None:
+    path = data.draw(st.sampled_from(["/v1/chat", "/v1/chat/answer"]))
+    comps = target.spec["components"]["schemas"]
+    ref = target.spec["paths"][path]["post"]["requestBody"]["content"]["application/json"]
+    schema = comps[ref["schema"]["$ref"].rsplit("/", 1)[1]]
+    props = schema["properties"]
+    body = {name: data.draw(_schema_value(props[name], comps))
+            for name in data.draw(st.sets(st.sampled_from(sorted(props))))}
+    if data.draw(st.integers(0, 4)) == 0:
+        body[data.draw(st.text(min_size=1, max_size=8))] = data.draw(JSON)
+    status, answer = target.send("POST", path, json.dumps(body).encode(), {
+        "Authorization": f"Bearer {target.token}", "Content-Type": "application/json"})
+    assert status in _documented(target, path, "post"), (status, answer)
+    if status == 200:
+        assert answer["type"] in ("reply", "question", "answered")
+    else:
+        assert answer["error"]

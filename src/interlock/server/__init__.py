@@ -7,6 +7,7 @@ bridges can use :mod:`interlock.server.paths` without Starlette):
 - :mod:`~interlock.server.auth`: bearer tokens, stored hashed;
 - :mod:`~interlock.server.security`: Host/Origin checks and the socket peer's uid;
 - :mod:`~interlock.server.app`: ``create_app(engine, ...)``, the ASGI app;
+- :mod:`~interlock.server.gateway`: the chat gateway (``/v1/chat``, its WebSocket);
 - :mod:`~interlock.server.openapi`: the published OpenAPI document;
 - :mod:`~interlock.server.listen`: uvicorn on TCP and the Unix socket.
 """

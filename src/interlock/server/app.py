@@ -13,7 +13,11 @@ Who may call what:
   ``POST /v1/runtime/reload``: an ``admin`` token, on every transport;
 - ``GET /v1/status``, ``GET /v1/hooks``: open to loopback and socket
   clients (read-only), a token otherwise;
-- ``GET /v1/openapi.json``: open.
+- ``GET /v1/openapi.json``: open;
+- ``GET /metrics`` (Prometheus text): as status;
+- ``POST /v1/chat``, ``POST /v1/chat/answer``, ``/v1/chat/ws``: a ``chat`` (or
+  ``admin``) token on every transport; the sender is the token's (see
+  :mod:`~interlock.server.gateway`).
 
 Every request first passes :class:`~interlock.server.security.Guard`
 (Host and Origin), and a request naming a project root other than the
@@ -22,24 +26,28 @@ server's own (``X-Interlock-Project``) is refused.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import unquote
 
 import msgspec
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError, UnknownEventError
-from interlock.server.auth import Role, TokenStore
+from interlock.server.auth import Role, TokenInfo, TokenStore
 from interlock.server.security import Guard
+
+if TYPE_CHECKING:
+    from interlock.server.gateway import Gateway
 
 MAX_BODY = 1 << 20
 LOOPBACK_CLIENTS = frozenset({"127.0.0.1", "::1"})
@@ -68,6 +76,12 @@ class DeadLetters(Protocol):
     def resolve(self, record_id: str) -> bool: ...
 
 
+class Exposition(Protocol):
+    """What ``GET /metrics`` serves (interlock.metrics.Metrics satisfies it)."""
+
+    def exposition(self) -> str: ...
+
+
 class JSON(Response):
     media_type = "application/json"
 
@@ -91,7 +105,7 @@ class Api:
     def __init__(self, engine: Engine, *, project_root: Path, tokens: TokenStore,
                  reloader: Reloader | None, dead_letters: DeadLetters | None,
                  status: Callable[[], dict[str, Any]] | None, socket_path: Path | None,
-                 max_body: int) -> None:
+                 max_body: int, metrics: Exposition | None = None) -> None:
         self.engine = engine
         self.root = project_root.resolve()
         self.tokens = tokens
@@ -100,24 +114,26 @@ class Api:
         self.status_fn = status
         self.socket = str(socket_path) if socket_path is not None else None
         self.max_body = max_body
+        self.metrics = metrics
         self.started = time.time()
         self.counters: Counter[str] = Counter()
 
     # -- who is asking --------------------------------------------------------
-    def via_socket(self, request: Request) -> bool:
+    def via_socket(self, request: HTTPConnection) -> bool:
         # Connections on the socket are admitted only after the peer-uid
         # check (listen.PeerCheckedH11); their local address is the socket path.
         server = request.scope.get("server")
         return self.socket is not None and server is not None and (
             server[0] == self.socket and server[1] is None)
 
-    def local(self, request: Request) -> bool:
+    def local(self, request: HTTPConnection) -> bool:
         client = request.client
         return self.via_socket(request) or (client is not None and client.host in LOOPBACK_CLIENTS)
 
-    def authorize(self, request: Request, needed: Role) -> None:
+    def authorize(self, request: HTTPConnection, needed: Role) -> TokenInfo | None:
+        """The caller's token (None for a trusted socket peer), or _Refused."""
         if needed is Role.EVENTS and self.via_socket(request):
-            return
+            return None
         header = request.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         if scheme.lower() != "bearer" or not token.strip():
@@ -133,8 +149,9 @@ class Api:
             self.counters["refused"] += 1
             raise _Refused(_error(403, f"token {info.name!r} has role {info.role.value!r}; "
                                        f"this endpoint needs {needed.value!r}"))
+        return info
 
-    def check_project(self, request: Request) -> None:
+    def check_project(self, request: HTTPConnection) -> None:
         raw = request.headers.get("x-interlock-project")
         if raw is None:
             return
@@ -251,6 +268,16 @@ class Api:
             data.update(self.status_fn())
         return JSON(data)
 
+    async def metrics_text(self, request: Request) -> Response:
+        try:
+            self.read_only(request)
+        except _Refused as refused:
+            return refused.response
+        if self.metrics is None:
+            return _error(404, "this server keeps no metrics")
+        return Response(self.metrics.exposition(),
+                        media_type="text/plain; version=0.0.4; charset=utf-8")
+
     async def hooks(self, request: Request) -> Response:
         try:
             self.read_only(request)
@@ -321,19 +348,25 @@ def create_app(
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
     max_body: int = MAX_BODY,
+    gateway: Gateway | None = None,
+    metrics: Exposition | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
+
+    ``gateway``: the chat gateway (built over the same engine); started and
+    stopped with the app's lifespan. ``metrics``: served at ``GET /metrics``.
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
     ``allowed_origins`` extend the loopback-only Host and no-Origin defaults.
     """
     from interlock.bridge import HOSTS
+    from interlock.server.gateway import chat_routes
     from interlock.server.openapi import build_spec
 
     api = Api(engine, project_root=project_root, tokens=tokens, reloader=reloader,
               dead_letters=dead_letters, status=status, socket_path=socket_path,
-              max_body=max_body)
+              max_body=max_body, metrics=metrics)
     spec = msgspec.json.encode(build_spec(HOSTS))
 
     async def openapi(request: Request) -> Response:
@@ -344,7 +377,18 @@ def create_app(
         code = getattr(exc, "status_code", 404)
         return _error(code, "no such endpoint" if code == 404 else "method not allowed")
 
-    app = Starlette(exception_handlers={404: not_routed, 405: not_routed}, routes=[
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if gateway is not None:
+            await gateway.start()
+        try:
+            yield
+        finally:
+            if gateway is not None:
+                await gateway.stop()
+
+    app = Starlette(exception_handlers={404: not_routed, 405: not_routed}, lifespan=lifespan,
+                    routes=[
         Route("/v1/events/{event}", api.events, methods=["POST"]),
         Route("/v1/bridge/{agent}", api.bridge, methods=["POST"]),
         Route("/v1/status", api.status, methods=["GET"]),
@@ -354,6 +398,8 @@ def create_app(
               methods=["POST"]),
         Route("/v1/runtime/reload", api.reload, methods=["POST"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
+        Route("/metrics", api.metrics_text, methods=["GET"]),
+        *chat_routes(api, gateway),
     ])
     app.router.redirect_slashes = False  # a redirect is never what an API client wants
     app.state.api = api

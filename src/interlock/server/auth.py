@@ -32,9 +32,11 @@ TOKENS_FILE = "server-tokens.json"
 class Role(enum.StrEnum):
     EVENTS = "events"
     ADMIN = "admin"
+    CHAT = "chat"
+    """Only the chat gateway, as the token's sender."""
 
     def allows(self, needed: Role) -> bool:
-        return self is Role.ADMIN or needed is Role.EVENTS
+        return self is Role.ADMIN or self is needed
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +46,13 @@ class TokenInfo:
     digest: str
     """``sha256:<hex>`` of the token."""
     created: float
+    sender: str = ""
+    """The chat sender this token speaks for (bound when it is created); its name when
+    empty. A chat request never names its sender itself."""
+
+    @property
+    def sender_id(self) -> str:
+        return self.sender or self.name
 
 
 def digest_of(token: str) -> str:
@@ -73,7 +82,8 @@ class TokenStore:
             data = json.loads(path.read_text())
             for entry in data["tokens"]:
                 info = TokenInfo(name=str(entry["name"]), role=Role(entry["role"]),
-                                 digest=str(entry["digest"]), created=float(entry["created"]))
+                                 digest=str(entry["digest"]), created=float(entry["created"]),
+                                 sender=str(entry.get("sender") or ""))
                 if not info.digest.startswith("sha256:"):
                     raise ValueError(f"token {info.name!r}: digest must start with 'sha256:'")
                 self._tokens[info.name] = info
@@ -86,7 +96,8 @@ class TokenStore:
             return
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         data = {"tokens": [
-            {"name": t.name, "role": t.role.value, "digest": t.digest, "created": t.created}
+            {"name": t.name, "role": t.role.value, "digest": t.digest, "created": t.created,
+             **({"sender": t.sender} if t.sender else {})}
             for t in self._tokens.values()]}
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -95,18 +106,26 @@ class TokenStore:
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.path)
 
-    def create(self, name: str, role: Role | str = Role.EVENTS) -> str:
-        """Make a token named ``name``; returns it. Only its hash is kept."""
+    def create(self, name: str, role: Role | str = Role.EVENTS, *,
+               sender: str | None = None) -> str:
+        """Make a token named ``name``; returns it. Only its hash is kept.
+
+        ``sender``: the chat sender id the token speaks for (default: ``name``).
+        """
         if not name or not name.replace("-", "").replace("_", "").isalnum():
             raise ConfigError(f"token name {name!r} is not valid", field="name",
                               fix="use letters, digits, '-' and '_'")
+        if sender is not None and (not sender.strip() or len(sender) > 200
+                                   or not sender.isprintable()):
+            raise ConfigError(f"sender {sender!r} is not valid", field="sender",
+                              fix="use 1 to 200 printable characters")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
         with self._lock:
             if name in self._tokens:
                 raise ConfigError(f"a token named {name!r} exists", field="name",
                                   fix=f"revoke it first: `interlock serve token revoke {name}`")
             self._tokens[name] = TokenInfo(name=name, role=Role(role), digest=digest_of(token),
-                                           created=time.time())
+                                           created=time.time(), sender=sender or "")
             self._save()
         return token
 
@@ -132,5 +151,6 @@ class TokenStore:
         return found
 
     def describe(self) -> list[dict[str, Any]]:
-        return [{"name": t.name, "role": t.role.value, "created": t.created}
+        return [{"name": t.name, "role": t.role.value, "created": t.created,
+                 **({"sender": t.sender_id} if t.role is Role.CHAT else {})}
                 for t in self.entries()]

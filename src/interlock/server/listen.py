@@ -65,6 +65,16 @@ def protocol_class() -> type[asyncio.Protocol]:
     return PeerCheckedHttpTools
 
 
+def ws_protocol() -> str:
+    """uvicorn's WebSocket implementation for the chat gateway, or none without the
+    ``websockets`` package (the server extra installs it)."""
+    try:
+        import websockets  # noqa: F401
+    except ImportError:
+        return "none"
+    return "websockets-sansio"
+
+
 class _Server(uvicorn.Server):
     """uvicorn's server, with an event set once it listens (or gave up)."""
 
@@ -133,8 +143,9 @@ class Serving:
             self.sockets.append(bind_tcp(host, port))
         if socket_path is not None:
             self.sockets.append(bind_unix(socket_path))
-        config = uvicorn.Config(app, http=protocol_class(), lifespan="off", log_level=log_level,
-                                access_log=False, server_header=False, ws="none")
+        # The lifespan starts and stops the chat gateway (gateway_start / gateway_stop).
+        config = uvicorn.Config(app, http=protocol_class(), lifespan="on", log_level=log_level,
+                                access_log=False, server_header=False, ws=ws_protocol())
         self.server = _Server(config)
 
     @property

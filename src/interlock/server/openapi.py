@@ -89,6 +89,53 @@ def build_spec(hosts: tuple[str, ...]) -> dict[str, Any]:
                       **_AUTH_ERRORS}}}
     paths["/v1/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.",
                                          "responses": {"200": ok}}}
+    paths["/metrics"] = {"get": {"operationId": "metrics", "summary":
+        "Prometheus text: executions, failures, blocks, latency per hook. Open on loopback.",
+        "responses": {"200": {"description": "Prometheus exposition format", "content": {
+            "text/plain": {"schema": {"type": "string"}}}},
+            "404": _error("this server keeps no metrics"), **_AUTH_ERRORS}}}
+    frame = {"description": "the exchange's end (type reply, skipped, blocked, withheld, "
+                            "stopped or error), or a question to answer",
+             "content": {"application/json": {"schema": {"$ref": _REF.format(
+                 name="ChatFrame")}}}}
+    components["ChatMessage"] = {
+        "type": "object", "required": ["channel", "text"], "additionalProperties": False,
+        "properties": {"channel": {"type": "string", "minLength": 1, "maxLength": 200},
+                       "text": {"type": "string"},
+                       "message_id": {"type": "string", "maxLength": 200}}}
+    components["ChatAnswer"] = {
+        "type": "object", "required": ["id", "allow"], "additionalProperties": False,
+        "properties": {"id": {"type": "string"}, "allow": {"type": "boolean"}}}
+    components["ChatFrame"] = {
+        "type": "object", "required": ["type"], "properties": {
+            "type": {"type": "string", "enum": ["reply", "skipped", "blocked", "withheld",
+                                                "stopped", "error", "question", "answered",
+                                                "delta"]},
+            "text": {"type": "string"}, "reason": {"type": "string"},
+            "status": {"type": "string"}, "session_id": {"type": "string"},
+            "channel": {"type": "string"}, "message_id": {"type": "string"},
+            "id": {"type": "string"}, "tool_name": {"type": "string"},
+            "args": {"type": "object"}, "timeout_s": {"type": "number"}}}
+    chat_errors = {"400": _error("the body is not a JSON object"),
+                   "404": _error("no chat gateway, or no such pending question"),
+                   "413": _error("the body is too large"),
+                   "422": _error("a field is invalid, or the body names a sender"),
+                   **_AUTH_ERRORS}
+    paths["/v1/chat"] = {"post": {
+        "operationId": "chat", "summary": "Send a chat message to this sender's session on "
+        "the channel (the sender is the token's). The same messages go over the WebSocket "
+        "/v1/chat/ws ({type: message|answer, ...}; frames back include streamed deltas).",
+        "security": [{"bearer": []}], "parameters": [_PROJECT],
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": _REF.format(name="ChatMessage")}}}},
+        "responses": {"200": frame, **chat_errors}}}
+    paths["/v1/chat/answer"] = {"post": {
+        "operationId": "chat_answer", "summary": "Answer a pending permission question by "
+        "id; returns what the exchange does next.",
+        "security": [{"bearer": []}], "parameters": [_PROJECT],
+        "requestBody": {"required": True, "content": {"application/json": {
+            "schema": {"$ref": _REF.format(name="ChatAnswer")}}}},
+        "responses": {"200": frame, **chat_errors}}}
     return {"openapi": "3.1.0",
             "info": {"title": "Interlock", "version": "1",
                      "description": "Lifecycle hooks for LLM agents: evaluate events through "

@@ -65,7 +65,8 @@ def host_name(value: str) -> str:
 
 
 class Guard:
-    """ASGI middleware refusing foreign Host and Origin headers before routing."""
+    """ASGI middleware refusing foreign Host and Origin headers before routing
+    (HTTP requests and WebSocket handshakes alike)."""
 
     def __init__(self, app: ASGIApp, *, hosts: Iterable[str] = (),
                  origins: Iterable[str] = ()) -> None:
@@ -74,7 +75,7 @@ class Guard:
         self.origins = frozenset(o.rstrip("/").lower() for o in origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         host = origin = None
@@ -94,6 +95,12 @@ class Guard:
                        "start the server with --allow-origin to add one")
         if problem is None:
             await self.app(scope, receive, send)
+            return
+        if scope["type"] == "websocket":
+            # Browsers always send Origin on a WebSocket; closing before accept is
+            # an HTTP 403 to the client.
+            await receive()
+            await send({"type": "websocket.close", "code": 1008, "reason": problem[:120]})
             return
         body = json.dumps({"error": problem}).encode()
         await send({"type": "http.response.start", "status": 403, "headers": [
