@@ -4,10 +4,9 @@ Each run starts ``python -m interlock.bridge claude`` (what ``bridge install``
 writes) with a Claude Code
 PreToolUse payload on stdin and waits for its answer, as Claude Code does.
 With a server, the bridge posts the raw payload over the Unix socket; without
-one it loads the hooks in process (``interlock.registry.open_engine``; when
-this build has no registry, a stand-in that builds the same 3-hook engine is
-injected via ``sitecustomize``, and the figure says so). ``python -c pass``
-is the floor no Python bridge can beat.
+one it loads the project's hooks in process (``interlock.registry.open_engine``
+on a real project config). ``python -c pass`` is the floor no Python bridge
+can beat.
 
 Target (DESIGN.md): median <= 30 ms with the server.
 Run: ``python bench/bridge.py``.
@@ -122,28 +121,24 @@ def main() -> None:
         server.terminate()
         server.wait(10)
 
-    try:
-        import interlock.registry  # type: ignore[import-not-found]  # noqa: F401
-        stand_in = False
-        local_env = env
-    except ImportError:
-        stand_in = True
-        (shim / "sitecustomize.py").write_text(textwrap.dedent('''
-            import sys, types
-            def _open_engine(root):
-                import bench_policy
-                return bench_policy.build()
-            _mod = types.ModuleType("interlock.registry")
-            _mod.open_engine = _open_engine
-            sys.modules["interlock.registry"] = _mod
-        '''))
-        local_env = {**env, "PYTHONPATH": str(shim)}
+    # In process: the bridge loads the project's real hooks through the
+    # registry (a Python handler hook, approved for the run).
+    hook_dir = root / ".interlock" / "hooks" / "no-rm"
+    hook_dir.mkdir(parents=True, exist_ok=True)
+    (hook_dir / "HOOK.yaml").write_text("name: no-rm\nevents: [before_tool_call]\n")
+    (hook_dir / "handler.py").write_text(
+        "from interlock import block\n"
+        "def handle(event):\n"
+        "    if 'rm -rf' in event.args.get('command', ''):\n"
+        "        return block('destructive')\n")
+    home = Path(tempfile.mkdtemp(prefix="il-home-"))
+    local_env = {**env, "INTERLOCK_HOME": str(home), "INTERLOCK_STATE_DIR": str(home / "state"),
+                 "INTERLOCK_ACCEPT_HOOKS": "1"}
     samples, out = timed(bridge, local_env, PAYLOAD)
     assert "destructive" in out, out
     assert '"deny"' in out, out
-    label = "bridge claude, in process" + (" (stand-in)" if stand_in else "")
+    label = "bridge claude, in process"
     figures["in_process"] = summary(label, samples)
-    figures["in_process_stand_in_registry"] = stand_in
     median = figures["with_server"]["median_ms"]
     figures["target_with_server_ms"] = 30
     figures["with_server_meets_target"] = median <= 30
