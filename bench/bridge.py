@@ -66,6 +66,33 @@ SERVER = textwrap.dedent('''
 ''')
 
 
+HANDLERS = {
+    "no_rm.py": "from interlock import block\n\ndef handle(e):\n"
+                "    return block('destructive') if 'rm -rf' in e.args.get('command', '') "
+                "else None\n",
+    "audit.py": "def handle(e):\n    return None\n",
+    "note.py": "from interlock import context\n\ndef handle(e):\n    return context('checked')\n",
+}
+
+
+def configured(root: Path, env: dict[str, str]) -> dict[str, str]:
+    """The same 3 hooks as project config (Python handlers), with a private home and
+    state dir (the store the bridge records into lives there)."""
+    cfg = root / ".interlock"
+    cfg.mkdir(exist_ok=True)
+    hooks = []
+    for name, text in HANDLERS.items():
+        (cfg / name).write_text(text)
+        hooks.append(f'[[hooks]]\nname = "{name[:-3]}"\nevents = ["before_tool_call"]\n'
+                     f'handler = "{name}"\n')
+    (cfg / "config.toml").write_text("\n".join(hooks))
+    home = Path(tempfile.mkdtemp(prefix="il-home-"))
+    local = {**env, "INTERLOCK_HOME": str(home), "INTERLOCK_ACCEPT_HOOKS": "1"}
+    for name in ("INTERLOCK_STATE_DIR", "INTERLOCK_STORE"):
+        local.pop(name, None)
+    return local
+
+
 def timed(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[list[float], str]:
     subprocess.run(argv, input=stdin, capture_output=True, env=env)  # warm: writes bytecode
     samples = []
@@ -125,7 +152,7 @@ def main() -> None:
     try:
         import interlock.registry  # type: ignore[import-not-found]  # noqa: F401
         stand_in = False
-        local_env = env
+        local_env = configured(root, env)
     except ImportError:
         stand_in = True
         (shim / "sitecustomize.py").write_text(textwrap.dedent('''
