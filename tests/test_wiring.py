@@ -169,3 +169,21 @@ async def test_the_agent_cannot_write_the_server_token_store(tmp_path: Path,
         assert not tokens.exists()
     finally:
         engine.close()
+
+
+def test_hosts_do_not_import_opentelemetry_unless_a_provider_is_set() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from interlock.tracing import tracing_sink\n"
+        "assert tracing_sink() is None\n"
+        "assert 'opentelemetry' not in sys.modules\n"  # ~5 ms saved per bridge call
+        "from opentelemetry import trace\n"
+        "from opentelemetry.sdk.trace import TracerProvider\n"
+        "trace.set_tracer_provider(TracerProvider())\n"
+        "assert tracing_sink() is not None\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
