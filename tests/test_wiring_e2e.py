@@ -202,3 +202,16 @@ def test_bad_reliability_settings_name_the_file_line_and_field(
     assert needle in proc.stderr
     assert "config.toml" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_hooks_test_is_a_dry_run_that_records_nothing(tmp_path: Path) -> None:
+    project = _project(tmp_path, CONFIG, {"crash.sh": CRASH, "block.sh": BLOCK}, SCRIPT)
+    env = _env(tmp_path)
+    approved = interlock("hooks", "approve", "--all", cwd=project, env=env)
+    assert approved.returncode == 0, approved.stderr
+    tested = interlock("hooks", "test", "before_tool_call", "--tool", "terminal", "--json",
+                       cwd=project, env=env)
+    outcome = json.loads(tested.stdout)
+    assert outcome["decision"] == "block"  # the crash, fail-closed
+    assert not (tmp_path / "home" / "state" / "interlock.db").exists()
+    assert _json(interlock("deadletter", "list", "--json", cwd=tmp_path, env=env)) == []
