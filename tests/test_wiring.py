@@ -187,3 +187,25 @@ def test_hosts_do_not_import_opentelemetry_unless_a_provider_is_set() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 0, proc.stderr
+
+
+async def test_a_store_moved_out_of_the_state_dir_is_protected_too(tmp_path: Path,
+                                                                   monkeypatch) -> None:
+    db = tmp_path / "audit" / "interlock.db"
+    monkeypatch.setenv("INTERLOCK_STORE", str(db))
+    engine = Engine()
+    try:
+        agent, model = make_agent(engine, [
+            {"tool_calls": [call("write_file", path=str(db) + "-wal", content="x")]},
+            {"text": "ok"}], tmp_path, store=False)
+        await agent.run("go")
+        error = json.loads(tool_messages(model, 1)[0]["content"])
+        assert error["error"] == "tool call blocked"
+        assert "protected" in error["reason"]
+        assert not db.parent.exists()
+    finally:
+        engine.close()
+    monkeypatch.setenv("INTERLOCK_STORE", "postgresql://u@db/x")
+    from interlock.paths import protected_paths
+
+    assert not any("postgresql" in str(p) for p in protected_paths(tmp_path))
