@@ -215,3 +215,19 @@ def test_hooks_test_is_a_dry_run_that_records_nothing(tmp_path: Path) -> None:
     assert outcome["decision"] == "block"  # the crash, fail-closed
     assert not (tmp_path / "home" / "state" / "interlock.db").exists()
     assert _json(interlock("deadletter", "list", "--json", cwd=tmp_path, env=env)) == []
+
+
+def test_a_bridge_in_process_records_into_the_default_store(tmp_path: Path) -> None:
+    project = _project(tmp_path, CONFIG, {"crash.sh": CRASH, "block.sh": BLOCK}, SCRIPT)
+    env = _env(tmp_path, INTERLOCK_SOCKET=str(tmp_path / "no-server.sock"),
+               INTERLOCK_ACCEPT_HOOKS="1")
+    payload = {"session_id": "s-bridge", "cwd": str(project), "hook_event_name": "PreToolUse",
+               "tool_name": "Write", "tool_input": {"file_path": "x.txt", "content": "x"},
+               "tool_use_id": "t1"}
+    bridged = subprocess.run([sys.executable, "-m", "interlock.bridge", "claude", "--project",
+                              str(project)], input=json.dumps(payload), env=env,
+                             capture_output=True, text=True, timeout=60)
+    assert bridged.returncode == 2, bridged.stderr
+    assert "no writes in this project" in bridged.stdout
+    rows = _json(interlock("audit", "--session", "s-bridge", "--json", cwd=tmp_path, env=env))
+    assert [(r["hook"], r["verdict"]) for r in rows] == [("project:no-writes", "block")]
