@@ -99,7 +99,8 @@ def test_serve_opens_the_breaker_across_requests_and_serves_dead_letters(
         assert status["revision"] >= 1
         assert [(b["hook"], b["state"]) for b in status["breakers"]] == [
             ("project:crasher", "open")]
-        hook = status["hooks"]["project:crasher"]
+        assert status["hooks"] == 1  # active hooks; per-hook counters are in hook_stats
+        hook = status["hook_stats"]["project:crasher"]
         assert hook["failures"] == 4
         assert hook["failures_by_mode"] == {"breaker_open": 1, "crash": 3}
         assert hook["breaker_opens"] == 1

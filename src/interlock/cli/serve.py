@@ -44,7 +44,14 @@ def _load(project: Path, store: str | None = None) -> tuple[Any, Any, Any, Any]:
                           fix="add hooks to .interlock/config.toml, or enable a bundled hook "
                               "with `interlock hooks enable NAME`")
     assert registry.recording is not None
-    return engine, registry, StoreDeadLetters(registry.recording.store), registry.status
+
+    def status() -> dict[str, Any]:
+        # /v1/status already says how many hooks are active under "hooks".
+        data = registry.status()
+        data["hook_stats"] = data.pop("hooks")
+        return data
+
+    return engine, registry, StoreDeadLetters(registry.recording.store), status
 
 
 def register(app: typer.Typer) -> None:
