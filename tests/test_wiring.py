@@ -209,3 +209,34 @@ async def test_a_store_moved_out_of_the_state_dir_is_protected_too(tmp_path: Pat
     from interlock.paths import protected_paths
 
     assert not any("postgresql" in str(p) for p in protected_paths(tmp_path))
+
+
+FLAKY = """\
+#!/bin/sh
+cat > /dev/null
+echo x >> "{count}"
+[ "$(wc -l < "{count}")" -le 2 ] && exit 1
+exit 0
+"""
+
+
+def test_retries_are_counted_and_a_recovered_failure_is_no_dead_letter(
+        world: World, tmp_path: Path) -> None:
+    count = tmp_path / "count"
+    script = world.write(world.home / "flaky.sh", FLAKY.format(count=count), mode=0o755)
+    world.config(world.home, CONFIG.format(script=script, timeout=10) + "retries = 2\n")
+    reg = world.registry(accept=True)
+    reg.load()
+    reg.record(str(tmp_path / "store.db"))
+    try:
+        assert _rm(reg.engine).verdict is Verdict.NONE  # type: ignore[attr-defined]
+        assert _runs(count) == 3
+        stats = reg.status()["hooks"]["user:crasher"]
+        assert (stats["retries"], stats["failures"], stats["executions"]) == (2, 0, 1)
+    finally:
+        reg.close()
+        reg.engine.close(timeout=2)
+        reg.close_recording()
+    with open_store(str(tmp_path / "store.db")) as store:
+        assert store.dead_letters(limit=0) == []
+        assert [a.verdict for a in store.audit()] == ["none"]
