@@ -231,3 +231,14 @@ def test_a_bridge_in_process_records_into_the_default_store(tmp_path: Path) -> N
     assert "no writes in this project" in bridged.stdout
     rows = _json(interlock("audit", "--session", "s-bridge", "--json", cwd=tmp_path, env=env))
     assert [(r["hook"], r["verdict"]) for r in rows] == [("project:no-writes", "block")]
+
+
+def test_a_bad_store_url_stops_a_host_with_one_clear_line(tmp_path: Path) -> None:
+    project = _project(tmp_path, CONFIG, {"crash.sh": CRASH, "block.sh": BLOCK}, SCRIPT)
+    env = _env(tmp_path, INTERLOCK_STORE="mysql://u@db/x")
+    run = interlock("run", "--accept-hooks", "-m", f"scripted:{tmp_path / 'script.yaml'}",
+                    "tidy up", cwd=project, env=env)
+    assert run.returncode == 2
+    assert "unknown store scheme 'mysql'" in run.stderr
+    assert "Traceback" not in run.stderr
+    assert not (project / "ran.txt").exists()

@@ -515,7 +515,9 @@ class Registry:
         dir), with breaker openings counted and their states kept there."""
         if self.recording is None:
             from interlock.sinks import attach
+            from interlock.store import DB_NAME
 
+            url = url or os.environ.get("INTERLOCK_STORE") or str(self.state_dir / DB_NAME)
             self.recording = attach(self.engine, url=url, breakers=self.breakers,
                                     metrics=self.metrics)
         return self.recording
@@ -589,9 +591,8 @@ def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks:
         registry.load()
         if record:
             registry.record(store)
-    except ConfigError:
-        engine.close(timeout=1.0)
-        registry.close_recording(1.0)
+    except ConfigError:  # no good revision, or a store that cannot be opened
+        close_engine(engine, registry, timeout=1.0)
         raise
     return engine, registry
 
