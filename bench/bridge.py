@@ -4,9 +4,10 @@ Each run starts ``python -m interlock.bridge claude`` (what ``bridge install``
 writes) with a Claude Code
 PreToolUse payload on stdin and waits for its answer, as Claude Code does.
 With a server, the bridge posts the raw payload over the Unix socket; without
-one it loads the project's hooks in process (``interlock.registry.open_engine``
-on a real project config). ``python -c pass`` is the floor no Python bridge
-can beat.
+one it loads the hooks in process (``interlock.registry.open_engine``; when
+this build has no registry, a stand-in that builds the same 3-hook engine is
+injected via ``sitecustomize``, and the figure says so). ``python -c pass``
+is the floor no Python bridge can beat.
 
 Target (DESIGN.md): median <= 30 ms with the server.
 Run: ``python bench/bridge.py``.
@@ -65,6 +66,33 @@ SERVER = textwrap.dedent('''
 ''')
 
 
+HANDLERS = {
+    "no_rm.py": "from interlock import block\n\ndef handle(e):\n"
+                "    return block('destructive') if 'rm -rf' in e.args.get('command', '') "
+                "else None\n",
+    "audit.py": "def handle(e):\n    return None\n",
+    "note.py": "from interlock import context\n\ndef handle(e):\n    return context('checked')\n",
+}
+
+
+def configured(root: Path, env: dict[str, str]) -> dict[str, str]:
+    """The same 3 hooks as project config (Python handlers), with a private home and
+    state dir (the store the bridge records into lives there)."""
+    cfg = root / ".interlock"
+    cfg.mkdir(exist_ok=True)
+    hooks = []
+    for name, text in HANDLERS.items():
+        (cfg / name).write_text(text)
+        hooks.append(f'[[hooks]]\nname = "{name[:-3]}"\nevents = ["before_tool_call"]\n'
+                     f'handler = "{name}"\n')
+    (cfg / "config.toml").write_text("\n".join(hooks))
+    home = Path(tempfile.mkdtemp(prefix="il-home-"))
+    local = {**env, "INTERLOCK_HOME": str(home), "INTERLOCK_ACCEPT_HOOKS": "1"}
+    for name in ("INTERLOCK_STATE_DIR", "INTERLOCK_STORE"):
+        local.pop(name, None)
+    return local
+
+
 def timed(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[list[float], str]:
     subprocess.run(argv, input=stdin, capture_output=True, env=env)  # warm: writes bytecode
     samples = []
@@ -107,38 +135,46 @@ def main() -> None:
     shim = Path(tempfile.mkdtemp(prefix="il-shim-"))
     (shim / "bench_policy.py").write_text(POLICY)
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(sock)],
-                              env={**env, "PYTHONPATH": str(shim)}, stdout=subprocess.PIPE)
+                              env={**env, "PYTHONPATH": str(shim)}, stdout=subprocess.PIPE,
+                              # The server runs until its stdin closes: with an inherited
+                              # stdin already at EOF it stopped at once, and every "with
+                              # server" run silently fell back to in process.
+                              stdin=subprocess.PIPE)
     try:
         assert server.stdout is not None
         assert server.stdout.readline().strip() == b"ready"
         samples, out = timed(bridge, env, PAYLOAD)
-        assert '"deny"' in out, out
+        assert "destructive" in out, out  # the policy's answer, not a failed-closed deny
         figures["with_server"] = summary("bridge claude, serve running", samples)
         samples, out = timed(via_cli, env, PAYLOAD)
-        assert '"deny"' in out, out
+        assert "destructive" in out, out
         figures["with_server_via_cli"] = summary("interlock bridge claude, serve up", samples)
     finally:
         server.terminate()
         server.wait(10)
 
-    # In process: the bridge loads the project's real hooks through the
-    # registry (a Python handler hook, approved for the run).
-    hook_dir = root / ".interlock" / "hooks" / "no-rm"
-    hook_dir.mkdir(parents=True, exist_ok=True)
-    (hook_dir / "HOOK.yaml").write_text("name: no-rm\nevents: [before_tool_call]\n")
-    (hook_dir / "handler.py").write_text(
-        "from interlock import block\n"
-        "def handle(event):\n"
-        "    if 'rm -rf' in event.args.get('command', ''):\n"
-        "        return block('destructive')\n")
-    home = Path(tempfile.mkdtemp(prefix="il-home-"))
-    local_env = {**env, "INTERLOCK_HOME": str(home), "INTERLOCK_STATE_DIR": str(home / "state"),
-                 "INTERLOCK_ACCEPT_HOOKS": "1"}
+    try:
+        import interlock.registry  # type: ignore[import-not-found]  # noqa: F401
+        stand_in = False
+        local_env = configured(root, env)
+    except ImportError:
+        stand_in = True
+        (shim / "sitecustomize.py").write_text(textwrap.dedent('''
+            import sys, types
+            def _open_engine(root):
+                import bench_policy
+                return bench_policy.build()
+            _mod = types.ModuleType("interlock.registry")
+            _mod.open_engine = _open_engine
+            sys.modules["interlock.registry"] = _mod
+        '''))
+        local_env = {**env, "PYTHONPATH": str(shim)}
     samples, out = timed(bridge, local_env, PAYLOAD)
     assert "destructive" in out, out
     assert '"deny"' in out, out
-    label = "bridge claude, in process"
+    label = "bridge claude, in process" + (" (stand-in)" if stand_in else "")
     figures["in_process"] = summary(label, samples)
+    figures["in_process_stand_in_registry"] = stand_in
     median = figures["with_server"]["median_ms"]
     figures["target_with_server_ms"] = 30
     figures["with_server_meets_target"] = median <= 30

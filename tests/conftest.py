@@ -6,6 +6,13 @@ from interlock import Engine
 from interlock.testing import RecordingSink
 
 
+@pytest.fixture(autouse=True)
+def _private_store(tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hosts record into the default store: keep it out of the real state dir."""
+    monkeypatch.setenv("INTERLOCK_STORE", str(tmp_path_factory.getbasetemp() / "interlock.db"))
+
+
 @pytest.fixture
 def sink() -> RecordingSink:
     return RecordingSink()

@@ -479,8 +479,13 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
 
 
 class _NoRegistry:
+    recorded = False
+
     def close(self) -> None:
         pass
+
+    def record(self) -> None:
+        self.recorded = True
 
 
 def _registry(factory: Any) -> ModuleType:
@@ -491,7 +496,12 @@ def _registry(factory: Any) -> ModuleType:
     def open_engine(root: Path) -> tuple[Engine, _NoRegistry]:
         return factory(root), _NoRegistry()
 
+    def close_engine(engine: Engine, registry: _NoRegistry) -> None:
+        registry.close()
+        engine.close()
+
     module.open_engine = open_engine  # type: ignore[attr-defined]
+    module.close_engine = close_engine  # type: ignore[attr-defined]
     return module
 
 

@@ -150,7 +150,8 @@ def test_doctor_finds_exec_bits_consent_drift_and_fail_open_gates(world: World) 
     assert code == 1
     assert "not executable" in out
     assert "not approved" in out
-    assert "fails open on gate event(s) before_tool_call" in out
+    assert "fails open on gate event before_tool_call" in out
+    assert "fail 3 times in a row turns it off for 60s" in out
     (world.project / "check.sh").chmod(0o755)
     run(world, "approve", "c")
     code, out, _ = run(world, "doctor")

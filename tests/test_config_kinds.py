@@ -87,7 +87,7 @@ def test_an_http_hook_runs_once_approved_and_is_closed_when_dropped(
     assert outcome.reason == "remote says no"
     assert seen[0]["headers"]["Authorization"] == "Bearer t0ken"
     assert seen[0]["body"]["payload"]["args"] == {"command": "make deploy"}
-    executor = entry.hook.executor
+    executor = entry.hook.executor.inner
     assert executor._clients  # a pool is open
     world.config(world.home, "")
     assert reg.reload(operator=True).changed
@@ -103,7 +103,7 @@ def test_registry_close_closes_http_pools(world: World,
     reg = world.registry(accept=True)
     reg.load()
     reg.engine.emit_sync(_call())
-    executor = reg.hooks[0].hook.executor
+    executor = reg.hooks[0].hook.executor.inner
     assert executor._clients
     reg.close()
     assert not executor._clients
@@ -192,7 +192,7 @@ def test_an_agent_hook_from_config_reads_a_file_and_blocks(world: World,
     reg.load()
     (entry,) = reg.hooks
     assert entry.state == "active"
-    judge = entry.hook.executor
+    judge = entry.hook.executor.inner
     assert (judge.max_turns, judge.max_cost) == (4, 100000)
     assert judge.project_root == world.root.resolve()
     outcome = reg.engine.emit_sync(_call("make deploy"))
@@ -256,7 +256,7 @@ def test_an_agent_hook_cannot_read_the_registrys_policy_folders(
     reg.load()
     outcome = reg.engine.emit_sync(_call())
     assert outcome.verdict.value == "none"
-    model = reg.hooks[0].hook.executor.provider
+    model = reg.hooks[0].hook.executor.inner.provider
     model.assert_done()  # the refusal is what the judge saw
     assert "managed-policy-text" not in json.dumps([c.messages for c in model.calls])
     reg.close()

@@ -211,10 +211,16 @@ def test_timeout_default_and_cap(world: World) -> None:
     reg = world.registry(accept=True)
     reg.load()
     hooks = {e.definition.name: e.hook for e in reg.hooks}
+    # The timeout bounds one attempt (the reliability wrapper's policy); the
+    # engine's outer bound is the whole budget plus a grace second.
+    from interlock.reliability import GRACE
+
     assert hooks["slow"] is not None
-    assert hooks["slow"].timeout == 600
+    assert hooks["slow"].executor.policy.timeout == 600  # type: ignore[union-attr]
+    assert hooks["slow"].timeout == 600 + GRACE
     assert hooks["plain"] is not None
-    assert hooks["plain"].timeout == 60
+    assert hooks["plain"].executor.policy.timeout == 60  # type: ignore[union-attr]
+    assert hooks["plain"].timeout == 60 + GRACE
 
 
 def test_requirements_use_real_os_names(world: World) -> None:

@@ -244,12 +244,12 @@ def test_worker_hooks_keep_their_process_across_unrelated_reloads(world: World) 
         out = rm(reg.engine)
         assert out.verdict is Verdict.BLOCK
         assert out.reason == "worker says no"
-        executor = reg.entry("w").hook.executor  # type: ignore[union-attr]
+        executor = reg.entry("w").hook.executor.inner  # type: ignore[union-attr]
         world.write(world.home / "other" / "hooks" / "x.txt", "unrelated")
         world.write(world.home / "hooks" / "p" / "HOOK.yaml", "events: [user_input]\n")
         world.write(world.home / "hooks" / "p" / "handler.py", "def handle(e):\n    pass\n")
         assert reg.reload().changed
-        assert reg.entry("w").hook.executor is executor  # type: ignore[union-attr]
+        assert reg.entry("w").hook.executor.inner is executor  # type: ignore[union-attr]
         assert rm(reg.engine).reason == "worker says no"
         pid = executor.pid  # type: ignore[attr-defined]
         assert pid is not None

@@ -156,24 +156,27 @@ def test_bad_store_urls_are_clear(tmp_path):
     assert "hunter2pw" not in str(info.value)
 
 
-def test_default_location_prefers_project_then_user(tmp_path, monkeypatch):
-    from interlock.store import state_dir
+def test_default_location_is_the_one_state_dir(tmp_path, monkeypatch):
+    from interlock.paths import state_dir as interlock_state_dir
+    from interlock.store import default_url, state_dir
 
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
-    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("INTERLOCK_STORE", raising=False)
+    monkeypatch.setenv("INTERLOCK_HOME", str(tmp_path / "home"))
     project = tmp_path / "proj"
     (project / ".interlock").mkdir(parents=True)
-    (project / "src").mkdir()
-    monkeypatch.chdir(project / "src")
-    assert state_dir() == project / ".interlock" / "state"
-    monkeypatch.chdir(tmp_path)
-    assert state_dir() == tmp_path / "xdg" / "interlock"
+    monkeypatch.chdir(project)
+    # Every host writes, and every command reads, the same place wherever it runs.
+    assert state_dir() == interlock_state_dir() == tmp_path / "home" / "state"
+    assert default_url() == str(tmp_path / "home" / "state" / "interlock.db")
     monkeypatch.setenv("INTERLOCK_STATE_DIR", str(tmp_path / "explicit"))
     assert state_dir() == tmp_path / "explicit"
     store = open_store()
     assert store.location == str(tmp_path / "explicit" / "interlock.db")
     store.close()
     assert (tmp_path / "explicit" / "interlock.db").stat().st_mode & 0o077 == 0
+    monkeypatch.setenv("INTERLOCK_STORE", str(tmp_path / "elsewhere.db"))
+    assert default_url() == str(tmp_path / "elsewhere.db")
 
 
 def test_dropped_observer_invocations_are_dead_letters(url):

@@ -55,5 +55,15 @@ def project_dir(project_root: Path) -> Path:
 def protected_paths(project_root: Path, home: Path | None = None) -> tuple[Path, ...]:
     """Folders the agent's own tools must never write (DESIGN.md, Protected paths)."""
     home = home if home is not None else user_dir()
-    paths = [project_dir(project_root), home, state_dir(home)]
+    paths = [project_dir(project_root), home, state_dir(home), *_store_files()]
     return tuple(dict.fromkeys(p.resolve() for p in paths))
+
+
+def _store_files() -> list[Path]:
+    """A SQLite store moved out of the state dir (``$INTERLOCK_STORE``) is protected
+    too, with its journal files: the audit log is evidence the agent may not edit."""
+    url = os.environ.get("INTERLOCK_STORE", "")
+    if not url or ("://" in url and not url.startswith("sqlite://")):
+        return []
+    db = Path(url.removeprefix("sqlite://")).expanduser()
+    return [db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]

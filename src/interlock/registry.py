@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlock._catalog import SPECS, FailClosed, Kind
 from interlock._decisions import Verdict
@@ -41,6 +41,7 @@ from interlock.config.build import (
     load_handler,
     make_executor,
     make_hook,
+    policy_for,
     refusal_hook,
 )
 from interlock.config.kinds import referenced_files
@@ -60,10 +61,15 @@ from interlock.config.revision import (
     withhold,
 )
 from interlock.config.sources import Declared, Discovered, Place, discover
+from interlock.metrics import Metrics
 from interlock.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
+from interlock.reliability import BreakerBook, BreakerKey, harden
 from interlock.trust import APPROVALS, BASELINES, TOGGLES, TrustStore, hook_key
 
-__all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "open_engine"]
+if TYPE_CHECKING:
+    from interlock.sinks import Attached
+
+__all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "close_engine", "open_engine"]
 
 log = logging.getLogger("interlock.registry")
 
@@ -93,6 +99,12 @@ class Registry:
         self._owned: set[int] = set()
         self._listeners: list[Callable[[ReloadResult], None]] = []
         self.last_error: ConfigError | None = None
+        self.breakers = BreakerBook()
+        """Every configured hook's circuit breaker; it outlives reloads (keyed by source,
+        name and definition digest, so an edited hook starts with a fresh one)."""
+        self.metrics = Metrics()
+        self.recording: Attached | None = None
+        """The audit, dead-letter and metrics sinks, once :meth:`record` attached them."""
         # One build at a time: the watcher, the host and CLI actions may all reload.
         self._reloading = threading.RLock()
 
@@ -271,7 +283,8 @@ class Registry:
                 raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
                                   line=e.declared.line, field=field, fix=exc.fix) from None
         e.state = "active"
-        return make_hook(e.declared, e.digest, executor=executor, meta=meta)
+        hook = make_hook(e.declared, e.digest, executor=executor, meta=meta)
+        return harden(hook, policy_for(d), breakers=self.breakers, metrics=self.metrics)
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:
@@ -287,6 +300,7 @@ class Registry:
         if previous is not None:
             kept = set(rev.executors())
             self._retire([ex for k, ex in previous.executors().items() if k not in kept])
+        self.breakers.forget({BreakerKey.of(h) for h in rev.hooks})
         return number
 
     def _swap(self, hooks: list[Hook]) -> int:
@@ -494,6 +508,33 @@ class Registry:
             if not restart:
                 return
 
+    # -- recording ---------------------------------------------------------------------
+    def record(self, url: str | None = None) -> Attached:
+        """Audit every dispatch, dead-letter every failure and count both, in the store
+        at ``url`` (default: ``$INTERLOCK_STORE``, else ``interlock.db`` in the state
+        dir), with breaker openings counted and their states kept there."""
+        if self.recording is None:
+            from interlock.sinks import attach
+            from interlock.store import DB_NAME
+
+            url = url or os.environ.get("INTERLOCK_STORE") or str(self.state_dir / DB_NAME)
+            self.recording = attach(self.engine, url=url, breakers=self.breakers,
+                                    metrics=self.metrics)
+        return self.recording
+
+    def status(self) -> dict[str, Any]:
+        """Counters per hook, breaker states, the revision and unresolved dead letters."""
+        return {"revision": self.revision, **self.metrics.status()}
+
+    def close_recording(self, timeout: float = 30.0) -> bool:
+        """Flush what is queued and close the store (after the engine has drained)."""
+        recording, self.recording = self.recording, None
+        if recording is None:
+            return True
+        done = recording.close(timeout)
+        self.metrics.store = None
+        return done
+
     def close(self) -> None:
         """Stop the worker processes of the current revision (sync hosts)."""
         if self._current is not None:
@@ -535,14 +576,32 @@ def _close_executor(ex: Executor) -> None:
 
 
 def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,
-                sinks: Iterable[Sink] = ()) -> tuple[Engine, Registry]:
-    """An engine with the project's configured hooks loaded (raises ConfigError if invalid)."""
+                sinks: Iterable[Sink] = (), record: bool = False,
+                store: str | None = None) -> tuple[Engine, Registry]:
+    """An engine with the project's configured hooks loaded (raises ConfigError if invalid).
+
+    With ``record`` every dispatch is audited, every failure dead-lettered and
+    both counted, in ``store`` (default: ``$INTERLOCK_STORE``, else the state
+    dir's ``interlock.db``). Close with :func:`close_engine`.
+    """
     engine = Engine(sinks=sinks)
     registry = Registry(engine, project_root=project_root, accept_hooks=accept_hooks,
                         config=config)
     try:
         registry.load()
-    except ConfigError:
-        engine.close(timeout=1.0)
+        if record:
+            registry.record(store)
+    except ConfigError:  # no good revision, or a store that cannot be opened
+        close_engine(engine, registry, timeout=1.0)
         raise
     return engine, registry
+
+
+def close_engine(engine: Engine, registry: Registry, timeout: float = 30.0) -> None:
+    """Shut a host down in order: workers, then the engine (draining observers, whose
+    failures are still dead-lettered), then the store (flushed)."""
+    try:
+        registry.close()
+        engine.close(timeout=timeout)
+    finally:
+        registry.close_recording(timeout)

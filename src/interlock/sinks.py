@@ -18,8 +18,6 @@ from typing import TYPE_CHECKING
 from interlock.metrics import Metrics
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from interlock._dispatch import Engine
     from interlock._outcome import Outcome
     from interlock._sinks import FailureRecord, Sink
@@ -91,7 +89,7 @@ class Attached:
 
 
 def attach(engine: Engine, store: Store | None = None, *, url: str | None = None,
-           project: Path | None = None, breakers: BreakerBook | None = None,
+           breakers: BreakerBook | None = None,
            metrics: Metrics | None = None, tracing: bool = True) -> Attached:
     """Add the audit, dead-letter and metrics sinks (and tracing, when installed).
 
@@ -102,7 +100,7 @@ def attach(engine: Engine, store: Store | None = None, *, url: str | None = None
     if store is None:
         from interlock.store import open_store
 
-        store = open_store(url, project=project)
+        store = open_store(url)
     if metrics is None:
         metrics = Metrics(store)
     elif metrics.store is None:

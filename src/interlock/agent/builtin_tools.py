@@ -237,6 +237,8 @@ async def todo(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
 
 
 def builtin_tools() -> list[ToolSpec]:
+    from interlock.agent.grep import grep_tool
+
     return [
         ToolSpec("terminal", "Run a bash command in the working directory.", TERMINAL_SCHEMA,
                  terminal),
@@ -246,5 +248,6 @@ def builtin_tools() -> list[ToolSpec]:
         ToolSpec("edit_file", "Replace one exact occurrence of text in a file.", EDIT_SCHEMA,
                  edit_file, writes_files=True),
         ToolSpec("list_dir", "List a directory.", LIST_SCHEMA, list_dir, read_only=True),
+        grep_tool(),
         ToolSpec("todo", "Keep a task list: add, complete, list.", TODO_SCHEMA, todo),
     ]

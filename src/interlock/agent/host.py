@@ -57,17 +57,24 @@ class Host:
         return [i for i in self.extensions.infos.values() if i.status != "loaded"]
 
     def close(self) -> None:
+        from interlock.registry import close_engine
+
         # Deliver what extensions already published before their listeners go.
         self.extensions.bus.drain(5.0)
         self.extensions.close()
-        self.registry.close()
-        self.engine.close()
+        close_engine(self.engine, self.registry)
 
 
 def open_host(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,
               sinks: Sequence[Any] = (), home: Path | None = None,
-              use_entry_points: bool = True) -> Host:
+              use_entry_points: bool = True, record: bool = True,
+              store: str | None = None) -> Host:
     """The registry's engine with every extension loaded into it.
+
+    With ``record`` (the default) every dispatch is audited and every failure
+    dead-lettered in the store (``store``, else ``$INTERLOCK_STORE``, else the
+    state dir's ``interlock.db``), which ``interlock status``, ``deadletter``
+    and ``audit`` read. :meth:`Host.close` flushes it.
 
     Raises ConfigError when the hooks config has no good revision: a host
     never runs tools with the configured hooks missing.
@@ -76,7 +83,7 @@ def open_host(project_root: Path, *, config: Path | None = None, accept_hooks: b
     from interlock.registry import open_engine
 
     engine, registry = open_engine(project_root, config=config, accept_hooks=accept_hooks,
-                                   sinks=tuple(sinks))
+                                   sinks=tuple(sinks), record=record, store=store)
     tools, commands = builtin_names()
     extensions = ExtensionSet(engine, home=home, project=project_root, reserved_tools=tools,
                               reserved_commands=commands, use_entry_points=use_entry_points)

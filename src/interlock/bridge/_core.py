@@ -156,22 +156,24 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
     from pathlib import Path
 
     from interlock.bridge._events import build_event
+    from interlock.registry import close_engine
 
     event = build_event(system, payload)
     engine, registry = open_engine(Path(root))
     if not engine.hooks:
         # DESIGN.md: a bridge never runs with no hooks; a host agent calling it
         # expects a policy, and an empty one would mean "allow everything".
-        registry.close()
-        engine.close()
+        close_engine(engine, registry)
         raise BridgeError(f"no server is running and no hooks are configured for {root}; "
                           "configure .interlock/config.toml or start `interlock serve`")
     try:
+        # Recorded like any host, but only once there is something to record: the
+        # store's rows are written in one transaction when the bridge exits.
+        registry.record()
         outcome = engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
     finally:
-        registry.close()
-        engine.close()
+        close_engine(engine, registry)
     from interlock.bridge._common import redact_reasons
 
     redact_reasons(out)

@@ -26,7 +26,9 @@ def register(app: typer.Typer) -> None:
         from interlock.cli._common import print_json, user_errors
 
         with user_errors():
-            host = open_host(Path.cwd(), config=config, accept_hooks=accept_hooks)
+            # A replay re-judges old calls: a dry run, so nothing is audited.
+            host = open_host(Path.cwd(), config=config, accept_hooks=accept_hooks,
+                             record=False)
             try:
                 report = replay(host.engine, read_events(transcript), source=str(transcript))
             finally:

@@ -8,27 +8,50 @@ from typing import Annotated, Any
 import typer
 
 
-def _load(project: Path) -> tuple[Any, Any, Any, Any]:
-    """(engine, reloader, dead_letters, status) from the registry, lazily.
+class StoreDeadLetters:
+    """The store's dead letters, as the server's admin endpoints want them."""
 
-    The registry is the reloader; the dead-letter store and status come with
-    the reliability stores when they are configured.
-    """
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def list(self, *, unresolved: bool = False, limit: int = 100) -> list[dict[str, Any]]:
+        import msgspec
+
+        self.store.flush(5.0)  # what the hooks just failed is listed too
+        records = self.store.dead_letters(unresolved=unresolved, limit=limit)
+        out: list[dict[str, Any]] = msgspec.to_builtins(records)
+        return out
+
+    def resolve(self, record_id: str) -> bool:
+        if not record_id.isdigit():
+            return False
+        self.store.flush(5.0)
+        return bool(self.store.resolve(int(record_id), by="serve-admin"))
+
+
+def _load(project: Path, store: str | None = None) -> tuple[Any, Any, Any, Any]:
+    """(engine, registry, dead_letters, status): the registry's engine, recording into
+    the store; the registry is also the reloader."""
     from interlock._errors import ConfigError
-    from interlock.registry import open_engine
+    from interlock.registry import close_engine, open_engine
 
-    engine, registry = open_engine(project)
+    engine, registry = open_engine(project, record=True, store=store)
     if not engine.hooks:
         # A server with no hooks would answer "allow" to everything (DESIGN.md:
         # hosts never run with no hooks).
-        registry.close()
-        engine.close()
+        close_engine(engine, registry, timeout=2.0)
         raise ConfigError(f"no hooks are configured for {project}",
                           fix="add hooks to .interlock/config.toml, or enable a bundled hook "
                               "with `interlock hooks enable NAME`")
-    dead = getattr(registry, "dead_letters", None)
-    status = getattr(registry, "status", None)
-    return engine, registry, dead, status if callable(status) else None
+    assert registry.recording is not None
+
+    def status() -> dict[str, Any]:
+        # /v1/status already says how many hooks are active under "hooks".
+        data = registry.status()
+        data["hook_stats"] = data.pop("hooks")
+        return data
+
+    return engine, registry, StoreDeadLetters(registry.recording.store), status
 
 
 def register(app: typer.Typer) -> None:
@@ -54,6 +77,9 @@ def register(app: typer.Typer) -> None:
             help="Extra Host header names to serve (beyond loopback).")] = None,
         allow_origin: Annotated[list[str] | None, typer.Option(
             help="Browser origins allowed to call the API (none by default).")] = None,
+        store: Annotated[str | None, typer.Option(
+            help="Audit and dead-letter store URL or SQLite path (default: $INTERLOCK_STORE, "
+                 "else interlock.db in the state dir).", envvar="INTERLOCK_STORE")] = None,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -79,9 +105,9 @@ def register(app: typer.Typer) -> None:
                            err=True)
             state = ensure_private_dir(state_dir(root))
             tokens = TokenStore.for_state_dir(state)
-            engine, reloader, dead, status = _load(root)
+            engine, registry, dead, status = _load(root, store)
             sock = None if no_socket else (socket_path or default_sock(root))
-            app = create_app(engine, project_root=root, tokens=tokens, reloader=reloader,
+            app = create_app(engine, project_root=root, tokens=tokens, reloader=registry,
                              dead_letters=dead, status=status, socket_path=sock,
                              allowed_hosts=[*(allow_host or []), host],
                              allowed_origins=allow_origin or [])
@@ -89,7 +115,9 @@ def register(app: typer.Typer) -> None:
             try:
                 serve_forever(serving)
             finally:
-                engine.close()
+                from interlock.registry import close_engine
+
+                close_engine(engine, registry)
 
     @token_app.command("create")
     def token_create(

@@ -23,8 +23,33 @@ from interlock._decisions import Decision
 from interlock._errors import ConfigError, FailureMode, HookFailure
 from interlock._hooks import Executor, Hook, HookFn, Invocation, Matcher, OnError, Source
 from interlock.config import kinds
-from interlock.config.model import MAX_TIMEOUT, HookKind
+from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.sources import Declared
+from interlock.reliability import Policy
+
+MAX_RETRIES = 10
+RELIABILITY_FIELDS = ("retries", "retry_budget", "breaker_threshold", "breaker_cooldown")
+"""Per-hook settings of the reliability wrappers (docs/reliability.md)."""
+
+
+def policy_for(d: HookDef) -> Policy:
+    """The hook's reliability policy: its timeout per attempt, retries, budget, breaker.
+
+    Raises ConfigError naming the config field (``retry_budget``, not Policy's
+    ``budget``); the caller adds the file and line.
+    """
+    if d.retries > MAX_RETRIES:
+        raise ConfigError(f"retries must be at most {MAX_RETRIES}, got {d.retries}",
+                          field="retries", fix="retry a few times (retries = 2) and let the "
+                                               "breaker handle a hook that stays down")
+    try:
+        return Policy(timeout=min(d.timeout, MAX_TIMEOUT), retries=d.retries,
+                      budget=d.retry_budget, breaker_threshold=d.breaker_threshold,
+                      breaker_cooldown=d.breaker_cooldown)
+    except ConfigError as exc:
+        field = "retry_budget" if exc.field == "budget" else exc.field
+        fix = (exc.fix or "").replace("set budget", "set retry_budget")
+        raise ConfigError(exc.message, field=field, fix=fix) from None
 
 
 class Refusal:

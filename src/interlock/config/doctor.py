@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlock._catalog import BY_NAME, Field, Kind
-from interlock._errors import HookFailure
+from interlock._catalog import BY_NAME, Field
+from interlock._errors import ConfigError, HookFailure
 from interlock._hooks import Hook, Invocation
 from interlock._invoke import new_id
 from interlock.config.model import LLM_KINDS
@@ -113,6 +113,22 @@ async def _smoke(hook: Hook, event: Event) -> tuple[str, float, str]:
         f"answered {verdict.value if verdict is not None else 'no opinion'}"
 
 
+def _fail_open(e: HookEntry) -> list[str]:
+    """The definition's fail-open gate events, with its own breaker numbers; judged on
+    the definition, so an unapproved (not yet running) hook is warned about too."""
+    from interlock._errors import FailureMode
+    from interlock.config.build import Refusal, make_hook, policy_for
+    from interlock.reliability import fail_open_warnings
+
+    probe = make_hook(e.declared, e.digest, executor=Refusal(FailureMode.CRASH, "doctor"))
+    try:
+        policy = policy_for(e.definition)
+    except ConfigError:  # already refused by validation; keep the defaults here
+        policy = None
+    return [w.replace(f"hook {e.qualified_name} ", "", 1)
+            for w in fail_open_warnings([probe], policy)]
+
+
 def diagnose(registry: Registry, *, smoke: bool = True) -> Report:
     report = Report()
     runs: list[tuple[str, Hook, Event]] = []
@@ -143,11 +159,8 @@ def diagnose(registry: Registry, *, smoke: bool = True) -> Report:
                 report.add(q, "error", "consent", f"not approved; `interlock hooks approve {q}`")
         if not e.eligible:
             report.add(q, "warn" if e.hook is None else "error", "requirements", e.why)
-        gates = [ev for ev in e.declared.events if BY_NAME[ev].kind is Kind.GATE]
-        if d.on_error == "open" and gates:
-            report.add(q, "warn", "fail-open",
-                       f"fails open on gate event(s) {', '.join(gates)}: anyone who can make it "
-                       "crash 3 times turns it off for a minute; consider on_error = \"closed\"")
+        for warning in _fail_open(e):
+            report.add(q, "warn", "fail-open", warning)
         if smoke and e.hook is not None and e.state == "active" \
                 and d.effective_kind in LLM_KINDS:
             # A smoke run of a judge would call (and pay for) a model.

@@ -58,6 +58,15 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     matcher: str | dict[str, str] | None = None
     priority: int = 0
     timeout: float = DEFAULT_TIMEOUT
+    """Bounds one attempt (seconds)."""
+    retries: int = 0
+    """Extra attempts after a retryable failure (timeout, crash), within ``retry_budget``."""
+    retry_budget: float | None = None
+    """Total seconds for every attempt and backoff (default: timeout x attempts + backoffs)."""
+    breaker_threshold: int = 3
+    """Consecutive failed invocations that open the circuit breaker; 0 turns it off."""
+    breaker_cooldown: float = 60.0
+    """Seconds an open breaker waits before letting one probe through."""
     on_error: Literal["open", "closed"] | None = None
     dialect: str | None = None
     modifies: bool = False

@@ -90,8 +90,11 @@ class Revision:
     number: int = 0
 
     def executors(self) -> dict[tuple[str, str], Executor]:
-        return {(h.qualified_name, h.digest): h.executor for h in self.hooks
-                if h.executor is not None and h.kind in _BUILT_KINDS}
+        # The executors themselves, not their reliability wrappers: a reload re-wraps
+        # them (the breaker state lives in the registry's book), and closing one
+        # must reach the process or pool it holds.
+        return {(h.qualified_name, h.digest): getattr(h.executor, "inner", h.executor)
+                for h in self.hooks if h.executor is not None and h.kind in _BUILT_KINDS}
 
 
 @dataclass(slots=True)

@@ -74,6 +74,24 @@ class _Err:
                            line=self.locate((*self.base, *parts)), field=field, fix=fix)
 
 
+def _check_reliability(d: HookDef, err: _Err, kind: HookKind) -> None:
+    from interlock.config.build import RELIABILITY_FIELDS, policy_for
+
+    if kind is HookKind.PYTHON:
+        default = HookDef(name=d.name)
+        for name in RELIABILITY_FIELDS:
+            if getattr(d, name) != getattr(default, name):
+                raise err(name, f"{name} has no effect on a python hook (it runs in process, "
+                          "with no retries or breaker)",
+                          f"remove {name}, or run the check as a command or worker hook")
+        return
+    try:
+        policy_for(d)
+    except ConfigError as exc:
+        raise err(exc.field or "retries", exc.message, exc.fix or "see docs/reliability.md") \
+            from None
+
+
 def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[str, ...]:
     """Check one definition's meaning; returns its catalog events."""
     err = _Err(file, base, locate, d.name)
@@ -117,6 +135,7 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
                   "write the timeout in seconds, e.g. timeout = 10")
     if d.timeout > MAX_TIMEOUT:
         log.warning("%s: hook %r: timeout %gs capped at %gs", file, d.name, d.timeout, MAX_TIMEOUT)
+    _check_reliability(d, err, kind)
     try:
         Matcher.parse(d.matcher)
     except RegistrationError as exc:

@@ -106,10 +106,8 @@ def _refusing_protected(spec: ToolSpec) -> ToolSpec:
 def read_only_tools() -> list[ToolSpec]:
     """read_file, list_dir and grep: what an agent judge may use."""
     from interlock.agent.builtin_tools import builtin_tools
-    from interlock.agent.grep import grep_tool
 
-    chosen = [t for t in builtin_tools() if t.name in ("read_file", "list_dir")]
-    return [*chosen, grep_tool()]
+    return [t for t in builtin_tools() if t.name in ("read_file", "list_dir", "grep")]
 
 
 class AgentExecutor:

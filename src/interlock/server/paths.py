@@ -2,8 +2,8 @@
 
 Standard library only: bridges import this on their fast path.
 
-- state directory: ``$INTERLOCK_STATE_DIR``, else ``<project>/.interlock-state``
-  (0700); the token file lives there;
+- state directory: Interlock's own (``$INTERLOCK_STATE_DIR``, else
+  ``<user dir>/state``, 0700), a protected path; the token file lives there;
 - socket: ``$INTERLOCK_SOCKET``, else ``<runtime>/interlock-<uid>/<digest>.sock``
   where ``<runtime>`` is ``$XDG_RUNTIME_DIR`` or the temp directory and
   ``<digest>`` names the resolved project root. A path under the project
@@ -30,11 +30,17 @@ class UnsafeDirectory(OSError):
     """A directory that must be private is not (wrong owner, mode or a symlink)."""
 
 
-def state_dir(project_root: Path) -> Path:
-    from pathlib import Path
+def state_dir(project_root: Path | None = None) -> Path:
+    """Interlock's one state dir (:func:`interlock.paths.state_dir`).
 
-    env = os.environ.get(STATE_DIR_ENV)
-    return Path(env) if env else project_root / ".interlock-state"
+    It is among the paths the agent's own tools may never write
+    (:func:`interlock.paths.protected_paths`), so no tool call can plant a token
+    in the token store. ``project_root`` is accepted for callers that have one;
+    the tokens are the user's, for every project they serve.
+    """
+    from interlock.paths import state_dir as interlock_state_dir
+
+    return interlock_state_dir()
 
 
 def _sha256_hex(data: bytes) -> str:

@@ -6,10 +6,9 @@
     store = open_store("postgresql://u@db/interlock")
     store = open_store("/var/lib/interlock/interlock.db")
 
-Where the default lives: ``$INTERLOCK_STATE_DIR`` if set; else the project's
-``.interlock/state/`` when the working directory is inside a project (a folder
-with ``.interlock/``); else the user's ``$XDG_STATE_HOME/interlock`` (by
-default ``~/.local/state/interlock``). The file is ``interlock.db``.
+Where the default lives: ``$INTERLOCK_STORE`` (a URL or path) if set; else
+``interlock.db`` in Interlock's state dir (``$INTERLOCK_STATE_DIR``, else
+``<user dir>/state``), the one place every host writes and every command reads.
 """
 
 from __future__ import annotations
@@ -31,30 +30,16 @@ from interlock.store._store import Store
 DB_NAME = "interlock.db"
 
 
-def project_root(start: Path | None = None) -> Path | None:
-    """The nearest folder at or above ``start`` holding ``.interlock/``."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / ".interlock").is_dir():
-            return folder
-    return None
+def state_dir() -> Path:
+    """Where the default store lives: Interlock's one state dir
+    (:func:`interlock.paths.state_dir`), shared by every host and every command."""
+    from interlock.paths import state_dir as interlock_state_dir
+
+    return interlock_state_dir()
 
 
-def state_dir(project: Path | None = None) -> Path:
-    """The directory for approvals, audit and dead letters."""
-    explicit = os.environ.get("INTERLOCK_STATE_DIR")
-    if explicit:
-        return Path(explicit).expanduser()
-    root = project if project is not None else project_root()
-    if root is not None:
-        return root / ".interlock" / "state"
-    xdg = os.environ.get("XDG_STATE_HOME")
-    base = Path(xdg).expanduser() if xdg else Path.home() / ".local" / "state"
-    return base / "interlock"
-
-
-def default_url(project: Path | None = None) -> str:
-    return os.environ.get("INTERLOCK_STORE") or str(state_dir(project) / DB_NAME)
+def default_url() -> str:
+    return os.environ.get("INTERLOCK_STORE") or str(state_dir() / DB_NAME)
 
 
 def backend_for(url: str) -> SQLBackend:
@@ -78,10 +63,10 @@ def backend_for(url: str) -> SQLBackend:
                           field="store", fix="check the path and its permissions") from None
 
 
-def open_store(url: str | None = None, *, project: Path | None = None,
-               retention: Retention | None = None, interval: float = 0.05) -> Store:
+def open_store(url: str | None = None, *, retention: Retention | None = None,
+               interval: float = 0.05) -> Store:
     """Open (creating if needed) the store at ``url``, or the default one."""
-    return Store(backend_for(url or default_url(project)), retention=retention,
+    return Store(backend_for(url or default_url()), retention=retention,
                  interval=interval)
 
 
@@ -96,6 +81,5 @@ __all__ = [
     "backend_for",
     "default_url",
     "open_store",
-    "project_root",
     "state_dir",
 ]
