@@ -624,3 +624,47 @@ def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
         proc.stderr.close()
     assert code == 0
     assert not sock.exists()
+
+
+def test_serve_cli_runs_the_chat_gateway_with_a_chat_token(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import urllib.request
+
+    (tmp_path / ".interlock").mkdir()
+    (tmp_path / "guard.py").write_text(GUARD_SCRIPT)
+    (tmp_path / ".interlock" / "config.toml").write_text(
+        f'[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\n'
+        f'command = ["{sys.executable}", "{tmp_path / "guard.py"}"]\n')
+    script = tmp_path / "chat.yaml"
+    script.write_text("- text: hello from the gateway\n")
+    env = {**os.environ, "INTERLOCK_ACCEPT_HOOKS": "1", "INTERLOCK_HOME": str(tmp_path / "home"),
+           "INTERLOCK_STATE_DIR": str(tmp_path / "state")}
+    token = subprocess.run([sys.executable, "-m", "interlock", "serve", "token", "create",
+                            "phone", "--chat", "--sender", "alice", "--project", str(tmp_path)],
+                           env=env, capture_output=True, text=True, check=True).stdout.strip()
+    proc = subprocess.Popen([sys.executable, "-m", "interlock", "serve", "--project",
+                             str(tmp_path), "--port", "0", "--no-socket",
+                             "--chat-model", f"scripted:{script}"],
+                            env=env, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()
+        while "listening on" not in line:
+            assert line, "serve exited before listening"
+            line = proc.stderr.readline()
+        base = line.split("listening on ", 1)[1].split()[0].rstrip(",")
+        request = urllib.request.Request(
+            f"{base}/v1/chat", data=json.dumps({"channel": "ops", "text": "hi"}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            reply = json.loads(response.read())
+        assert "hello from the gateway" in json.dumps(reply)
+        with urllib.request.urlopen(f"{base}/metrics", timeout=30) as response:
+            assert response.status == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        assert proc.stderr is not None
+        proc.stderr.close()

@@ -80,6 +80,16 @@ def register(app: typer.Typer) -> None:
         store: Annotated[str | None, typer.Option(
             help="Audit and dead-letter store URL or SQLite path (default: $INTERLOCK_STORE, "
                  "else interlock.db in the state dir).", envvar="INTERLOCK_STORE")] = None,
+        chat_model: Annotated[str | None, typer.Option(
+            help="Run the chat gateway (/v1/chat) with this model: openai:NAME, "
+                 "scripted:FILE or an extension's PREFIX:NAME.")] = None,
+        base_url: Annotated[str | None, typer.Option(
+            help="OpenAI-compatible base URL for --chat-model (default $OPENAI_BASE_URL).")]
+            = None,
+        api_key: Annotated[str | None, typer.Option(
+            help="API key for --chat-model (default $OPENAI_API_KEY).")] = None,
+        ask_timeout: Annotated[float, typer.Option(
+            help="Seconds a chat question waits for the person; then it is denied.")] = 120.0,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -107,11 +117,22 @@ def register(app: typer.Typer) -> None:
             tokens = TokenStore.for_state_dir(state)
             engine, registry, dead, status = _load(root, store)
             sock = None if no_socket else (socket_path or default_sock(root))
+            gateway = None
+            if chat_model is not None:
+                from interlock.server.gateway import build_gateway
+
+                gateway = build_gateway(engine, project_root=root, model=chat_model,
+                                        registry=registry, state_dir=state, base_url=base_url,
+                                        api_key=api_key, ask_timeout=ask_timeout)
             app = create_app(engine, project_root=root, tokens=tokens, reloader=registry,
                              dead_letters=dead, status=status, socket_path=sock,
                              allowed_hosts=[*(allow_host or []), host],
-                             allowed_origins=allow_origin or [])
+                             allowed_origins=allow_origin or [], gateway=gateway,
+                             metrics=registry.metrics)
             serving = Serving(app, host=host, port=port, socket_path=sock, tcp=not no_tcp)
+            if gateway is not None:
+                gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
+                                   else f"unix:{sock}")
             try:
                 serve_forever(serving)
             finally:
@@ -123,6 +144,10 @@ def register(app: typer.Typer) -> None:
     def token_create(
         name: Annotated[str, typer.Argument(help="A name to revoke it by later.")],
         admin: Annotated[bool, typer.Option(help="Admin role (dead letters, reload).")] = False,
+        chat: Annotated[bool, typer.Option(help="Chat role: may use /v1/chat only.")] = False,
+        sender: Annotated[str | None, typer.Option(
+            help="With --chat: the sender id this token speaks for (default: its name).")]
+            = None,
         project: Annotated[Path, typer.Option(help="Project root.")] = Path("."),
     ) -> None:
         """Create a token and print it once; only its hash is stored."""
@@ -131,8 +156,14 @@ def register(app: typer.Typer) -> None:
         from interlock.server.paths import ensure_private_dir, state_dir
 
         with user_errors():
+            if admin and chat:
+                from interlock._errors import ConfigError
+
+                raise ConfigError("a token is either --admin or --chat", field="--chat",
+                                  fix="create one token per role")
             store = TokenStore.for_state_dir(ensure_private_dir(state_dir(project.resolve())))
-            token = store.create(name, Role.ADMIN if admin else Role.EVENTS)
+            role = Role.ADMIN if admin else Role.CHAT if chat else Role.EVENTS
+            token = store.create(name, role, sender=sender if chat else None)
         typer.echo(token)
 
     @token_app.command("list")
