@@ -50,19 +50,12 @@ _SYNC = Mode.SYNC
 _NONE = Status.NONE
 
 
-class _Passed:
-    """What an event with no hooks gets: one shared outcome, built once per type."""
-
-    __slots__ = ("outcome",)
-
-    def __init__(self, spec: EventSpec) -> None:
-        self.outcome = Outcome(name=spec.name)
-
-
-_PASSED = {EVENT_TYPES[s.name]: _Passed(s) for s in SPECS}
+# What an event with no hooks gets: one shared outcome per event type, held
+# directly in the engine's entry table so the no-hook path is one dict read.
+_PASSED = {EVENT_TYPES[s.name]: Outcome(name=s.name) for s in SPECS}
 _EMPTY_USER_INPUT = Plan(spec=EVENT_TYPES["user_input"].spec, modifiers=(), checks=(), shadows=(),
                          background=(), may_suspend=False, containers=(), gate=True,
-                         stop_event=False)
+                         stop_event=False, lean=False)
 
 
 class _Run(msgspec.Struct, gc=False):
@@ -168,7 +161,7 @@ class Engine:
             # user_input resets the stop-loop counters, so it must reach the
             # dispatcher even with no hooks of its own (rule 7).
             entries.setdefault(EVENT_TYPES["user_input"], None)
-            if entries[EVENT_TYPES["user_input"]].__class__ is _Passed:
+            if entries[EVENT_TYPES["user_input"]].__class__ is Outcome:
                 entries[EVENT_TYPES["user_input"]] = _EMPTY_USER_INPUT
         self._set = hookset
         self._entries = entries  # one dict read per emit decides everything
@@ -255,12 +248,14 @@ class Engine:
     def emit_sync(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome (sync hosts)."""
         entry = self._entries[event.__class__]
-        if entry.__class__ is _Passed:
-            result: Outcome = entry.outcome
+        if entry.__class__ is Outcome:
+            result: Outcome = entry
             return result
         plan = entry if entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
-            return _PASSED[event.__class__].outcome
+            return _PASSED[event.__class__]
+        if plan.lean:
+            return self._dispatch_lean(event, plan)
         if plan.may_suspend:
             return self._loop.run(self._dispatch(event, plan))
         return self._dispatch_sync(event, plan)
@@ -268,12 +263,14 @@ class Engine:
     async def emit(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome."""
         entry = self._entries[event.__class__]
-        if entry.__class__ is _Passed:
-            result: Outcome = entry.outcome
+        if entry.__class__ is Outcome:
+            result: Outcome = entry
             return result
         plan = entry if entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
-            return _PASSED[event.__class__].outcome
+            return _PASSED[event.__class__]
+        if plan.lean:
+            return self._dispatch_lean(event, plan)
         if plan.may_suspend:
             return await self._dispatch(event, plan)
         return self._dispatch_sync(event, plan)
@@ -292,7 +289,68 @@ class Engine:
     # Two drivers run the same steps: _dispatch_sync for plans of plain sync
     # hooks (no coroutine, no loop: the hot path), _dispatch for plans where a
     # hook may suspend. They differ only in awaiting; every step is shared.
-    def _dispatch_sync(self, event: Event, plan: Plan) -> Outcome:
+    def _dispatch_lean(self, event: Event, plan: Plan) -> Outcome:
+        """A gate plan of plain sync checks only (``plan.lean``): the hot path.
+
+        It decides exactly as _dispatch_sync does (tests/test_lean.py holds the
+        two equal on random hook mixes) without building a _Run; anything
+        unusual (a mutated payload) hands over to the general driver.
+        """
+        snaps = _snapshot(event, plan.containers)
+        spec = plan.spec
+        raw: list[RawResult] = []
+        decided = False
+        timed = self._timed
+        perf = monotonic_ns
+        t = perf() if timed else 0
+        lat = 0
+        none, ending = _NONE, ENDING
+        for hook in plan.checks:
+            try:
+                decision = hook.fn(event)  # type: ignore[misc]
+                if decision is not None:
+                    decision = check_answer(hook, decision, spec)
+                failure = None
+            except HookFailure as exc:  # includes ContractError from check_answer
+                decision, failure = None, exc
+            except Exception as exc:
+                decision, failure = None, crash(hook, exc)
+            if timed:
+                now = perf()
+                lat = now - t
+                t = now
+            if failure is None:
+                raw.append((hook, decision, None, lat, none))
+                if decision is not None:
+                    decided = True
+                    if decision.verdict in ending:
+                        break
+            else:
+                res = self._result(hook, event, spec, None, failure, lat)
+                raw.append(res)
+                if res[1] is not None:
+                    decided = True
+                    break
+        if snaps is not None and _mutated(event, snaps):
+            # The general driver runs the checks again on the restored
+            # payload, comparing after every hook (see _dispatch_sync).
+            restored = event.replace(**{n: copy_payload(v) for n, v in snaps})
+            outcome = self._dispatch_sync(restored, plan, strict=True)
+            outcome.event = event
+            if outcome.payload is None:
+                outcome.payload = restored
+            return outcome
+        revision = self._set.revision
+        if decided:
+            outcome = self._merge(_Run(event, event, plan, snaps, None, revision, raw))
+        else:
+            outcome = Outcome(name=spec.name, event=event, raw=raw, revision=revision)
+        if self._sinks:
+            for sink in self._sinks:
+                sink.dispatched(outcome)
+        return outcome
+
+    def _dispatch_sync(self, event: Event, plan: Plan, *, strict: bool = False) -> Outcome:
         if not plan.gate:
             return self._observed_outcome(event, plan, [
                 (h, *timed(call_sync, h, event, plan.spec)) for h in plan.checks])
@@ -304,8 +362,8 @@ class Engine:
         else:
             if plan.checks:
                 mark = len(run.raw)
-                self._run_checks(run, each=False)
-                if run.snaps is not None and _mutated(run.current, run.snaps):
+                self._run_checks(run, each=strict)
+                if not strict and run.snaps is not None and _mutated(run.current, run.snaps):
                     # Some check mutated the payload in place, so the checks after
                     # it judged the wrong payload: restore it and run the check
                     # phase again, comparing after every hook to find the culprit.
@@ -344,15 +402,8 @@ class Engine:
             event = event.replace(stop_hook_active=count > 0, block_count=count)
         elif self._stop_blocks and plan.spec.name == "user_input":
             self._reset_stop_counts(event.session_id)
-        containers = plan.containers
-        if not containers:
-            return _Run(event, event, plan, None, stop_key, self._set.revision)
-        if len(containers) == 1:  # the usual case (tool args): skip the loop
-            name = containers[0]
-            snaps = [(name, copy_payload(getattr(event, name)))]
-        else:
-            snaps = [(n, copy_payload(getattr(event, n))) for n in containers]
-        return _Run(event, event, plan, snaps, stop_key, self._set.revision)
+        return _Run(event, event, plan, _snapshot(event, plan.containers), stop_key,
+                    self._set.revision)
 
     def _modified(self, run: _Run, hook: Hook, answer: Answer, t0: int) -> bool:
         """Take one modifier's answer; True when it ended the event."""
@@ -666,6 +717,16 @@ class Engine:
         )
         for sink in self._sinks:
             sink.failed(record)
+
+
+def _snapshot(event: Event, containers: tuple[str, ...]) -> list[tuple[str, Any]] | None:
+    """Private copies of the fields a hook could mutate in place."""
+    if not containers:
+        return None
+    if len(containers) == 1:  # the usual case (tool args): no comprehension frame
+        name = containers[0]
+        return [(name, copy_payload(getattr(event, name)))]
+    return [(n, copy_payload(getattr(event, n))) for n in containers]
 
 
 def _mutated(event: Event, snaps: list[tuple[str, Any]]) -> bool:

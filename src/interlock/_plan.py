@@ -8,6 +8,7 @@ fields to snapshot, whether anything can suspend).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -35,6 +36,9 @@ class Plan:
     """Payload fields a hook could mutate in place (snapshotted per dispatch)."""
     gate: bool
     stop_event: bool
+    lean: bool = False
+    """Only plain sync checks on a gate event (the common case): the dispatcher
+    runs it without its per-dispatch state object (Engine._dispatch_lean)."""
 
 
 class Resolver:
@@ -72,7 +76,7 @@ def make_plan(spec: EventSpec, hooks: Iterable[Hook], event: Event | None = None
     if not matched:
         return None
     gate = spec.kind is Kind.GATE
-    return Plan(
+    plan = Plan(
         spec=spec,
         modifiers=tuple(h for h in matched
                         if gate and h.modifies and not h.shadow and not h.background),
@@ -85,6 +89,9 @@ def make_plan(spec: EventSpec, hooks: Iterable[Hook], event: Event | None = None
         gate=gate,
         stop_event=spec.name in STOP_EVENTS,
     )
+    lean = (gate and not plan.modifiers and not plan.shadows and not plan.background
+            and not plan.may_suspend and not plan.stop_event and spec.name != "user_input")
+    return dataclasses.replace(plan, lean=lean) if lean else plan
 
 
 class HookSet:

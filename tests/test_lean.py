@@ -1,0 +1,68 @@
+"""The lean hot path decides exactly as the general sync driver does."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interlock import Engine, approve, ask, block, context, respond
+from interlock.events import BeforeToolCall
+from interlock.testing import RecordingSink
+
+BEHAVIOURS = {
+    "none": lambda e: None,
+    "approve": lambda e: approve("ok"),
+    "ask": lambda e: ask("sure?"),
+    "block": lambda e: block("no", hint="h"),
+    "respond": lambda e: respond({"cached": True}),
+    "context": lambda e: context("note"),
+    "block_ctx": lambda e: block("no", context="why"),
+    "garbage": lambda e: {"decision": "allow"},
+    "raise": lambda e: 1 / 0,
+}
+
+
+def _mutate(e):
+    e.args["command"] = "ls"
+
+
+def build(kinds: list[tuple[str, str]]) -> tuple[Engine, RecordingSink]:
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink])
+    for i, (kind, on_error) in enumerate(kinds):
+        fn = _mutate if kind == "mutate" else BEHAVIOURS[kind]
+        engine.on("before_tool_call", fn, name=f"h{i}-{kind}", on_error=on_error)
+    return engine, sink
+
+
+def shape(outcome, event):
+    data = outcome.to_dict(event)
+    for record in data["hooks"]:
+        record.pop("latency_ms", None)
+    return data, outcome.final(event).args
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from([*BEHAVIOURS, "mutate"]),
+                          st.sampled_from(["open", "closed"])), min_size=1, max_size=6))
+def test_lean_path_equals_general_path(kinds):
+    lean_engine, lean_sink = build(kinds)
+    general_engine, general_sink = build(kinds)
+    event_a = BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}, session_id="s")
+    event_b = BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}, session_id="s")
+    plan = general_engine._set.plan(event_b)
+    assert plan is not None
+    assert plan.lean
+    lean = lean_engine.emit_sync(event_a)
+    general = general_engine._dispatch_sync(event_b, plan)
+    assert shape(lean, event_a) == shape(general, event_b)
+    assert [(f.hook, f.mode) for f in lean_sink.failures] == \
+        [(f.hook, f.mode) for f in general_sink.failures]
+
+
+def test_plans_with_anything_else_are_not_lean():
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: None, modifies=True)
+    plan = engine._set.plan(BeforeToolCall(tool_name="t"))
+    assert plan is not None
+    assert not plan.lean
