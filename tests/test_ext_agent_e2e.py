@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from _wheels import extension_wheel
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
 from interlock.paths import state_dir
 
@@ -96,31 +97,8 @@ def _folder(tmp_path: Path) -> Path:
 
 
 def _wheel(tmp_path: Path) -> Path:
-    proj = tmp_path / "wheelproj"
-    pkg = proj / WHEEL_MODULE
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(MODULE)
-    (proj / "pyproject.toml").write_text(textwrap.dedent(f'''
-        [build-system]
-        requires = ["hatchling"]
-        build-backend = "hatchling.build"
-
-        [project]
-        name = "{WHEEL_DIST}"
-        version = "0.1.0"
-
-        [project.entry-points."interlock.extensions"]
-        wordcount = "{WHEEL_MODULE}"
-
-        [tool.hatch.build.targets.wheel]
-        packages = ["{WHEEL_MODULE}"]
-        '''))
-    out = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--no-index", "-w", str(out), str(proj)],
-                   check=True, capture_output=True)
-    (wheel,) = out.glob("*.whl")
-    return wheel
+    return extension_wheel(tmp_path, dist=WHEEL_DIST, module=WHEEL_MODULE, source=MODULE,
+                           entry_point="wordcount")
 
 
 def _uninstall_wheel() -> None:

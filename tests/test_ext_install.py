@@ -12,6 +12,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 import pytest
 from typer.testing import CliRunner
 
+from _wheels import extension_wheel
 from interlock import Engine
 from interlock.cli import build_app
 from interlock.extensions import ExtensionSet
@@ -198,31 +199,8 @@ WHEEL_MODULE = "interlock_testext_shouter"
 
 
 def _build_wheel(tmp_path):
-    proj = tmp_path / "wheelproj"
-    pkg = proj / WHEEL_MODULE
-    pkg.mkdir(parents=True)
-    (pkg / "__init__.py").write_text(MODULE)
-    (proj / "pyproject.toml").write_text(textwrap.dedent(f'''
-        [build-system]
-        requires = ["hatchling"]
-        build-backend = "hatchling.build"
-
-        [project]
-        name = "{WHEEL_DIST}"
-        version = "0.3.0"
-
-        [project.entry-points."interlock.extensions"]
-        shouter = "{WHEEL_MODULE}"
-
-        [tool.hatch.build.targets.wheel]
-        packages = ["{WHEEL_MODULE}"]
-        '''))
-    out = tmp_path / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps",
-                    "--no-build-isolation", "--no-index", "-w", str(out), str(proj)],
-                   check=True, capture_output=True)
-    (wheel,) = out.glob("*.whl")
-    return wheel
+    return extension_wheel(tmp_path, dist=WHEEL_DIST, module=WHEEL_MODULE, source=MODULE,
+                           entry_point="shouter", version="0.3.0")
 
 
 def _uninstall():
