@@ -10,6 +10,7 @@ import http.client
 import json
 import tempfile
 import threading
+import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -532,3 +533,33 @@ def test_a_socket_peer_still_needs_a_chat_token() -> None:
         conn.close()
     assert made.named("message_received") == []
     made.engine.close()
+
+
+def _run_via_gateway(gateway_kwargs: dict[str, Any]) -> str:
+    root = Path(tempfile.mkdtemp(prefix="il-chat-")).resolve()
+    engine = Engine()
+    tokens = TokenStore()
+    token = tokens.create("carol", Role.CHAT)
+    gateway = Gateway(engine, lambda s, c: ScriptedModel([brain] * 5), project_root=root,
+                      **gateway_kwargs)
+    app = create_app(engine, project_root=root, tokens=tokens, gateway=gateway)
+    serving = Serving(app, port=0)
+    with serving.running():
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{serving.port}/v1/chat",
+            data=json.dumps({"channel": "c", "text": "run expr 40 + 2"}).encode(),
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            reply = json.dumps(json.loads(response.read()))
+    engine.close()
+    return reply
+
+
+def test_chat_senders_cannot_run_changing_tools_unless_a_rule_allows_them() -> None:
+    # Chat senders are strangers: terminal and file writes are denied by default.
+    denied = _run_via_gateway({})
+    assert "42" not in denied
+    allowed = _run_via_gateway({"rules": lambda: [rule("terminal", "expr *", "allow")]})
+    assert "42" in allowed
+    opened = _run_via_gateway({"unlisted_tools": "allow"})
+    assert "42" in opened

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import fnmatch
 import logging
 import secrets
 from collections.abc import Callable
@@ -134,19 +135,46 @@ class ChatSession:
 class Gateway:
     """Chat sessions over one engine; mount it with ``create_app(..., gateway=)``."""
 
+    def _policy(self) -> list[PermissionRule]:
+        """The operator's rules, plus ``unlisted_tools`` for every tool that can change
+        things and that no rule names."""
+        rules = list(self.rules()) if self.rules is not None else []
+        if self.unlisted_tools == "allow":
+            return rules
+        named = [*rules, *(self.agent_options.get("permissions") or [])]
+        defaults = [
+            PermissionRule(tool=name, action=self.unlisted_tools,  # type: ignore[arg-type]
+                           source="gateway default (add a [[permissions]] rule to allow it)")
+            for name in self._changing_tools
+            if not any(fnmatch.fnmatchcase(name, r.tool) for r in named)
+        ]
+        return rules + defaults
+
     def __init__(self, engine: Engine, model_factory: ModelFactory, *, project_root: Path,
                  model_name: str = "scripted", ask_timeout: float = 120.0,
                  rules: Callable[[], list[PermissionRule]] | None = None,
                  store: Any = None, address: str = "",
                  agent_options: dict[str, Any] | None = None,
                  extra_tools: list[Any] | None = None, commands: Any = None,
-                 max_sessions: int = 1000, close_store: bool = False) -> None:
+                 max_sessions: int = 1000, close_store: bool = False,
+                 unlisted_tools: str = "deny") -> None:
+        if unlisted_tools not in ("allow", "ask", "deny"):
+            raise ValueError("unlisted_tools must be allow, ask or deny")
         self.engine = engine
         self.model_factory = model_factory
         self.root = project_root.resolve()
         self.model_name = model_name
         self.ask_timeout = ask_timeout
         self.rules = rules
+        self.unlisted_tools = unlisted_tools
+        """What a chat sender gets for a tool that can change things (terminal, file
+        writes, subagents, extension tools not marked read-only) when no
+        ``[[permissions]]`` rule names it. Chat senders are strangers: deny by default."""
+        from interlock.agent.builtin_tools import builtin_tools
+
+        self._changing_tools = sorted(
+            {t.name for t in [*builtin_tools(), *(extra_tools or [])]
+             if not t.read_only and t.name != "todo"} | {"delegate"})
         self.store = store
         self.address = address
         """Where the server listens, for gateway_start (set it once the port is known)."""
@@ -225,7 +253,7 @@ class Gateway:
 
         options = AgentOptions(**{
             "model": self.model_name, "cwd": self.root, "project_root": self.root,
-            "live_permissions": self.rules, **self.agent_options,
+            "live_permissions": self._policy, **self.agent_options,
             "platform": "gateway", "ask_person": ask, "permission_timeout": self.ask_timeout,
             "on_text": on_text})
         agent = Agent(self.engine, self.model_factory(sender, channel), options=options,
