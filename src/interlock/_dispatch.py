@@ -155,16 +155,18 @@ class Engine:
 
     # -- registry -------------------------------------------------------------
     def _install(self, hookset: HookSet) -> None:
-        entries: dict[type[Event], Any] = dict(_PASSED)
-        entries.update(hookset.entries)
-        if any(cls.spec.name in STOP_EVENTS for cls in hookset.entries):
+        entries: dict[type[Event], Any] = dict(hookset.entries)
+        if any(cls.spec.name in STOP_EVENTS for cls in entries):
             # user_input resets the stop-loop counters, so it must reach the
             # dispatcher even with no hooks of its own (rule 7).
-            entries.setdefault(EVENT_TYPES["user_input"], None)
-            if entries[EVENT_TYPES["user_input"]].__class__ is Outcome:
-                entries[EVENT_TYPES["user_input"]] = _EMPTY_USER_INPUT
+            entries.setdefault(EVENT_TYPES["user_input"], _EMPTY_USER_INPUT)
+        # Every event type maps to its shared no-hook outcome, or to None when
+        # it has hooks: one dict read and an `is None` decide the hot path.
+        passed: dict[type[Event], Outcome | None] = {
+            cls: (None if cls in entries else outcome) for cls, outcome in _PASSED.items()}
         self._set = hookset
-        self._entries = entries  # one dict read per emit decides everything
+        self._entries = entries
+        self._passed = passed
 
     @property
     def revision(self) -> int:
@@ -247,10 +249,10 @@ class Engine:
     # -- emitting -------------------------------------------------------------
     def emit_sync(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome (sync hosts)."""
+        passed = self._passed[event.__class__]
+        if passed is not None:
+            return passed
         entry = self._entries[event.__class__]
-        if entry.__class__ is Outcome:
-            result: Outcome = entry
-            return result
         plan = entry if entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
             return _PASSED[event.__class__]
@@ -262,10 +264,10 @@ class Engine:
 
     async def emit(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome."""
+        passed = self._passed[event.__class__]
+        if passed is not None:
+            return passed
         entry = self._entries[event.__class__]
-        if entry.__class__ is Outcome:
-            result: Outcome = entry
-            return result
         plan = entry if entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
             return _PASSED[event.__class__]
