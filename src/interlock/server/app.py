@@ -206,57 +206,48 @@ class Api:
     async def events(self, request: Request) -> Response:
         from interlock.events import make
 
+        self.authorize(request, Role.EVENTS)
+        self.check_project(request)
+        name = request.path_params["event"]
         try:
-            self.authorize(request, Role.EVENTS)
-            self.check_project(request)
-            name = request.path_params["event"]
-            try:
-                from interlock._catalog import spec
+            from interlock._catalog import spec
 
-                spec(name)
-            except UnknownEventError as exc:
-                return _error(404, str(exc), field="event")
-            payload = await self.body(request)
-            try:
-                event = make(name, payload, source="request body")
-            except ConfigError as exc:
-                return _error(422, exc.render(), field=exc.field)
-            return await self.evaluate(event)
-        except _Refused as refused:
-            return refused.response
+            spec(name)
+        except UnknownEventError as exc:
+            return _error(404, str(exc), field="event")
+        payload = await self.body(request)
+        try:
+            event = make(name, payload, source="request body")
+        except ConfigError as exc:
+            return _error(422, exc.render(), field=exc.field)
+        return await self.evaluate(event)
 
     async def bridge(self, request: Request) -> Response:
         from interlock.bridge import HOSTS
         from interlock.bridge._common import BridgeError
         from interlock.bridge._events import build_event
 
+        self.authorize(request, Role.EVENTS)
+        self.check_project(request)
+        agent = request.path_params["agent"]
+        if agent not in HOSTS:
+            return _error(404, f"unknown agent {agent!r}; bridges exist for "
+                               f"{', '.join(HOSTS)}", field="agent")
+        payload = await self.body(request)
         try:
-            self.authorize(request, Role.EVENTS)
-            self.check_project(request)
-            agent = request.path_params["agent"]
-            if agent not in HOSTS:
-                return _error(404, f"unknown agent {agent!r}; bridges exist for "
-                                   f"{', '.join(HOSTS)}", field="agent")
-            payload = await self.body(request)
-            try:
-                event = build_event(agent, payload)
-            except ConfigError as exc:
-                return _error(422, exc.render(), field=exc.field)
-            except BridgeError as exc:
-                return _error(422, str(exc))
-            return await self.evaluate(event, to_model=True)
-        except _Refused as refused:
-            return refused.response
+            event = build_event(agent, payload)
+        except ConfigError as exc:
+            return _error(422, exc.render(), field=exc.field)
+        except BridgeError as exc:
+            return _error(422, str(exc))
+        return await self.evaluate(event, to_model=True)
 
     def read_only(self, request: Request) -> None:
         if not self.local(request):
             self.authorize(request, Role.EVENTS)
 
     async def status(self, request: Request) -> Response:
-        try:
-            self.read_only(request)
-        except _Refused as refused:
-            return refused.response
+        self.read_only(request)
         data: dict[str, Any] = {
             "project_root": str(self.root), "revision": self.engine.revision,
             "hooks": len(self.engine.hooks), "uptime_s": round(time.time() - self.started, 3),
@@ -269,20 +260,14 @@ class Api:
         return JSON(data)
 
     async def metrics_text(self, request: Request) -> Response:
-        try:
-            self.read_only(request)
-        except _Refused as refused:
-            return refused.response
+        self.read_only(request)
         if self.metrics is None:
             return _error(404, "this server keeps no metrics")
         return Response(self.metrics.exposition(),
                         media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def hooks(self, request: Request) -> Response:
-        try:
-            self.read_only(request)
-        except _Refused as refused:
-            return refused.response
+        self.read_only(request)
         return JSON({"revision": self.engine.revision, "hooks": [
             {"name": h.qualified_name, "events": list(h.events), "kind": h.kind,
              "source": h.source.label, "priority": h.priority,
@@ -292,10 +277,7 @@ class Api:
              "description": h.description} for h in self.engine.hooks]})
 
     async def dead_letter_list(self, request: Request) -> Response:
-        try:
-            self.authorize(request, Role.ADMIN)
-        except _Refused as refused:
-            return refused.response
+        self.authorize(request, Role.ADMIN)
         if self.dead_letters is None:
             return _error(404, "this server has no dead-letter store")
         raw_unresolved = request.query_params.get("unresolved", "false").lower()
@@ -309,10 +291,7 @@ class Api:
         return JSON({"records": records})
 
     async def dead_letter_resolve(self, request: Request) -> Response:
-        try:
-            self.authorize(request, Role.ADMIN)
-        except _Refused as refused:
-            return refused.response
+        self.authorize(request, Role.ADMIN)
         if self.dead_letters is None:
             return _error(404, "this server has no dead-letter store")
         record_id = request.path_params["record_id"]
@@ -321,10 +300,7 @@ class Api:
         return JSON({"resolved": record_id})
 
     async def reload(self, request: Request) -> Response:
-        try:
-            self.authorize(request, Role.ADMIN)
-        except _Refused as refused:
-            return refused.response
+        self.authorize(request, Role.ADMIN)
         if self.reloader is None:
             return _error(404, "this server has no registry to reload")
         result = self.reloader.reload(operator=True)
@@ -387,7 +363,13 @@ def create_app(
             if gateway is not None:
                 await gateway.stop()
 
-    app = Starlette(exception_handlers={404: not_routed, 405: not_routed}, lifespan=lifespan,
+    async def refused(request: Request, exc: Exception) -> Response:
+        assert isinstance(exc, _Refused)
+        return exc.response
+
+    # A handler refuses by raising _Refused (authorize, check_project, body, ...).
+    app = Starlette(exception_handlers={404: not_routed, 405: not_routed, _Refused: refused},
+                    lifespan=lifespan,
                     routes=[
         Route("/v1/events/{event}", api.events, methods=["POST"]),
         Route("/v1/bridge/{agent}", api.bridge, methods=["POST"]),
