@@ -464,10 +464,7 @@ def chat_routes(api: Api, gateway: Gateway | None) -> list[Any]:
         return sender, await api.body(request)
 
     async def chat(request: Request) -> Response:
-        try:
-            sender, data = await admitted(request)
-        except _Refused as refused:
-            return refused.response
+        sender, data = await admitted(request)  # _Refused: the app's handler answers
         try:
             channel, text, message_id = parse_message(data)
         except BadMessage as exc:
@@ -479,10 +476,7 @@ def chat_routes(api: Api, gateway: Gateway | None) -> list[Any]:
         return JSON(await next_frame(exchange))
 
     async def answer(request: Request) -> Response:
-        try:
-            sender, data = await admitted(request)
-        except _Refused as refused:
-            return refused.response
+        sender, data = await admitted(request)  # _Refused: the app's handler answers
         try:
             question_id, allow = parse_answer(data)
         except BadMessage as exc:
