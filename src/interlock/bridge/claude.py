@@ -1,7 +1,7 @@
 """Claude Code: PascalCase events, ``hookSpecificOutput`` answers, exit 2 blocks.
 
 Also the base of :mod:`interlock.bridge.codex`, which speaks the same wire
-with stricter answers. Sources: /work/wt/dialects.md section 1 (the hooks
+with stricter answers. Sources: docs/dialects.md and docs/one-policy.md (the hooks
 reference, code.claude.com/docs/en/hooks).
 """
 

@@ -4,7 +4,7 @@ Codex rejects (and then fails open on) ``permissionDecision: "ask"``, a bare
 ``"allow"``, ``continue: false`` and a deny without a reason. So ``ask`` is a
 deny here (no person can answer through the hook: DESIGN.md, rule 9),
 ``approve`` is no opinion, and every deny carries text. Sources:
-/work/wt/dialects.md section 2 (codex-rs/hooks output_parser.rs).
+docs/dialects.md and docs/one-policy.md (codex-rs/hooks output_parser.rs).
 """
 
 from __future__ import annotations

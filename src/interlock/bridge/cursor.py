@@ -2,7 +2,7 @@
 
 Cursor's exit codes are not documented, so every answer is JSON on exit 0.
 Both message casings are written (v1.7 used ``userMessage``, 2.0
-``user_message``). Sources: /work/wt/dialects.md section 4.
+``user_message``). Sources: docs/dialects.md and docs/one-policy.md.
 """
 
 from __future__ import annotations

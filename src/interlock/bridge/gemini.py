@@ -2,7 +2,7 @@
 
 Gemini merges ``hookSpecificOutput.tool_input`` into the arguments, while an
 Interlock ``modify`` replaces them whole; a rewrite that drops a key cannot
-be expressed, so it is denied. Sources: /work/wt/dialects.md section 3.
+be expressed, so it is denied. Sources: docs/dialects.md and docs/one-policy.md.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Exit 2 is only an error in Moltis, the opposite of Claude Code, and
 ``{"action": "modify", "data": ...}`` replaces the mutable part. Sources:
-/work/wt/dialects.md section 6 (crates/plugins/src/shell_hook.rs).
+docs/dialects.md and docs/one-policy.md (crates/plugins/src/shell_hook.rs).
 """
 
 from __future__ import annotations
