@@ -23,3 +23,11 @@ def engine(sink: RecordingSink):
     eng = Engine(sinks=[sink])
     yield eng
     eng.close()
+
+
+@pytest.fixture
+def eng():
+    """An engine with no sinks (hooks untimed), as a host without an audit log has."""
+    eng = Engine()
+    yield eng
+    eng.close()

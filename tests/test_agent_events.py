@@ -31,13 +31,6 @@ def covers(*names: str):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def eng():
-    engine = Engine()
-    yield engine
-    engine.close()
-
-
-@pytest.fixture
 def rec(eng: Engine) -> Recorder:
     return Recorder(eng)
 

@@ -18,13 +18,6 @@ from interlock import Engine, approve, ask, block, context, modify, respond, ret
 from interlock.agent.permissions import rule
 
 
-@pytest.fixture
-def eng():
-    engine = Engine()
-    yield engine
-    engine.close()
-
-
 async def test_a_blocked_tool_returns_the_structured_error_and_after_tool_call_fires(
         eng, tmp_path):
     eng.on("before_tool_call", lambda e: block("destructive; token=sk-abcdefghijklmnop12345",

@@ -22,13 +22,6 @@ from interlock.testing import ScriptedModel
 from interlock.tooling import ModelResponse, ToolCall
 
 
-@pytest.fixture
-def eng():
-    engine = Engine()
-    yield engine
-    engine.close()
-
-
 def _consistent(messages):
     """Every tool call has exactly one result, right after its assistant message."""
     pending: list[str] = []
