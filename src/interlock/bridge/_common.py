@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+from interlock.toolnames import to_ours
+
 # typing and dataclasses are not imported at run time: together they cost the
 # bridge ~10 ms at start-up (dataclasses pulls in inspect and ast).
 TYPE_CHECKING = False
@@ -120,25 +122,10 @@ def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
 
 
-# Host tool names -> Interlock's (DESIGN.md, Tool names), so one matcher such
-# as "terminal" covers every agent's shell. Arguments keep the host's shape:
-# every host's shell tool takes `command`, and a rewrite goes back unchanged.
-TOOL_NAMES: dict[str, dict[str, str]] = {
-    "claude": {"Bash": "terminal", "Read": "read_file", "Write": "write_file",
-               "Edit": "edit_file", "MultiEdit": "edit_file", "WebFetch": "web_fetch"},
-    "codex": {"Bash": "terminal", "shell": "terminal", "local_shell": "terminal"},
-    "gemini": {"run_shell_command": "terminal", "read_file": "read_file",
-               "write_file": "write_file", "replace": "edit_file", "web_fetch": "web_fetch"},
-    "cursor": {"Shell": "terminal", "Read": "read_file", "Write": "write_file",
-               "Edit": "edit_file", "StrReplace": "edit_file"},
-    "hermes": {},
-    "moltis": {"exec": "terminal"},
-}
-
-
 def tool_name(system: str, name: Any) -> str:
-    text = str(name or "")
-    return TOOL_NAMES.get(system, {}).get(text, text)
+    """Interlock's name for the host's tool, so one matcher such as ``terminal``
+    covers every agent's shell; arguments keep the host's shape."""
+    return to_ours(system, str(name or ""))
 
 
 def common_fields(payload: dict[str, Any], platform: str) -> dict[str, Any]:

@@ -30,20 +30,13 @@ from interlock._catalog import from_alias
 from interlock._errors import ConfigError
 from interlock.config.model import MAX_TIMEOUT
 from interlock.config.parse import split_front_matter
+from interlock.toolnames import HOST_TOOLS
 
 SYSTEMS = ("claude", "codex", "gemini", "hermes", "moltis")
 _EXACT_LIST = re.compile(r"^[A-Za-z0-9_\- ,|]+$")
 # What each system waits for a hook when the config gives no timeout (capped at ours).
 _DEFAULT_TIMEOUT = {"claude": 600.0, "codex": 600.0, "gemini": 60.0, "hermes": 60.0,
                     "moltis": 10.0}
-_FALLBACK_TOOLS = {
-    "claude": {"Bash": "terminal", "Read": "read_file", "Write": "write_file",
-               "Edit": "edit_file"},
-    "codex": {"Bash": "terminal"},
-    "gemini": {"run_shell_command": "terminal"},
-    "moltis": {"exec": "terminal"},
-    "hermes": {},
-}
 
 
 @dataclass(slots=True)
@@ -55,15 +48,7 @@ class Imported:
 
 def _their_tools(system: str) -> dict[str, str]:
     """Their tool name -> ours."""
-    try:
-        from interlock.dialects import get
-
-        ours_to_theirs: dict[str, str] = dict(getattr(get(system), "tools", {}) or {})
-    except (ImportError, ConfigError, KeyError):
-        ours_to_theirs = {}
-    if not ours_to_theirs:
-        return dict(_FALLBACK_TOOLS.get(system, {}))
-    return {theirs: ours for ours, theirs in ours_to_theirs.items()}
+    return dict(HOST_TOOLS.get(system, {}))
 
 
 def _matcher(system: str, raw: Any) -> str | None:

@@ -12,6 +12,7 @@ import msgspec
 from interlock._catalog import BY_NAME, COMMON, names_in
 from interlock._decisions import RANK, Decision, Verdict, context, modify
 from interlock._errors import ContractError
+from interlock.toolnames import host_names, to_host, to_ours
 
 if TYPE_CHECKING:
     from interlock._hooks import Invocation
@@ -28,8 +29,6 @@ class BaseDialect:
     system = ""
     """The column of the catalog's alias table this dialect reads."""
     shell = True
-    tools: Mapping[str, str] = {}
-    """Interlock built-in tool name -> the host's name for it."""
 
     def event_name(self, event: str) -> str | None:
         spec = BY_NAME.get(event)
@@ -38,15 +37,18 @@ class BaseDialect:
         names = names_in(self.system, spec)
         return names[0] if names else None
 
+    @property
+    def tools(self) -> dict[str, str]:
+        """Interlock built-in tool name -> the host's name for it (interlock.toolnames)."""
+        return host_names(self.system)
+
     def tool_name(self, tool: str) -> str:
-        return self.tools.get(tool, tool)
+        """The host's name for one of Interlock's tools (interlock.toolnames)."""
+        return to_host(self.system, tool)
 
     def tool_from_host(self, tool: str) -> str:
-        """The inverse of ``tool_name``: Interlock's name for a host tool name."""
-        for ours, theirs in self.tools.items():
-            if theirs == tool:
-                return ours
-        return tool
+        """Interlock's name for a host tool name (interlock.toolnames)."""
+        return to_ours(self.system, tool)
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:

@@ -86,8 +86,6 @@ class ClaudeDialect(BaseDialect):
     name = "claude"
     system = "claude"
     strict = False
-    tools = {"terminal": "Bash", "read_file": "Read", "write_file": "Write",
-             "edit_file": "Edit", "web_fetch": "WebFetch", "web_search": "WebSearch"}
 
     # -- what the script sees --------------------------------------------------
     def env(self, invocation: Invocation, *, project_dir: str,

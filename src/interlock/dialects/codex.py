@@ -31,7 +31,6 @@ class CodexDialect(ClaudeDialect):
     name = "codex"
     system = "codex"
     strict = True
-    tools = {"terminal": "Bash"}
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:

@@ -40,8 +40,6 @@ _FLOW = frozenset({"before_tool_call", "after_tool_call", "user_input", "before_
 class GeminiDialect(BaseDialect):
     name = "gemini"
     system = "gemini"
-    tools = {"terminal": "run_shell_command", "read_file": "read_file",
-             "write_file": "write_file", "edit_file": "replace", "web_fetch": "web_fetch"}
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:

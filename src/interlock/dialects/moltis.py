@@ -57,7 +57,6 @@ _MUTABLE: dict[str, dict[str, str] | tuple[str, str]] = {
 class MoltisDialect(BaseDialect):
     name = "moltis"
     system = "moltis"
-    tools = {"terminal": "exec"}
 
     def body(self, invocation: Invocation) -> dict[str, Any]:
         """The tagged HookPayload Moltis would send for this event."""
