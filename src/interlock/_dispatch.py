@@ -13,16 +13,14 @@ import asyncio
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Generator, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar, Unpack, overload
-
-import msgspec
 
 from interlock._background import Background
 from interlock._catalog import SPECS, EventSpec, FailClosed, Kind
 from interlock._catalog import spec as catalog_spec
 from interlock._contract import Validator, apply_changes, check_mutation, copy_payload, restore
-from interlock._decisions import ENDING, RANK, Decision, Verdict
+from interlock._decisions import ENDING, Decision, Verdict
 from interlock._errors import ContractError, HookFailure
 from interlock._hooks import Hook, HookFn, HookOptions, Matcher, Mode, OnError
 from interlock._invoke import (
@@ -38,6 +36,7 @@ from interlock._invoke import (
 )
 from interlock._outcome import Outcome, RawResult, Status
 from interlock._plan import STOP_EVENTS, HookSet, Plan
+from interlock._run import Run, merge, mutated, snapshot
 from interlock._runner import LoopThread, monotonic_ns
 from interlock._sinks import FailureRecord, Sink, invocation_digest
 from interlock.events import EVENT_TYPES, Event
@@ -56,34 +55,6 @@ _PASSED = {EVENT_TYPES[s.name]: Outcome(name=s.name) for s in SPECS}
 _EMPTY_USER_INPUT = Plan(spec=EVENT_TYPES["user_input"].spec, modifiers=(), checks=(), shadows=(),
                          background=(), may_suspend=False, containers=(), gate=True,
                          stop_event=False, lean=False)
-
-
-class _Run(msgspec.Struct, gc=False):
-    """The state of one gate dispatch while its phases run (a Struct: cheap to make)."""
-
-    event: Event
-    current: Event
-    plan: Plan
-    snaps: list[tuple[str, Any]] | None
-    stop_key: tuple[str, str] | None
-    revision: int
-    raw: list[RawResult] = []
-    changes: dict[str, Any] = {}
-    decided: bool = False
-    """True once any hook answered or failed (else the merge is trivial)."""
-
-
-class _Ready:
-    """An awaitable that is already done (the async API over sync hooks)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Outcome) -> None:
-        self.value = value
-
-    def __await__(self) -> Generator[Any, None, Outcome]:
-        return self.value
-        yield  # makes this a generator; never reached
 
 
 class Handle:
@@ -295,10 +266,10 @@ class Engine:
         """A gate plan of plain sync checks only (``plan.lean``): the hot path.
 
         It decides exactly as _dispatch_sync does (tests/test_lean.py holds the
-        two equal on random hook mixes) without building a _Run; anything
+        two equal on random hook mixes) without building a Run; anything
         unusual (a mutated payload) hands over to the general driver.
         """
-        snaps = _snapshot(event, plan.containers)
+        snaps = snapshot(event, plan.containers)
         spec = plan.spec
         raw: list[RawResult] = []
         decided = False
@@ -333,7 +304,7 @@ class Engine:
                 if res[1] is not None:
                     decided = True
                     break
-        if snaps is not None and _mutated(event, snaps):
+        if snaps is not None and mutated(event, snaps):
             # The general driver runs the checks again on the restored
             # payload, comparing after every hook (see _dispatch_sync).
             restored = event.replace(**{n: copy_payload(v) for n, v in snaps})
@@ -344,7 +315,7 @@ class Engine:
             return outcome
         revision = self._set.revision
         if decided:
-            outcome = self._merge(_Run(event, event, plan, snaps, None, revision, raw))
+            outcome = merge(Run(event, event, plan, snaps, None, revision, raw))
         else:
             outcome = Outcome(name=spec.name, event=event, raw=raw, revision=revision)
         if self._sinks:
@@ -365,7 +336,7 @@ class Engine:
             if plan.checks:
                 mark = len(run.raw)
                 self._run_checks(run, each=strict)
-                if not strict and run.snaps is not None and _mutated(run.current, run.snaps):
+                if not strict and run.snaps is not None and mutated(run.current, run.snaps):
                     # Some check mutated the payload in place, so the checks after
                     # it judged the wrong payload: restore it and run the check
                     # phase again, comparing after every hook to find the culprit.
@@ -396,7 +367,7 @@ class Engine:
             self._shadowed(run, hook, await call(hook, run.current, plan.spec), t0)
         return self._finish(run)
 
-    def _begin(self, event: Event, plan: Plan) -> _Run:
+    def _begin(self, event: Event, plan: Plan) -> Run:
         stop_key = None
         if plan.stop_event:
             stop_key = (plan.spec.name, event.session_id)
@@ -404,10 +375,10 @@ class Engine:
             event = event.replace(stop_hook_active=count > 0, block_count=count)
         elif self._stop_blocks and plan.spec.name == "user_input":
             self._reset_stop_counts(event.session_id)
-        return _Run(event, event, plan, _snapshot(event, plan.containers), stop_key,
+        return Run(event, event, plan, snapshot(event, plan.containers), stop_key,
                     self._set.revision)
 
-    def _modified(self, run: _Run, hook: Hook, answer: Answer, t0: int) -> bool:
+    def _modified(self, run: Run, hook: Hook, answer: Answer, t0: int) -> bool:
         """Take one modifier's answer; True when it ended the event."""
         decision, failure = answer
         spec = run.plan.spec
@@ -434,19 +405,19 @@ class Engine:
         run.decided = True
         return res[1].verdict in ENDING
 
-    def _shadowed(self, run: _Run, hook: Hook, answer: Answer, t0: int) -> None:
+    def _shadowed(self, run: Run, hook: Hook, answer: Answer, t0: int) -> None:
         decision, failure = answer
         run.decided = True  # shadow records are merged as such
         run.raw.append((hook, decision, failure, monotonic_ns() - t0, Status.SHADOW))
         if failure is not None:
             self._record_failure(hook, run.current, failure)
 
-    def _finish(self, run: _Run) -> Outcome:
+    def _finish(self, run: Run) -> Outcome:
         for hook in run.plan.background:
             self._background.submit(hook, run.current)
             run.raw.append((hook, None, None, 0, Status.QUEUED))
         if run.decided or run.current is not run.event:
-            outcome = self._merge(run)
+            outcome = merge(run)
         else:
             original = run.event
             outcome = Outcome(name=original.name, event=original, raw=run.raw,
@@ -458,7 +429,7 @@ class Engine:
                 sink.dispatched(outcome)
         return outcome
 
-    def _recheck(self, run: _Run, mark: int) -> None:
+    def _recheck(self, run: Run, mark: int) -> None:
         """The check phase again, on the restored payload, comparing after every hook."""
         assert run.snaps is not None
         del run.raw[mark:]
@@ -469,7 +440,7 @@ class Engine:
             log.warning("a check on %s mutated its payload in place once and not when run "
                         "again; the payload was restored", run.plan.spec.name)
 
-    def _run_checks(self, run: _Run, *, each: bool = True
+    def _run_checks(self, run: Run, *, each: bool = True
                     ) -> dict[asyncio.Future[Answer], tuple[int, Hook, int]]:
         """Run checks in order: sync ones inline, others started concurrently.
 
@@ -535,7 +506,7 @@ class Engine:
         return pending
 
     async def _await_checks(
-        self, run: _Run, pending: dict[asyncio.Future[Answer], tuple[int, Hook, int]]
+        self, run: Run, pending: dict[asyncio.Future[Answer], tuple[int, Hook, int]]
     ) -> None:
         """Wait for suspended checks; cancel those after the first ending answer.
 
@@ -596,53 +567,6 @@ class Engine:
                 effective = Decision(verdict=Verdict.BLOCK,
                                      reason=_failure_block_reason(hook, failure))
         return (hook, effective, failure, latency, Status.FAILED)
-
-    def _merge(self, run: _Run) -> Outcome:
-        raw = run.raw
-        original = run.event
-        best_i = -1
-        best_rank = 0
-        contexts: list[tuple[str, str]] = []
-        decided = False
-        for i, (hook, decision, _f, _l, status) in enumerate(raw):
-            if decision is None or status in _NOT_APPLIED:
-                continue
-            decided = True
-            if decision.context is not None:
-                contexts.append((hook.qualified_name, decision.context))
-            rank = RANK[decision.verdict]
-            if rank > best_rank:  # strict: ties go to the earliest hook
-                best_rank = rank
-                best_i = i
-        payload = run.current if run.current is not original else None
-        if not decided:
-            return Outcome(name=original.name, event=original, payload=payload, raw=raw,
-                           revision=run.revision)
-        for i, (hook, decision, failure, latency, status) in enumerate(raw):
-            if status is _NONE and decision is not None:
-                applied = i == best_i or decision.verdict in (Verdict.MODIFY, Verdict.NONE)
-                raw[i] = (hook, decision, failure, latency,
-                          Status.APPLIED if applied else Status.SUPERSEDED)
-        if best_i < 0:
-            return Outcome(name=original.name, event=original, payload=payload,
-                           changes=run.changes, contexts=contexts, raw=raw,
-                           revision=run.revision)
-        hook, decision, _f, _l, _s = raw[best_i]
-        assert decision is not None
-        return Outcome(
-            name=original.name,
-            event=original,
-            verdict=decision.verdict,
-            reason=decision.reason,
-            hint=decision.hint,
-            hook=hook,
-            payload=payload,
-            changes=run.changes,
-            value=decision.value,
-            contexts=contexts,
-            raw=raw,
-            revision=run.revision,
-        )
 
     def _apply_stop_cap(self, key: tuple[str, str], outcome: Outcome) -> None:
         count = self._stop_blocks.get(key, 0)
@@ -721,21 +645,3 @@ class Engine:
             sink.failed(record)
 
 
-def _snapshot(event: Event, containers: tuple[str, ...]) -> list[tuple[str, Any]] | None:
-    """Private copies of the fields a hook could mutate in place."""
-    if not containers:
-        return None
-    if len(containers) == 1:  # the usual case (tool args): no comprehension frame
-        name = containers[0]
-        return [(name, copy_payload(getattr(event, name)))]
-    return [(n, copy_payload(getattr(event, n))) for n in containers]
-
-
-def _mutated(event: Event, snaps: list[tuple[str, Any]]) -> bool:
-    for name, snap in snaps:  # noqa: SIM110 - any(generator) costs ~200 ns more here
-        if getattr(event, name) != snap:
-            return True
-    return False
-
-
-_NOT_APPLIED = frozenset({Status.SHADOW, Status.CANCELLED, Status.SUPERSEDED, Status.QUEUED})
