@@ -550,16 +550,20 @@ def _run_via_gateway(gateway_kwargs: dict[str, Any]) -> str:
             data=json.dumps({"channel": "c", "text": "run expr 40 + 2"}).encode(),
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as response:
-            reply = json.dumps(json.loads(response.read()))
+            reply = json.loads(response.read())
     engine.close()
-    return reply
+    assert reply["type"] == "reply"
+    return str(reply["text"])
 
 
 def test_chat_senders_cannot_run_changing_tools_unless_a_rule_allows_them() -> None:
     # Chat senders are strangers: terminal and file writes are denied by default.
+    # Only the reply text counts: ids elsewhere in the body are random hex.
     denied = _run_via_gateway({})
+    assert denied.startswith("tool said: ")
     assert "42" not in denied
     allowed = _run_via_gateway({"rules": lambda: [rule("terminal", "expr *", "allow")]})
+    assert allowed.startswith("tool said: ")
     assert "42" in allowed
     opened = _run_via_gateway({"unlisted_tools": "allow"})
     assert "42" in opened
