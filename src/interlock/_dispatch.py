@@ -13,7 +13,7 @@ import asyncio
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any, TypeVar, Unpack, overload
 
 from interlock._background import Background
@@ -38,6 +38,7 @@ from interlock._outcome import Outcome, RawResult, Status
 from interlock._plan import STOP_EVENTS, HookSet, Plan
 from interlock._run import Run, merge, mutated, snapshot
 from interlock._runner import LoopThread, monotonic_ns
+from interlock._settled import Settled
 from interlock._sinks import FailureRecord, Sink, invocation_digest
 from interlock.events import EVENT_TYPES, Event
 
@@ -52,9 +53,17 @@ _NONE = Status.NONE
 # What an event with no hooks gets: one shared outcome per event type, held
 # directly in the engine's entry table so the no-hook path is one dict read.
 _PASSED = {EVENT_TYPES[s.name]: Outcome(name=s.name) for s in SPECS}
+# The same outcomes, ready for ``await`` without a coroutine (see _settled).
+_SETTLED = {cls: Settled(outcome) for cls, outcome in _PASSED.items()}
 _EMPTY_USER_INPUT = Plan(spec=EVENT_TYPES["user_input"].spec, modifiers=(), checks=(), shadows=(),
                          background=(), may_suspend=False, containers=(), gate=True,
                          stop_event=False, lean=False)
+
+
+def _not_an_event(method: str, event: object) -> TypeError:
+    return TypeError(f"Engine.{method}() takes an event payload from interlock.events "
+                     f"(for example BeforeToolCall(...)), not {type(event).__name__}; "
+                     f"build one by name with interlock.events.event_type(name)(**fields)")
 
 
 class Handle:
@@ -135,9 +144,12 @@ class Engine:
         # it has hooks: one dict read and an `is None` decide the hot path.
         passed: dict[type[Event], Outcome | None] = {
             cls: (None if cls in entries else outcome) for cls, outcome in _PASSED.items()}
+        settled: dict[type[Event], Settled | None] = {
+            cls: (None if cls in entries else done) for cls, done in _SETTLED.items()}
         self._set = hookset
         self._entries = entries
         self._passed = passed
+        self._settled = settled
 
     @property
     def revision(self) -> int:
@@ -220,7 +232,10 @@ class Engine:
     # -- emitting -------------------------------------------------------------
     def emit_sync(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome (sync hosts)."""
-        passed = self._passed[event.__class__]
+        try:
+            passed = self._passed[event.__class__]
+        except KeyError:
+            raise _not_an_event("emit_sync", event) from None
         if passed is not None:
             return passed
         entry = self._entries[event.__class__]
@@ -233,11 +248,23 @@ class Engine:
             return self._loop.run(self._dispatch(event, plan))
         return self._dispatch_sync(event, plan)
 
-    async def emit(self, event: Event) -> Outcome:
-        """Dispatch ``event`` and return the merged outcome."""
-        passed = self._passed[event.__class__]
-        if passed is not None:
-            return passed
+    def emit(self, event: Event) -> Coroutine[Any, Any, Outcome]:
+        """Dispatch ``event``; ``await`` it for the merged outcome.
+
+        A coroutine, as from an ``async def``: await it, or hand it to
+        ``asyncio.create_task``, ``gather`` or ``asyncio.run``. For an event
+        with no hooks it is an already-finished one (:class:`Settled`), which
+        skips building a coroutine frame on the hottest path.
+        """
+        try:
+            settled = self._settled[event.__class__]
+        except KeyError:
+            raise _not_an_event("emit", event) from None
+        if settled is not None:
+            return settled
+        return self._emit(event)
+
+    async def _emit(self, event: Event) -> Outcome:
         entry = self._entries[event.__class__]
         plan = entry if entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
@@ -269,7 +296,14 @@ class Engine:
         two equal on random hook mixes) without building a Run; anything
         unusual (a mutated payload) hands over to the general driver.
         """
-        snaps = snapshot(event, plan.containers)
+        containers = plan.containers
+        if len(containers) == 1:  # the usual case (tool args): one copy, no list
+            field: str | None = containers[0]
+            snap = copy_payload(getattr(event, containers[0]))
+            snaps = None
+        else:
+            field = snap = None
+            snaps = snapshot(event, containers)
         spec = plan.spec
         raw: list[RawResult] = []
         decided = False
@@ -304,7 +338,12 @@ class Engine:
                 if res[1] is not None:
                     decided = True
                     break
-        if snaps is not None and mutated(event, snaps):
+        if field is not None:
+            if getattr(event, field) != snap:
+                snaps = [(field, snap)]
+        elif snaps is not None and not mutated(event, snaps):
+            snaps = None
+        if snaps is not None:
             # The general driver runs the checks again on the restored
             # payload, comparing after every hook (see _dispatch_sync).
             restored = event.replace(**{n: copy_payload(v) for n, v in snaps})

@@ -1,0 +1,131 @@
+"""``Engine.emit`` behaves as a coroutine on every path.
+
+With no hooks it hands back a finished awaitable (``Settled``) rather than a
+new coroutine; every asyncio entry point a host may use must still take it,
+and an event with hooks must still run them only when awaited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+import pytest
+
+from interlock import Engine, block
+from interlock._decisions import Verdict
+from interlock.events import BeforeToolCall, UserInput
+
+
+def _event(name: str = "terminal") -> BeforeToolCall:
+    return BeforeToolCall(tool_name=name, args={"command": "ls"}, session_id="s1")
+
+
+async def _other(value: int) -> int:
+    await asyncio.sleep(0)
+    return value
+
+
+async def test_no_hook_emit_is_a_reusable_finished_coroutine(eng: Engine) -> None:
+    ev = _event()
+    pending = eng.emit(ev)
+    assert isinstance(pending, Coroutine)
+    assert asyncio.iscoroutine(pending)
+    assert not asyncio.isfuture(pending)  # never bound to a loop
+    first = await pending
+    assert await pending is first  # may be awaited again
+    assert first.verdict is Verdict.NONE
+    assert first.event is None
+    assert first.final(ev) is ev
+
+
+async def test_every_asyncio_entry_point_takes_a_no_hook_emit(eng: Engine) -> None:
+    ev = _event()
+    task = asyncio.create_task(eng.emit(ev))
+    assert (await task).verdict is Verdict.NONE
+    outcome, other = await asyncio.gather(eng.emit(ev), _other(7))
+    assert outcome.verdict is Verdict.NONE
+    assert other == 7
+    assert (await asyncio.wait_for(eng.emit(ev), 1)).verdict is Verdict.NONE
+    assert (await asyncio.shield(eng.emit(ev))).verdict is Verdict.NONE
+    async with asyncio.TaskGroup() as group:
+        grouped = group.create_task(eng.emit(ev))
+    assert grouped.result().verdict is Verdict.NONE
+    done, _ = await asyncio.wait([asyncio.ensure_future(eng.emit(ev))])
+    assert done.pop().result().verdict is Verdict.NONE
+
+
+def test_no_hook_emit_runs_on_any_loop_and_thread(eng: Engine) -> None:
+    ev = _event()
+    assert asyncio.run(eng.emit(ev)).verdict is Verdict.NONE
+    loop = asyncio.new_event_loop()  # never made the current loop
+    try:
+        assert loop.run_until_complete(eng.emit(ev)).verdict is Verdict.NONE
+    finally:
+        loop.close()
+    results: list[Verdict] = []
+
+    def in_thread() -> None:
+        async def go() -> Verdict:
+            return (await eng.emit(ev)).verdict
+        results.append(asyncio.run(go()))
+
+    threads = [threading.Thread(target=in_thread) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert results == [Verdict.NONE] * 4
+
+
+async def test_cancel_and_close_behave_as_for_an_unstarted_coroutine(eng: Engine) -> None:
+    ev = _event()
+    task = asyncio.create_task(eng.emit(ev))
+    task.cancel()  # before it ever ran
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    pending = eng.emit(ev)
+    pending.close()
+    with pytest.raises(ValueError, match="boom"):
+        pending.throw(ValueError("boom"))
+    with pytest.raises(KeyError):
+        pending.throw(KeyError)
+    with pytest.raises(StopIteration) as stop:
+        pending.send(None)
+    assert stop.value.value.verdict is Verdict.NONE
+
+
+async def test_hooked_emit_runs_hooks_only_when_awaited(eng: Engine) -> None:
+    calls: list[str] = []
+
+    def deny(event: BeforeToolCall) -> Any:
+        calls.append(event.tool_name)
+        return block("no")
+
+    handle = eng.on("before_tool_call", deny)
+    pending = eng.emit(_event("terminal"))
+    assert calls == []  # nothing ran yet: a real coroutine
+    assert (await pending).blocked
+    assert calls == ["terminal"]
+    # Another event type without hooks still takes the finished path.
+    assert (await eng.emit(UserInput(text="hi"))).verdict is Verdict.NONE
+    handle.unregister()
+    assert not (await eng.emit(_event())).blocked
+    assert calls == ["terminal"]
+
+
+async def test_a_hook_registered_after_a_no_hook_emit_is_seen(eng: Engine) -> None:
+    ev = _event()
+    assert not (await eng.emit(ev)).blocked
+    eng.on("before_tool_call", lambda event: block("now there is a hook"))
+    assert (await eng.emit(ev)).blocked
+    assert eng.emit_sync(ev).blocked
+
+
+@pytest.mark.parametrize("method", ["emit", "emit_sync"])
+def test_emitting_something_that_is_not_an_event_is_a_clear_error(
+        eng: Engine, method: str) -> None:
+    with pytest.raises(TypeError, match=r"Engine\.emit.*interlock\.events.*not dict"):
+        getattr(eng, method)({"tool_name": "terminal"})
