@@ -154,3 +154,32 @@ def test_a_mutation_in_a_sync_check_phase_reruns_it_and_the_guard_still_blocks(e
     assert out.hook.name == "guard"
     assert out.final().args == {"command": "rm -rf /"}
     assert [f.hook for f in sink.failures] == ["code:mutator"]
+
+
+@pytest.mark.parametrize("lean", [True, False])
+def test_a_rerun_check_phase_records_each_failure_once(engine, sink, lean):
+    # A failing check before an in-place mutator runs twice (the check phase
+    # runs again on the restored payload), but it failed in one dispatch: one
+    # dead letter, matching the one audited result.
+    def broken(ev):
+        raise RuntimeError("broken check")
+
+    def mutate(ev):
+        ev.args["command"] = "ls"
+
+    engine.on("before_tool_call", broken, name="broken", on_error="open", priority=-2)
+    engine.on("before_tool_call", mutate, name="mutator", on_error="open", priority=-1)
+    if not lean:  # a shadow hook sends the plan through the general sync driver
+        engine.on("before_tool_call", lambda ev: None, name="watcher", shadow=True)
+    plan = engine._entries[BeforeToolCall]
+    assert plan.lean is lean
+    out = engine.emit_sync(BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}))
+    assert sorted(f.hook for f in sink.failures) == ["code:broken", "code:mutator"]
+    assert [r.hook for r in out.hooks if r.error] == ["code:broken", "code:mutator"]
+
+
+def test_a_failure_without_a_mutation_is_still_recorded_once(engine, sink):
+    engine.on("before_tool_call", lambda ev: 1 / 0, name="broken", on_error="open")
+    out = tool(engine)
+    assert [f.hook for f in sink.failures] == ["code:broken"]
+    assert not out.blocked

@@ -306,7 +306,7 @@ class Engine:
             snaps = snapshot(event, containers)
         spec = plan.spec
         raw: list[RawResult] = []
-        decided = False
+        decided = failed = False
         timed = self._timed
         perf = monotonic_ns
         t = perf() if timed else 0
@@ -333,8 +333,11 @@ class Engine:
                     if decision.verdict in ending:
                         break
             else:
-                res = self._result(hook, event, spec, None, failure, lat)
+                # Recorded below, once the payload is known untouched: a rerun
+                # would run (and record) this hook again.
+                res = self._result(hook, event, spec, None, failure, lat, record=False)
                 raw.append(res)
+                failed = True
                 if res[1] is not None:
                     decided = True
                     break
@@ -352,6 +355,8 @@ class Engine:
             if outcome.payload is None:
                 outcome.payload = restored
             return outcome
+        if failed:
+            self._record_failures(event, raw)
         revision = self._set.revision
         if decided:
             outcome = merge(Run(event, event, plan, snaps, None, revision, raw))
@@ -375,11 +380,15 @@ class Engine:
             if plan.checks:
                 mark = len(run.raw)
                 self._run_checks(run, each=strict)
-                if not strict and run.snaps is not None and mutated(run.current, run.snaps):
-                    # Some check mutated the payload in place, so the checks after
-                    # it judged the wrong payload: restore it and run the check
-                    # phase again, comparing after every hook to find the culprit.
-                    self._recheck(run, mark)
+                if not strict:
+                    if run.snaps is not None and mutated(run.current, run.snaps):
+                        # Some check mutated the payload in place, so the checks
+                        # after it judged the wrong payload: restore it and run the
+                        # check phase again, comparing after every hook to find the
+                        # culprit. The first pass's failures are dropped with it.
+                        self._recheck(run, mark)
+                    else:
+                        self._record_failures(run.current, run.raw[mark:])
         for hook in plan.shadows:
             t0 = monotonic_ns()
             self._shadowed(run, hook, call_sync(hook, run.current, plan.spec), t0)
@@ -536,7 +545,7 @@ class Engine:
                     if decision.verdict in ending:
                         break  # later checks never start; earlier suspended ones may end first
             else:
-                res = self._result(hook, current, spec, None, failure, lat)
+                res = self._result(hook, current, spec, None, failure, lat, record=each)
                 raw.append(res)
                 if res[1] is not None:
                     run.decided = True
@@ -592,11 +601,18 @@ class Engine:
         decision: Decision | None,
         failure: HookFailure | None,
         latency: int,
+        *,
+        record: bool = True,
     ) -> RawResult:
-        """One hook's effective result: its answer, or what its failure means."""
+        """One hook's effective result: its answer, or what its failure means.
+
+        ``record=False`` leaves recording the failure to the caller, for a
+        pass that may yet be thrown away and run again (_record_failures).
+        """
         if failure is None:
             return (hook, decision, None, latency, _NONE)
-        self._record_failure(hook, event, failure)
+        if record:
+            self._record_failure(hook, event, failure)
         effective = None
         if hook.fails_closed(spec.name):
             fc = spec.fail_closed
@@ -660,6 +676,11 @@ class Engine:
         self._loop.close()
 
     # -- failures ---------------------------------------------------------------
+    def _record_failures(self, event: Event, raw: Iterable[RawResult]) -> None:
+        for hook, _decision, failure, _lat, _status in raw:
+            if failure is not None:
+                self._record_failure(hook, event, failure)
+
     def _record_failure(self, hook: Hook, event: Event, failure: HookFailure) -> None:
         log.warning("hook %s failed on %s (%s): %s", hook.qualified_name, event.name,
                     failure.mode.value, failure)
