@@ -276,3 +276,50 @@ def test_async_listeners_and_folder_hook_sources(exts, engine, tmp_path):
     (hook,) = [h for h in engine.hooks if h.name == "hooky.watch"]
     assert hook.source.label == "user"
     assert hook.priority == -5
+
+
+def test_bus_drops_and_listener_crashes_become_dead_letters(tmp_path):
+    # A message an extension published and nobody got is a failure like a
+    # hook's: it reaches the engine's sinks and so the durable store.
+    from interlock.sinks import DeadLetterSink
+    from interlock.store import open_store
+
+    store = open_store(str(tmp_path / "interlock.db"))
+    engine = Engine(sinks=[DeadLetterSink(store)])
+    exts = ExtensionSet(engine, home=tmp_path / "home", use_entry_points=False)
+    release = threading.Event()
+
+    def listener_ext(ctx):
+        @ctx.events.subscribe("jobs", maxsize=1)
+        def slow(message):
+            release.wait(5)
+
+        @ctx.events.subscribe("crash")
+        def broken(message):
+            raise RuntimeError("listener bug")
+
+    try:
+        exts.load("listener", listener_ext)
+        exts.load("publisher", lambda ctx: None)
+        pub = exts._loaded["publisher"].events
+        results = [pub.publish("jobs", i) for i in range(4)]
+        pub.publish("crash", "x")
+        release.set()
+        assert exts.bus.drain(5)
+        dropped = sum(r.dropped for r in results)
+        assert dropped >= 2
+        assert store.flush(10)
+        letters = store.dead_letters()
+        by_mode: dict[str, list] = {}
+        for dl in letters:
+            by_mode.setdefault(str(dl.mode), []).append(dl)
+        assert len(by_mode["dropped"]) == dropped
+        assert {(dl.hook, dl.event, dl.subject) for dl in by_mode["dropped"]} == {
+            ("extension:listener", "bus:jobs", "publisher")}
+        [crash] = by_mode["crash"]
+        assert (crash.hook, crash.event) == ("extension:listener", "bus:crash")
+        assert "listener bug" in crash.error
+    finally:
+        exts.close()
+        engine.close()
+        store.close()

@@ -704,4 +704,12 @@ class Engine:
         for sink in self._sinks:
             sink.failed(record)
 
+    def report_failure(self, record: FailureRecord) -> None:
+        """Hand a failure outside any dispatch (an extension bus drop, say) to the
+        sinks, so it reaches the dead-letter store like a hook's failure."""
+        log.warning("%s failed on %s (%s): %s", record.hook, record.event, record.mode.value,
+                    record.error)
+        for sink in self._sinks:
+            sink.failed(record)
+
 

@@ -5,8 +5,10 @@ FIFO queue drains on the bus's own loop thread, so a slow listener never
 blocks the publisher or other listeners. Queues are bounded. When one is
 full the message is not queued for that subscriber; the drop is counted on
 the subscription, logged, reported to ``on_overflow`` and returned by
-``publish``, so nothing is lost silently. ``drain(timeout)`` waits until
-everything queued has been delivered.
+``publish``, so nothing is lost silently. A listener that raises is counted,
+logged and reported to ``on_error``. An ExtensionSet sends both reports to
+its engine's sinks, so they land in the dead-letter store.
+``drain(timeout)`` waits until everything queued has been delivered.
 
 Topics are matched exactly, or as globs (``git.*``) when the subscription
 uses ``*``, ``?`` or ``[``.
@@ -70,9 +72,12 @@ class Subscription:
 
 class EventBus:
     def __init__(self, *, maxsize: int = DEFAULT_QUEUE,
-                 on_overflow: Callable[[Subscription, Message], None] | None = None) -> None:
+                 on_overflow: Callable[[Subscription, Message], None] | None = None,
+                 on_error: Callable[[Subscription, Message, Exception], None] | None = None,
+                 ) -> None:
         self.maxsize = maxsize
         self.on_overflow = on_overflow
+        self.on_error = on_error
         self._subs: list[Subscription] = []
         self._cond = threading.Condition()
         self._pending = 0
@@ -143,10 +148,15 @@ class EventBus:
                     if inspect.isawaitable(result):
                         await result
                     sub.delivered += 1
-                except Exception:
+                except Exception as exc:
                     sub.errors += 1
                     log.exception("bus: listener of %s on %r failed", sub.subscriber or "?",
                                   sub.topic)
+                    if self.on_error is not None:
+                        try:
+                            self.on_error(sub, message, exc)
+                        except Exception:
+                            log.exception("bus: on_error failed")
                 finally:
                     with self._cond:
                         self._pending -= 1

@@ -54,7 +54,7 @@ from typing import Any
 
 from interlock._dispatch import Engine, Handle
 from interlock._errors import ConfigError, FailureMode, HookFailure, RegistrationError
-from interlock._extbus import EventBus
+from interlock._extbus import EventBus, Message, Subscription
 from interlock._extcontext import (
     ENTRY_POINT_GROUP,
     ExtensionContext,
@@ -73,6 +73,8 @@ from interlock._extpins import (
     read_manifest,
 )
 from interlock._hooks import Hook, Invocation, OnError, Source
+from interlock._invoke import new_id
+from interlock._sinks import FailureRecord
 from interlock.paths import state_dir
 from interlock.policies._common import interlock_home
 from interlock.tooling import CommandSpec, ModelProvider, ProviderFactory, ToolSpec
@@ -158,7 +160,8 @@ class ExtensionSet:
             self.home / "extensions")
         self.use_entry_points = use_entry_points
         self._own_bus = bus is None
-        self.bus = bus if bus is not None else EventBus()
+        self.bus = bus if bus is not None else EventBus(
+            on_overflow=self._bus_dropped, on_error=self._bus_failed)
         self._names = _Names(reserved_tools=frozenset(reserved_tools),
                              reserved_commands=frozenset(reserved_commands))
         self._loaded: dict[str, ExtensionContext] = {}
@@ -398,6 +401,23 @@ class ExtensionSet:
             self._placeholders.pop(name).unregister()
         if self._own_bus:
             self.bus.close()
+
+    # -- bus failures go where hook failures go: the engine's sinks ---------------------
+    def _bus_dropped(self, sub: Subscription, message: Message) -> None:
+        self._bus_report(sub, message, FailureMode.DROPPED,
+                         f"queue of {sub.subscriber or 'a listener'} on {sub.topic!r} is full "
+                         f"({sub.maxsize}); message dropped")
+
+    def _bus_failed(self, sub: Subscription, message: Message, exc: Exception) -> None:
+        self._bus_report(sub, message, FailureMode.CRASH,
+                         f"listener raised {type(exc).__name__}: {exc}")
+
+    def _bus_report(self, sub: Subscription, message: Message, mode: FailureMode,
+                    error: str) -> None:
+        self.engine.report_failure(FailureRecord(
+            hook=f"extension:{sub.subscriber or 'host'}", event=f"bus:{message.topic}",
+            session_id="", subject=message.sender or None, mode=mode, error=error,
+            invocation_id=new_id(), fail_closed=False))
 
 
 def _event_names() -> frozenset[str]:
