@@ -302,6 +302,26 @@ def test_websocket_refuses_a_foreign_origin_and_bad_tokens(chat: Chat) -> None:
     assert chat.named("message_received") == []
 
 
+def test_a_browser_can_send_its_token_as_a_websocket_subprotocol(chat: Chat) -> None:
+    # Browsers cannot set Authorization on a WebSocket; they can offer subprotocols.
+    with chat.ws(None, subprotocols=["interlock.bearer", chat.alice]) as ws:
+        assert ws.subprotocol == "interlock.bearer"
+        ws.send(json.dumps({"channel": "web", "text": "hello"}))
+        frames = _frames_until_end(ws)
+    assert frames[-1]["type"] == "reply"
+    assert [m["sender_id"] for m in chat.named("message_received")] == ["alice"]
+    for offered in (["interlock.bearer", "ilk_wrong"], ["interlock.bearer"],
+                    ["interlock.bearer", chat.events_token]):
+        with pytest.raises(InvalidStatus) as refused:
+            chat.ws(None, subprotocols=offered)
+        assert refused.value.response.status_code == 403
+    # Only a WebSocket reads it: a POST must still use the header.
+    status, body = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=None,
+                             headers={"Sec-WebSocket-Protocol": f"interlock.bearer, {chat.alice}"})
+    assert status == 401
+    assert "interlock.bearer" in body["error"]
+
+
 def test_ask_is_answered_over_the_websocket(chat: Chat) -> None:
     with chat.ws(chat.alice) as ws:
         ws.send(json.dumps({"channel": "ops", "text": "run echo allowed-$((40+2))"}))

@@ -99,6 +99,32 @@ class _Refused(Exception):
         self.response = response
 
 
+WS_PROTOCOL = "interlock.bearer"
+"""The WebSocket subprotocol that carries a token where no header can: a
+browser's ``new WebSocket(url, ["interlock.bearer", token])``."""
+
+
+def ws_protocols(connection: HTTPConnection) -> list[str]:
+    """The subprotocols a WebSocket client offered, in its order."""
+    offered = connection.headers.get("sec-websocket-protocol", "")
+    return [p.strip() for p in offered.split(",") if p.strip()]
+
+
+def bearer_token(connection: HTTPConnection) -> str | None:
+    """The caller's token: the Authorization header, else (WebSocket only) the
+    subprotocol entry after ``interlock.bearer``."""
+    scheme, _, token = connection.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        return token.strip()
+    if connection.scope.get("type") == "websocket":
+        offered = ws_protocols(connection)
+        if WS_PROTOCOL in offered:
+            at = offered.index(WS_PROTOCOL) + 1
+            if at < len(offered):
+                return offered[at]
+    return None
+
+
 class Api:
     """The handlers, with what they share."""
 
@@ -134,14 +160,14 @@ class Api:
         """The caller's token (None for a trusted socket peer), or _Refused."""
         if needed is Role.EVENTS and self.via_socket(request):
             return None
-        header = request.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        token = bearer_token(request)
+        if token is None:
             self.counters["refused"] += 1
             raise _Refused(_error(401, "a bearer token is required "
-                                       "(Authorization: Bearer <token>; create one with "
-                                       "`interlock serve token create NAME`)"))
-        info = self.tokens.verify(token.strip())
+                                       "(Authorization: Bearer <token>, or for a WebSocket "
+                                       f"the subprotocols {WS_PROTOCOL!r} and <token>; "
+                                       "create one with `interlock serve token create NAME`)"))
+        info = self.tokens.verify(token)
         if info is None:
             self.counters["refused"] += 1
             raise _Refused(_error(401, "unknown or revoked token"))

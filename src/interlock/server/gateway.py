@@ -447,7 +447,7 @@ def chat_routes(api: Api, gateway: Gateway | None) -> list[Any]:
     from starlette.routing import Route, WebSocketRoute
     from starlette.websockets import WebSocket, WebSocketDisconnect
 
-    from interlock.server.app import JSON, _error, _Refused
+    from interlock.server.app import JSON, WS_PROTOCOL, _error, _Refused, ws_protocols
     from interlock.server.auth import Role
 
     def sender_of(connection: HTTPConnection) -> str:
@@ -500,7 +500,9 @@ def chat_routes(api: Api, gateway: Gateway | None) -> list[Any]:
                                   ["error"][:120])
             return
         assert gateway is not None
-        await websocket.accept()
+        # A client that sent its token as a subprotocol must see one chosen.
+        await websocket.accept(
+            subprotocol=WS_PROTOCOL if WS_PROTOCOL in ws_protocols(websocket) else None)
         frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
         mine: set[int] = set()
 
