@@ -11,6 +11,8 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory,
                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Hosts record into the default store: keep it out of the real state dir."""
     monkeypatch.setenv("INTERLOCK_STORE", str(tmp_path_factory.getbasetemp() / "interlock.db"))
+    # Consent and state follow each test's own home, never the developer's.
+    monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
 
 
 @pytest.fixture

@@ -67,6 +67,16 @@ def cli(tmp_path, monkeypatch):
     return run
 
 
+def _pins(home):
+    """The pins as stored: in the consent store of the user dir's state dir."""
+    path = home / "state" / "extension_pins.json"
+    return json.loads(path.read_text())["pins"] if path.exists() else {}
+
+
+def _pin(home, key):
+    return _pins(home)[key]
+
+
 async def _use(home, project=None, *, entry_points=False):
     """Load like a host does and use the tool, the command and the bus listener."""
     engine = Engine()
@@ -99,7 +109,7 @@ async def test_folder_install_use_and_remove(cli, tmp_path):
     assert "installed shouter (folder 1.0, sha256:" in out.output
     installed = cli.home / "extensions" / "shouter"
     assert (installed / "shouter.py").is_file()
-    pin = json.loads((cli.home / "extensions" / "shouter.pin.json").read_text())
+    pin = _pin(cli.home, "shouter")
     assert pin["kind"] == "folder"
     assert pin["digest"].startswith("sha256:")
 
@@ -165,6 +175,8 @@ async def test_project_extensions_need_approval(cli, tmp_path):
     # The approval lives in the user's home, never in the project.
     cli("ext", "approve", "shouter", "--yes")
     assert not list(cli.project.rglob("*.pin.json"))
+    assert not list(cli.project.rglob("extension_pins.json"))
+    assert any(key.endswith("-shouter") for key in _pins(cli.home))
     assert (await _use(cli.home, cli.project))["shouter"].status == "loaded"
 
 
@@ -185,7 +197,7 @@ async def test_git_install_is_pinned_to_its_commit(cli, tmp_path):
     bare, commit = _bare_repo(tmp_path)
     out = cli("ext", "install", str(bare), "--yes")
     assert f"installed shouter (git {commit}" in out.output
-    pin = json.loads((cli.home / "extensions" / "shouter.pin.json").read_text())
+    pin = _pin(cli.home, "shouter")
     assert pin["commit"] == commit
     assert pin["kind"] == "git"
     assert not (cli.home / "extensions" / "shouter" / ".git").exists()
@@ -214,7 +226,7 @@ async def test_wheel_install_use_and_remove(cli, tmp_path):
     try:
         out = cli("ext", "install", str(wheel), "--yes")
         assert "installed shouter (package 0.3.0, sha256:" in out.output
-        pin = json.loads((cli.home / "extensions" / "shouter.pin.json").read_text())
+        pin = _pin(cli.home, "shouter")
         assert pin["dist"] == WHEEL_DIST
         assert pin["version"] == "0.3.0"
         assert pin["artifact_sha256"].startswith("sha256:")
@@ -228,7 +240,7 @@ async def test_wheel_install_use_and_remove(cli, tmp_path):
         cli("ext", "remove", "shouter")
         with pytest.raises(PackageNotFoundError):
             distribution(WHEEL_DIST)
-        assert not (cli.home / "extensions" / "shouter.pin.json").exists()
+        assert "shouter" not in _pins(cli.home)
     finally:
         _uninstall()
 

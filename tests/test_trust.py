@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import pytest
 
 from _cfg import World, world
 from interlock import Verdict
-from interlock._errors import FailureMode
+from interlock._errors import ConfigError, FailureMode
 from interlock.testing import RecordingSink, fire
 from interlock.trust import TrustStore
 
@@ -275,3 +276,38 @@ async def test_a_running_host_applies_an_approval_made_by_the_cli(world: World) 
     finally:
         stop.set()
         await asyncio.wait_for(task, 10)
+
+
+def test_extension_pins_share_the_consent_store_and_legacy_pins_move_in(tmp_path):
+    from interlock._extpins import FilePinStore, Pin, TrustPinStore
+
+    legacy = tmp_path / "home" / "extensions"
+    FilePinStore(legacy).put("old", Pin(name="old", kind="folder", source="/src/old",
+                                       digest="sha256:" + "a" * 64))
+    trust = TrustStore(tmp_path / "state")
+    pins = TrustPinStore(trust, legacy=legacy)
+    pins.put("new", Pin(name="new", kind="git", source="git@x:new.git", commit="c0ffee"))
+    # An approval recorded by an earlier version is not lost: it moves in.
+    assert sorted(pins.all()) == ["new", "old"]
+    assert pins.get("old").digest == "sha256:" + "a" * 64
+    assert not list(legacy.glob("*.pin.json"))
+    stored = json.loads((tmp_path / "state" / "extension_pins.json").read_text())["pins"]
+    assert stored["new"]["commit"] == "c0ffee"
+    # Hook approvals sit beside them, untouched.
+    trust.approve([("k", "sha256:1", "code:h")])
+    assert pins.get("new").commit == "c0ffee"
+    assert trust.approved("k", "sha256:1")
+    pins.remove("old")
+    assert pins.get("old") is None
+    assert sorted(pins.all()) == ["new"]
+
+
+def test_a_malformed_extension_pin_is_a_clear_error(tmp_path):
+    from interlock._extpins import TrustPinStore
+
+    trust = TrustStore(tmp_path)
+    trust.put_pin("broken", {"name": "broken", "colour": "red"})
+    with pytest.raises(ConfigError, match=r"extension pin 'broken' is malformed") as err:
+        TrustPinStore(trust).get("broken")
+    assert "extension_pins.json" in str(err.value)
+    assert "interlock ext approve" in str(err.value)

@@ -19,10 +19,13 @@ git URL and commit, or package distribution, version and wheel hash). An
 installed extension whose content no longer matches its pin does not load
 until it is approved again.
 
-:class:`PinStore` is deliberately small (get, put, remove, all): the
-registry's consent store (issue 3) is meant to replace :class:`FilePinStore`.
-Pins never live inside a project: a repository must not be able to ship its
-own approval.
+:class:`PinStore` is deliberately small (get, put, remove, all). The default
+is :class:`TrustPinStore`: pins live in the hooks' consent store
+(:class:`~interlock.trust.TrustStore`, in the state dir), under the same lock
+and atomic writes as hook approvals. :class:`FilePinStore` (one file per pin)
+is what earlier versions used; its pins move into the consent store the first
+time they are read. Pins never live inside a project: a repository must not
+be able to ship its own approval.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from typing import Any, Protocol
 
 from interlock._catalog import BY_NAME
 from interlock._errors import ConfigError
+from interlock.trust import TrustStore
 
 MANIFEST = "extension.toml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
@@ -252,3 +256,58 @@ def pin_mismatch(pin: Pin, current_digest: str) -> str | None:
 
 def info(pin: Pin) -> dict[str, Any]:
     return asdict(pin)
+
+
+class TrustPinStore:
+    """Extension pins in the consent store the hooks use (``extension_pins.json``
+    in the state dir). ``legacy`` is a folder of ``*.pin.json`` files from a
+    FilePinStore: each moves in on first read, so no approval is lost."""
+
+    def __init__(self, trust: TrustStore, legacy: Path | None = None) -> None:
+        self.trust = trust
+        self.legacy = FilePinStore(legacy) if legacy is not None else None
+
+    def _pin(self, key: str, raw: Any) -> Pin:
+        try:
+            return Pin(**raw)
+        except TypeError as exc:
+            raise ConfigError(f"extension pin {key!r} is malformed: {exc}",
+                              file=str(self.trust.pins_path),
+                              fix=f"remove the {key!r} entry and approve the extension "
+                                  "again (`interlock ext approve NAME`)") from None
+
+    def _migrate(self, key: str) -> Pin | None:
+        if self.legacy is None:
+            return None
+        pin = self.legacy.get(key)
+        if pin is not None:
+            self.put(key, pin)
+            self.legacy.remove(key)
+        return pin
+
+    def get(self, key: str) -> Pin | None:
+        raw = self.trust.pins().get(key)
+        if raw is None:
+            return self._migrate(key)
+        return self._pin(key, raw)
+
+    def put(self, key: str, pin: Pin) -> None:
+        self.trust.put_pin(key, asdict(pin))
+
+    def remove(self, key: str) -> None:
+        self.trust.remove_pin(key)
+        if self.legacy is not None:
+            self.legacy.remove(key)
+
+    def all(self) -> dict[str, Pin]:
+        if self.legacy is not None and self.legacy.directory.is_dir():
+            for key in self.legacy.all():
+                self._migrate(key)
+        return {key: self._pin(key, raw) for key, raw in sorted(self.trust.pins().items())}
+
+
+def default_pins(home: Path) -> TrustPinStore:
+    """The pin store of a user dir: its state dir's consent store."""
+    from interlock.paths import state_dir
+
+    return TrustPinStore(TrustStore(state_dir(home)), legacy=home / "extensions")

@@ -30,9 +30,9 @@ from pathlib import Path
 from interlock._errors import ConfigError
 from interlock._extpins import (
     MANIFEST,
-    FilePinStore,
     Pin,
     PinStore,
+    default_pins,
     distribution_digest,
     file_sha256,
     folder_digest,
@@ -54,7 +54,7 @@ class Installer:
     def __post_init__(self) -> None:
         self.root = self.home / "extensions"
         if self.pins is None:
-            self.pins = FilePinStore(self.root)
+            self.pins = default_pins(self.home)
 
     @property
     def store(self) -> PinStore:

@@ -66,6 +66,7 @@ from interlock._extpins import (
     Manifest,
     Pin,
     PinStore,
+    default_pins,
     distribution_digest,
     folder_digest,
     pin_mismatch,
@@ -151,13 +152,10 @@ class ExtensionSet:
                  project: Path | None = None, reserved_tools: Iterable[str] = (),
                  reserved_commands: Iterable[str] = (), pins: PinStore | None = None,
                  use_entry_points: bool = True, bus: EventBus | None = None) -> None:
-        from interlock._extpins import FilePinStore
-
         self.engine = engine
         self.home = home if home is not None else interlock_home()
         self.project = project
-        self.pins: PinStore = pins if pins is not None else FilePinStore(
-            self.home / "extensions")
+        self.pins: PinStore = pins if pins is not None else default_pins(self.home)
         self.use_entry_points = use_entry_points
         self._own_bus = bus is None
         self.bus = bus if bus is not None else EventBus(

@@ -6,8 +6,12 @@ keeps, per project, the *baseline* of fail-closed hooks that were in force,
 so a reload (or a restart) that removes or weakens one is held back until an
 operator approves it, and the hooks an operator turned on or off.
 
+Extension pins (what was approved for each installed extension, see
+:mod:`interlock._extpins`) are kept here too, in ``extension_pins.json``: one
+consent store, one lock, for hooks and extensions alike.
+
 Files live in the state dir (``approvals.json``, ``toggles.json``,
-``baselines.json``). Every
+``baselines.json``, ``extension_pins.json``). Every
 change takes an exclusive lock (``.lock``, flock) around read-modify-write and
 replaces the file atomically, so concurrent processes never lose an update or
 read half a file. POSIX only, like the command executor.
@@ -31,6 +35,7 @@ from interlock._errors import ConfigError
 APPROVALS = "approvals.json"
 TOGGLES = "toggles.json"
 BASELINES = "baselines.json"
+PINS = "extension_pins.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,6 +60,8 @@ class TrustStore:
         # Kept apart from approvals: every revision updates it, and a change to
         # it must not look like an operator's change to the watcher.
         self.baselines_path = state_dir / BASELINES
+        # Apart from approvals too: the hooks' watcher reloads on approvals.json.
+        self.pins_path = state_dir / PINS
 
     # -- files ----------------------------------------------------------------
     @contextlib.contextmanager
@@ -181,3 +188,25 @@ class TrustStore:
             data.setdefault("projects", {}).setdefault(str(project), {})[qualified_name] = enabled
 
         self._update(self.toggles_path, change)
+
+    # -- extension pins ---------------------------------------------------------
+    def pins(self) -> dict[str, Any]:
+        """Every extension pin, by key, as stored (see interlock._extpins.Pin)."""
+        found: dict[str, Any] = self._load(self.pins_path).get("pins", {})
+        return found
+
+    def put_pin(self, key: str, record: dict[str, Any]) -> None:
+        def change(data: dict[str, Any]) -> None:
+            data.setdefault("pins", {})[key] = record
+
+        self._update(self.pins_path, change)
+
+    def remove_pin(self, key: str) -> bool:
+        removed = False
+
+        def change(data: dict[str, Any]) -> None:
+            nonlocal removed
+            removed = data.setdefault("pins", {}).pop(key, None) is not None
+
+        self._update(self.pins_path, change)
+        return removed
