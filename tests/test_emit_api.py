@@ -129,3 +129,26 @@ def test_emitting_something_that_is_not_an_event_is_a_clear_error(
         eng: Engine, method: str) -> None:
     with pytest.raises(TypeError, match=r"Engine\.emit.*interlock\.events.*not dict"):
         getattr(eng, method)({"tool_name": "terminal"})
+
+
+class _SwapDuringRead(dict):
+    """The no-hook table as it was when read, with hooks removed in between."""
+
+    def __init__(self, engine: Engine, table: dict[Any, Any]) -> None:
+        super().__init__(table)
+        self.engine = engine
+
+    def __getitem__(self, key: Any) -> Any:
+        value = super().__getitem__(key)
+        self.engine.replace_hooks([])  # another thread, right between two reads
+        return value
+
+
+@pytest.mark.parametrize("table", ["_settled", "_passed"])
+async def test_hooks_removed_between_two_reads_mean_no_hooks(eng: Engine, table: str) -> None:
+    eng.on("before_tool_call", lambda event: block("old revision"))
+    setattr(eng, table, _SwapDuringRead(eng, getattr(eng, table)))
+    ev = _event()
+    outcome = await eng.emit(ev) if table == "_settled" else eng.emit_sync(ev)
+    assert outcome.verdict is Verdict.NONE
+    assert not eng.hooks

@@ -238,8 +238,10 @@ class Engine:
             raise _not_an_event("emit_sync", event) from None
         if passed is not None:
             return passed
-        entry = self._entries[event.__class__]
-        plan = entry if entry.__class__ is Plan else entry.resolve(event)
+        # .get: a concurrent replace_hooks may have dropped this event's hooks
+        # between the two reads; then it has none, as the new revision says.
+        entry = self._entries.get(event.__class__)
+        plan = entry if entry is None or entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
             return _PASSED[event.__class__]
         if plan.lean:
@@ -265,8 +267,10 @@ class Engine:
         return self._emit(event)
 
     async def _emit(self, event: Event) -> Outcome:
-        entry = self._entries[event.__class__]
-        plan = entry if entry.__class__ is Plan else entry.resolve(event)
+        # .get: a concurrent replace_hooks may have dropped this event's hooks
+        # between the two reads; then it has none, as the new revision says.
+        entry = self._entries.get(event.__class__)
+        plan = entry if entry is None or entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
             return _PASSED[event.__class__]
         if plan.lean:
