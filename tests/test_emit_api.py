@@ -152,3 +152,25 @@ async def test_hooks_removed_between_two_reads_mean_no_hooks(eng: Engine, table:
     outcome = await eng.emit(ev) if table == "_settled" else eng.emit_sync(ev)
     assert outcome.verdict is Verdict.NONE
     assert not eng.hooks
+
+
+async def test_the_hooks_in_force_when_emit_is_called_are_the_ones_that_run(eng: Engine) -> None:
+    ran: list[str] = []
+
+    def guard(event: BeforeToolCall) -> Any:
+        ran.append("guard")
+        return block("guarded")
+
+    handle = eng.on("before_tool_call", guard)
+    pending = eng.emit(_event())
+    handle.unregister()  # after the call, before the await
+    assert (await pending).blocked
+    assert ran == ["guard"]
+    # And the other way round: a hook added after the call is for later events.
+    pending = eng.emit(_event())
+    eng.on("before_tool_call", guard)
+    assert not (await pending).blocked
+    assert (await eng.emit(_event())).blocked
+    task = asyncio.create_task(eng.emit(_event()))
+    eng.replace_hooks([])
+    assert (await task).blocked

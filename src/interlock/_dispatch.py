@@ -257,6 +257,10 @@ class Engine:
         ``asyncio.create_task``, ``gather`` or ``asyncio.run``. For an event
         with no hooks it is an already-finished one (:class:`Settled`), which
         skips building a coroutine frame on the hottest path.
+
+        The hooks that run are those in force when ``emit()`` is called, on
+        both paths: a hook registered or removed before the coroutine is
+        awaited does not change what this event runs.
         """
         try:
             settled = self._settled[event.__class__]
@@ -264,12 +268,12 @@ class Engine:
             raise _not_an_event("emit", event) from None
         if settled is not None:
             return settled
-        return self._emit(event)
-
-    async def _emit(self, event: Event) -> Outcome:
         # .get: a concurrent replace_hooks may have dropped this event's hooks
         # between the two reads; then it has none, as the new revision says.
-        entry = self._entries.get(event.__class__)
+        return self._emit(event, self._entries.get(event.__class__))
+
+    async def _emit(self, event: Event, entry: Any) -> Outcome:
+        # entry: this event's Plan or Resolver when emit() was called, or None.
         plan = entry if entry is None or entry.__class__ is Plan else entry.resolve(event)
         if plan is None:
             return _PASSED[event.__class__]
