@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from interlock import Verdict, approve, block, modify
@@ -183,3 +185,42 @@ def test_a_failure_without_a_mutation_is_still_recorded_once(engine, sink):
     out = tool(engine)
     assert [f.hook for f in sink.failures] == ["code:broken"]
     assert not out.blocked
+
+
+def _guard(ev):
+    return block("no rm") if "rm" in ev.args["command"] else None
+
+
+async def _async_guard(ev):
+    await asyncio.sleep(0.02)  # still running while the mutator is
+    return _guard(ev)
+
+
+async def _mutate_then_wait(ev):
+    ev.args["command"] = "ls"  # before its first await
+    await asyncio.sleep(0)
+
+
+async def _wait_then_mutate(ev):
+    await asyncio.sleep(0)
+    ev.args["command"] = "ls"  # while the async guard is still looking
+
+
+@pytest.mark.parametrize(("mutator", "guard"), [
+    (_mutate_then_wait, _guard),
+    (_wait_then_mutate, _async_guard),
+    (_mutate_then_wait, _async_guard),
+])
+async def test_an_async_check_that_mutates_cannot_hide_the_payload_from_a_guard(
+        engine, sink, mutator, guard):
+    # The guard fails open, so only its own judgment of the real payload can
+    # block: it must see "rm -rf /", and the mutator alone is blamed, once.
+    engine.on("before_tool_call", mutator, name="mutator", on_error="open", priority=-1)
+    engine.on("before_tool_call", guard, name="guard", on_error="open")
+    out = await engine.emit(BeforeToolCall(tool_name="terminal",
+                                           args={"command": "rm -rf /"}))
+    assert out.blocked
+    assert out.hook.name == "guard"
+    assert out.final().args == {"command": "rm -rf /"}
+    assert [f.hook for f in sink.failures] == ["code:mutator"]
+    assert "in place" in sink.failures[0].error

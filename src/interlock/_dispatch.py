@@ -387,7 +387,7 @@ class Engine:
         else:
             if plan.checks:
                 mark = len(run.raw)
-                self._run_checks(run, each=strict)
+                self._run_checks(run, each=strict, record=strict)
                 if not strict:
                     if run.snaps is not None and mutated(run.current, run.snaps):
                         # Some check mutated the payload in place, so the checks
@@ -415,9 +415,17 @@ class Engine:
                 break
         else:
             if plan.checks:
-                pending = self._run_checks(run)
+                mark = len(run.raw)
+                pending = self._run_checks(run, record=False)
                 if pending:
                     await self._await_checks(run, pending)
+                if run.tainted:
+                    # A check mutated the payload while others were running on
+                    # it: their answers may be about the wrong payload. Run the
+                    # phase again one hook at a time on the restored payload.
+                    await self._recheck_in_order(run, mark)
+                else:
+                    self._record_failures(run.current, run.raw[mark:])
         for hook in plan.shadows:
             t0 = monotonic_ns()
             self._shadowed(run, hook, await call(hook, run.current, plan.spec), t0)
@@ -496,7 +504,29 @@ class Engine:
             log.warning("a check on %s mutated its payload in place once and not when run "
                         "again; the payload was restored", run.plan.spec.name)
 
-    def _run_checks(self, run: Run, *, each: bool = True
+    async def _recheck_in_order(self, run: Run, mark: int) -> None:
+        """The check phase again, one hook at a time on the restored payload,
+        comparing after every hook: exactly what running them one by one gives."""
+        assert run.snaps is not None
+        del run.raw[mark:]
+        run.current = run.current.replace(**{n: copy_payload(v) for n, v in run.snaps})
+        run.decided = any(r[1] is not None for r in run.raw)
+        spec = run.plan.spec
+        for hook in run.plan.checks:
+            t0 = monotonic_ns()
+            decision, failure = await call(hook, run.current, spec)
+            restored, failure = check_mutation(hook, run.current, run.snaps, failure)
+            if restored is not run.current:
+                run.current, decision = restored, None
+            res = self._result(hook, run.current, spec, decision, failure,
+                               monotonic_ns() - t0)
+            run.raw.append(res)
+            if res[1] is not None:
+                run.decided = True
+                if res[1].verdict in ENDING:
+                    break
+
+    def _run_checks(self, run: Run, *, each: bool = True, record: bool = True
                     ) -> dict[asyncio.Future[Answer], tuple[int, Hook, int]]:
         """Run checks in order: sync ones inline, others started concurrently.
 
@@ -507,6 +537,8 @@ class Engine:
         ``each=False`` (plans of plain sync hooks) skips the per-hook comparison
         with the payload's private copy; the caller compares once at the end and
         runs the phase again with ``each=True`` if anything was mutated.
+        ``record=False`` leaves recording failures to the caller, whose pass may
+        yet be thrown away (_record_failures).
         """
         spec = run.plan.spec
         raw = run.raw
@@ -532,15 +564,22 @@ class Engine:
             else:
                 stepped = start(hook, current, spec)
                 if isinstance(stepped, asyncio.Future):
-                    pending[stepped] = (len(raw), hook, monotonic_ns())
-                    raw.append(None)  # type: ignore[arg-type]
-                    continue
-                decision, failure = stepped
+                    if snaps is None or not mutated(current, snaps):
+                        pending[stepped] = (len(raw), hook, monotonic_ns())
+                        raw.append(None)  # type: ignore[arg-type]
+                        continue
+                    # It mutated the payload before it first suspended: it is
+                    # the culprit, not whichever check would compare next.
+                    stepped.cancel()
+                    decision, failure = None, None
+                else:
+                    decision, failure = stepped
             if snaps is not None:
                 for name, snap in snaps:
                     if getattr(current, name) != snap:
                         current, failure = restore(hook, current, snaps, name)
                         decision = None
+                        run.tainted = True
                         break
             if timed:
                 now = perf()
@@ -553,7 +592,7 @@ class Engine:
                     if decision.verdict in ending:
                         break  # later checks never start; earlier suspended ones may end first
             else:
-                res = self._result(hook, current, spec, None, failure, lat, record=each)
+                res = self._result(hook, current, spec, None, failure, lat, record=record)
                 raw.append(res)
                 if res[1] is not None:
                     run.decided = True
@@ -582,8 +621,9 @@ class Engine:
                     restored, failure = check_mutation(hook, run.current, run.snaps, failure)
                     if restored is not run.current:
                         run.current, decision = restored, None
+                        run.tainted = True
                 raw[i] = self._result(hook, run.current, spec, decision, failure,
-                                      monotonic_ns() - t0)
+                                      monotonic_ns() - t0, record=False)
                 if raw[i][1] is not None:
                     run.decided = True
             for idx in range(first, len(raw)):

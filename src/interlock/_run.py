@@ -26,6 +26,9 @@ class Run(msgspec.Struct, gc=False):
     changes: dict[str, Any] = {}
     decided: bool = False
     """True once any hook answered or failed (else the merge is trivial)."""
+    tainted: bool = False
+    """A check mutated the payload in place while others could see it: the
+    concurrent check phase is void and runs again one hook at a time."""
 
 
 def snapshot(event: Event, containers: tuple[str, ...]) -> list[tuple[str, Any]] | None:
