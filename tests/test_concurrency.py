@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from interlock import Engine, Verdict, approve, ask, block, context, respond
+from interlock import Engine, Verdict, approve, ask, block, context, respond, stop
+from interlock._outcome import Status
 from interlock.events import (
     BeforeStop,
     BeforeToolCall,
@@ -201,14 +202,24 @@ def test_model_select_failure_has_no_effect(engine):
 
 
 # -- concurrency -------------------------------------------------------------------
+ANSWERS = {"block": lambda d: block(f"b{d}"), "stop": lambda d: stop(f"s{d}"),
+           "ask": lambda d: ask(f"a{d}"), "approve": lambda d: approve(f"p{d}"),
+           "respond": lambda d: respond(d), "ctx": lambda d: context(f"c{d}"),
+           "none": lambda d: None}
+
+
 def make_check(kind, delay):
     async def check(event):
         await asyncio.sleep(delay)
-        return {"block": block(f"b{delay}"), "ask": ask(f"a{delay}"),
-                "approve": approve(f"p{delay}"), "respond": respond(delay),
-                "ctx": context(f"c{delay}"), "none": None}[kind]
+        return ANSWERS[kind](delay)
 
     return check
+
+
+def make_sequential(kind, delay):
+    # The same answer from a plain sync hook: these run strictly one by one,
+    # each to completion before the next starts (no sleep needed for order).
+    return lambda event: ANSWERS[kind](delay)
 
 
 @pytest.mark.parametrize(
@@ -216,6 +227,10 @@ def make_check(kind, delay):
     [
         [("approve", 0.03), ("block", 0.001), ("ask", 0.02)],
         [("block", 0.03), ("block", 0.001)],
+        [("block", 0.03), ("stop", 0.001)],
+        [("approve", 0.03), ("block", 0.02), ("stop", 0.001), ("none", 0.0)],
+        [("stop", 0.02), ("block", 0.0), ("none", 0.05)],
+        [("block", 0.001), ("none", 0.05), ("stop", 0.03)],
         [("ask", 0.02), ("ask", 0.001), ("approve", 0.0)],
         [("ctx", 0.02), ("respond", 0.001), ("ctx", 0.0), ("block", 0.01)],
         [("none", 0.01), ("approve", 0.02), ("respond", 0.0)],
@@ -225,20 +240,21 @@ async def test_concurrent_checks_equal_sequential(plan):
     async def run(concurrent: bool):
         engine = Engine()
         for i, (kind, delay) in enumerate(plan):
-            check = make_check(kind, delay)
-            if concurrent:
-                engine.on("before_tool_call", check, name=f"h{i}")
-            else:
-                # the same logic as a blocking hook runs strictly one at a time
-                engine.on("before_tool_call",
-                          (lambda c: lambda e: asyncio.run(c(e)))(check),
-                          name=f"h{i}", blocking=True)
+            make = make_check if concurrent else make_sequential
+            engine.on("before_tool_call", make(kind, delay), name=f"h{i}")
         out = await engine.emit(ev())
         engine.close()
-        return (out.verdict, out.reason, out.hook.name if out.hook else None, out.value,
-                out.contexts)
+        return ((out.verdict, out.reason, out.hook.name if out.hook else None, out.value,
+                 out.contexts),
+                [(r.hook, r.verdict, r.status, r.reason) for r in out.hooks])
 
-    assert await run(True) == await run(False)
+    (outcome, records), (seq_outcome, seq_records) = await run(True), await run(False)
+    assert outcome == seq_outcome
+    # Every hook that ran one by one has the same record; the checks after the
+    # one that ended the event never ran there, and here they count for nothing.
+    assert records[:len(seq_records)] == seq_records
+    assert all(status in (Status.SUPERSEDED, Status.CANCELLED)
+               for _h, _v, status, _r in records[len(seq_records):])
 
 
 async def test_checks_actually_run_concurrently():
@@ -255,15 +271,20 @@ async def test_block_cancels_later_outstanding_checks():
     finished = []
 
     async def slow(event):
-        await asyncio.sleep(5)
-        finished.append("slow")
+        try:
+            await asyncio.sleep(5)
+            finished.append("slow")
+        except asyncio.CancelledError:
+            finished.append("cancelled")
+            raise
 
     engine.on("before_tool_call", make_check("block", 0.01), name="first")
     engine.on("before_tool_call", slow, name="slow")
     out = await engine.emit(ev())
     assert out.blocked
     assert {r.hook: r.status.value for r in out.hooks}["code:slow"] == "cancelled"
-    assert finished == []
+    await asyncio.sleep(0.05)  # let the cancellation reach the hook
+    assert finished == ["cancelled"]  # stopped, not left running in the background
 
 
 async def test_observers_run_concurrently():
