@@ -7,6 +7,7 @@ import asyncio
 import pytest
 
 from interlock import Verdict, approve, block, modify
+from interlock._decisions import Decision
 from interlock.events import AfterLlmCall, BeforeToolCall, ModelSelect
 
 
@@ -127,6 +128,24 @@ def test_garbage_answer_is_a_contract_error_and_blocks_closed(engine, sink):
     assert "returned dict" in sink.failures[0].error
 
 
+@pytest.mark.parametrize(("answer", "problem"), [
+    (lambda: Decision(verdict="block", reason="no"), "verdict is str 'block'"),
+    (lambda: block(123), "reason must be a string, not int"),
+    (lambda: Decision(verdict=Verdict.BLOCK, reason="no", hint=["x"]), "hint must be a string"),
+    (lambda: approve("fine", context={"a": 1}), "context must be a string, not dict"),
+])
+def test_a_decision_with_wrong_field_types_is_a_contract_error(engine, sink, answer, problem):
+    # Built without validation, such a decision would break the host where it
+    # formats the block (tool_block_error, to_dict): it fails here instead.
+    engine.on("before_tool_call", lambda ev: answer(), name="sloppy")
+    out = tool(engine)
+    assert out.blocked  # a failed fail-closed check blocks
+    assert "did not answer (contract)" in out.reason
+    assert problem in sink.failures[0].error
+    assert out.tool_block_error()["tool_name"] == "terminal"
+    assert out.to_dict()["decision"] == "block"
+
+
 def test_modifier_block_ends_before_checks(engine):
     ran = []
     engine.on("before_tool_call", lambda ev: block("m"), modifies=True, name="m")
@@ -224,3 +243,15 @@ async def test_an_async_check_that_mutates_cannot_hide_the_payload_from_a_guard(
     assert out.final().args == {"command": "rm -rf /"}
     assert [f.hook for f in sink.failures] == ["code:mutator"]
     assert "in place" in sink.failures[0].error
+
+
+def test_context_on_an_event_that_takes_none_is_a_contract_error(engine, sink):
+    from interlock import context
+
+    engine.on("after_llm_call", lambda ev: context("remember this"), name="chatty",
+              on_error="open")
+    out = engine.emit_sync(AfterLlmCall(text="hi"))
+    assert out.verdict is Verdict.NONE
+    assert out.contexts == ()
+    assert sink.failures[0].mode.value == "contract"
+    assert "returned context, which after_llm_call does not take" in sink.failures[0].error

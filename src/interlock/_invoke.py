@@ -138,6 +138,22 @@ def settle(hook: Hook, spec: EventSpec, answer: Any) -> Answer:
 def crash(hook: Hook, exc: Exception) -> HookCrash:
     return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}")
 
+def _malformed(answer: Decision) -> str | None:
+    """What is wrong with a decision's field types, if anything (str subclasses
+    are fine)."""
+    if not isinstance(answer.verdict, Verdict):
+        return (f"verdict is {type(answer.verdict).__name__} {answer.verdict!r}; build "
+                "decisions with block(...), approve(...), modify(...) and the rest")
+    for name in ("reason", "hint", "context"):
+        value = getattr(answer, name)
+        if value is not None and not isinstance(value, str):
+            return f"{name} must be a string, not {type(value).__name__}"
+    if answer.changes is not None and not (
+            isinstance(answer.changes, dict) and all(isinstance(k, str) for k in answer.changes)):
+        return "changes must be a dict of field name to new value"
+    return None
+
+
 def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
     """Validate a hook's answer against what its event accepts."""
     if answer is None:
@@ -147,9 +163,20 @@ def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
             f"hook {hook.qualified_name} returned {type(answer).__name__}; "
             "return None or a decision (block(...), modify(...), ...)"
         )
+    verdict = answer.verdict
+    # Decision is not validated when built (block(123) is a Decision too);
+    # hosts format these fields, so a wrong type is the hook's error, here.
+    if verdict.__class__ is not Verdict or not (
+            (answer.reason is None or answer.reason.__class__ is str)
+            and (answer.hint is None or answer.hint.__class__ is str)
+            and (answer.context is None or answer.context.__class__ is str)
+            and (answer.changes is None or answer.changes.__class__ is dict)):
+        problem = _malformed(answer)
+        if problem is not None:
+            raise ContractError(f"hook {hook.qualified_name} returned a malformed decision: "
+                                f"{problem}")
     if spec.kind is Kind.OBSERVE:
         return answer  # a warning, recorded as ignored; never an effect
-    verdict = answer.verdict
     if verdict is Verdict.MODIFY and not hook.modifies:
         raise ContractError(
             f"hook {hook.qualified_name} returned modify but is a check; declare "
