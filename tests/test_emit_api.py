@@ -174,3 +174,18 @@ async def test_the_hooks_in_force_when_emit_is_called_are_the_ones_that_run(eng:
     task = asyncio.create_task(eng.emit(_event()))
     eng.replace_hooks([])
     assert (await task).blocked
+
+
+async def test_the_shared_no_hook_outcome_cannot_be_changed_by_a_caller(eng: Engine) -> None:
+    other = Engine()
+    try:
+        ev = _event()
+        shared = eng.emit_sync(ev)
+        with pytest.raises(AttributeError):
+            shared.verdict = Verdict.BLOCK  # type: ignore[misc]
+        with pytest.raises(AttributeError):
+            (await eng.emit(ev)).reason = "changed"  # type: ignore[misc]
+        assert other.emit_sync(ev).verdict is Verdict.NONE
+        assert (await other.emit(ev)).reason is None
+    finally:
+        other.close()

@@ -34,7 +34,7 @@ from interlock._invoke import (
     timed,
     timed_call,
 )
-from interlock._outcome import Outcome, RawResult, Status
+from interlock._outcome import NoHooks, Outcome, RawResult, Status
 from interlock._plan import STOP_EVENTS, HookSet, Plan
 from interlock._run import Run, merge, mutated, snapshot
 from interlock._runner import LoopThread, monotonic_ns
@@ -52,7 +52,7 @@ _NONE = Status.NONE
 
 # What an event with no hooks gets: one shared outcome per event type, held
 # directly in the engine's entry table so the no-hook path is one dict read.
-_PASSED = {EVENT_TYPES[s.name]: Outcome(name=s.name) for s in SPECS}
+_PASSED = {EVENT_TYPES[s.name]: NoHooks(name=s.name) for s in SPECS}
 # The same outcomes, ready for ``await`` without a coroutine (see _settled).
 _SETTLED = {cls: Settled(outcome) for cls, outcome in _PASSED.items()}
 _EMPTY_USER_INPUT = Plan(spec=EVENT_TYPES["user_input"].spec, modifiers=(), checks=(), shadows=(),

@@ -229,3 +229,9 @@ def _redacted(text: str | None) -> str | None:
 def outcome_schema() -> dict[str, Any]:
     out: dict[str, Any] = msgspec.json.schema(OutcomeRecord)
     return out
+
+
+class NoHooks(Outcome, frozen=True, gc=False):  # type: ignore[misc]  # msgspec allows it
+    """The outcome of an event with no hooks: "no opinion", shared by every
+    emit of that event type in every engine, so it is frozen (setting a field
+    raises AttributeError). Its ``event`` is None: use ``final(event)``."""
