@@ -350,3 +350,19 @@ def test_another_agents_layout_points_at_import(world: World) -> None:
     assert err.line == 1
     assert err.fix
     assert "interlock hooks import" in err.fix
+
+
+def test_a_matcher_on_an_event_without_a_subject_names_the_field(world: World) -> None:
+    err = _err(world, """
+        [[hooks]]
+        name = "greet"
+        handler = "g.py"
+        events = ["session_start"]
+        matcher = "terminal"
+        """)
+    assert err.field == "matcher"
+    assert err.file is not None
+    assert err.file.endswith("config.toml")
+    assert "session_start has none" in str(err)
+    assert err.fix
+    assert "fields" in err.fix

@@ -189,3 +189,37 @@ async def test_the_shared_no_hook_outcome_cannot_be_changed_by_a_caller(eng: Eng
         assert (await other.emit(ev)).reason is None
     finally:
         other.close()
+
+
+class _BrokenSink:
+    def dispatched(self, outcome: Any) -> None:
+        raise OSError("disk full")
+
+    def failed(self, record: Any) -> None:
+        raise OSError("disk full")
+
+
+@pytest.mark.parametrize("hooked", ["lean", "general", "async"])
+async def test_a_sink_that_raises_neither_reaches_the_host_nor_starves_other_sinks(
+        hooked: str, caplog: pytest.LogCaptureFixture) -> None:
+    from interlock.testing import RecordingSink
+
+    good = RecordingSink()
+    engine = Engine(sinks=[_BrokenSink(), good])
+    try:
+        engine.on("before_tool_call", lambda ev: 1 / 0, name="broken")  # a failure record
+        if hooked == "general":
+            engine.on("before_tool_call", lambda ev: None, name="watcher", shadow=True)
+        if hooked == "async":
+            async def deny(event: BeforeToolCall) -> Any:
+                await asyncio.sleep(0)
+                return block("no")
+            engine.on("before_tool_call", deny, name="deny")
+        ev = _event()
+        out = await engine.emit(ev) if hooked == "async" else engine.emit_sync(ev)
+        assert out.blocked  # the broken check fails closed, whatever the sinks do
+        assert [o.name for o in good.outcomes] == ["before_tool_call"]
+        assert [f.hook for f in good.failures] == ["code:broken"]
+        assert "disk full" in caplog.text
+    finally:
+        engine.close()

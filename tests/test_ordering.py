@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from interlock import Hook, Source, approve
 from interlock._hooks import Matcher
 from interlock.events import BeforeToolCall, Command, MessageReceived
@@ -112,3 +114,17 @@ def test_unknown_event_gets_did_you_mean(engine):
 
     with pytest.raises(UnknownEventError, match="before_tool_call"):
         engine.on("before_tool_cal", lambda ev: None)
+
+
+def test_a_matcher_that_could_never_match_is_refused_at_registration(engine):
+    from interlock import RegistrationError
+
+    with pytest.raises(RegistrationError, match=r"session_start has none"):
+        engine.on(["before_tool_call", "session_start"], lambda ev: None, matcher="terminal")
+    with pytest.raises(RegistrationError, match=r"'plattform' is not a field of message_received"):
+        engine.on("message_received", lambda ev: None, matcher={"plattform": "telegram"})
+    assert engine.hooks == ()
+    # What can match is still accepted: a subject on tool events, a common field anywhere.
+    engine.on(["before_tool_call", "after_tool_call"], lambda ev: None, matcher="terminal")
+    engine.on("session_start", lambda ev: None, matcher={"platform": "cli"})
+    assert len(engine.hooks) == 2

@@ -313,6 +313,7 @@ class Engine:
             field = snap = None
             snaps = snapshot(event, containers)
         spec = plan.spec
+        revision = self._set.revision  # read before any hook runs, as _begin does
         raw: list[RawResult] = []
         decided = failed = False
         timed = self._timed
@@ -365,14 +366,12 @@ class Engine:
             return outcome
         if failed:
             self._record_failures(event, raw)
-        revision = self._set.revision
         if decided:
             outcome = merge(Run(event, event, plan, snaps, None, revision, raw))
         else:
             outcome = Outcome(name=spec.name, event=event, raw=raw, revision=revision)
         if self._sinks:
-            for sink in self._sinks:
-                sink.dispatched(outcome)
+            self._dispatched(outcome)
         return outcome
 
     def _dispatch_sync(self, event: Event, plan: Plan, *, strict: bool = False) -> Outcome:
@@ -489,8 +488,7 @@ class Engine:
         if run.stop_key is not None:
             self._apply_stop_cap(run.stop_key, outcome)
         if self._sinks:
-            for sink in self._sinks:
-                sink.dispatched(outcome)
+            self._dispatched(outcome)
         return outcome
 
     def _recheck(self, run: Run, mark: int) -> None:
@@ -698,8 +696,7 @@ class Engine:
             raw.append((hook, None, None, 0, Status.QUEUED))
         outcome = Outcome(name=event.name, event=event, raw=raw, revision=self._set.revision)
         if self._sinks:
-            for sink in self._sinks:
-                sink.dispatched(outcome)
+            self._dispatched(outcome)
         return outcome
 
     def _observed(self, hook: Hook, event: Event, decision: Decision | None,
@@ -749,15 +746,30 @@ class Engine:
             invocation_digest=invocation_digest(hook.qualified_name, event),
             fail_closed=hook.fails_closed(event.name),
         )
+        self._failed(record)
+
+    # A sink that raises (a full disk under the audit log, a bug) is logged and
+    # skipped: it must neither take the host down nor change the outcome.
+    def _dispatched(self, outcome: Outcome) -> None:
         for sink in self._sinks:
-            sink.failed(record)
+            try:
+                sink.dispatched(outcome)
+            except Exception:
+                log.exception("sink %r failed to take the outcome of %s", sink, outcome.name)
+
+    def _failed(self, record: FailureRecord) -> None:
+        for sink in self._sinks:
+            try:
+                sink.failed(record)
+            except Exception:
+                log.exception("sink %r failed to take the failure of %s on %s", sink,
+                              record.hook, record.event)
 
     def report_failure(self, record: FailureRecord) -> None:
         """Hand a failure outside any dispatch (an extension bus drop, say) to the
         sinks, so it reaches the dead-letter store like a hook's failure."""
         log.warning("%s failed on %s (%s): %s", record.hook, record.event, record.mode.value,
                     record.error)
-        for sink in self._sinks:
-            sink.failed(record)
+        self._failed(record)
 
 

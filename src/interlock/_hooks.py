@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
-from interlock._catalog import BY_NAME, Kind
+from interlock._catalog import BY_NAME, COMMON, Kind
 from interlock._errors import RegistrationError
 
 if TYPE_CHECKING:
@@ -148,6 +148,24 @@ class Matcher:
             return None
         return cls(subject=subject, fields=tuple(fields), text=str(dict(spec)))
 
+    def check(self, hook: str, events: tuple[str, ...]) -> None:
+        """Refuse a matcher that could never match one of ``events``."""
+        for ev in events:
+            spec = BY_NAME[ev]
+            if self.subject is not None and spec.subject is None:
+                raise RegistrationError(
+                    f"hook {hook!r}: matcher {self.text!r} matches a tool or command name, "
+                    f"but {ev} has none, so it would never run there; drop {ev} from its "
+                    "events, or match a payload field instead (for example "
+                    "{\"platform\": \"telegram\"})")
+            if self.fields:
+                names = {f.name for f in COMMON} | {f.name for f in spec.fields}
+                for name, _pat in self.fields:
+                    if name not in names:
+                        raise RegistrationError(
+                            f"hook {hook!r}: matcher field {name!r} is not a field of {ev}; "
+                            f"its fields: {', '.join(sorted(names))}")
+
     def matches(self, event: Event, subject: str | None) -> bool:
         if self.subject is not None and (
             subject is None or self.subject.fullmatch(subject) is None
@@ -204,6 +222,8 @@ class Hook:
                 from interlock._catalog import spec
 
                 spec(ev)  # raises a did-you-mean UnknownEventError
+        if self.matcher is not None:
+            self.matcher.check(self.name, self.events)
         if self.executor is not None:
             self.mode = Mode.EXECUTOR
         elif inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(

@@ -137,10 +137,17 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
         log.warning("%s: hook %r: timeout %gs capped at %gs", file, d.name, d.timeout, MAX_TIMEOUT)
     _check_reliability(d, err, kind)
     try:
-        Matcher.parse(d.matcher)
+        matcher = Matcher.parse(d.matcher)
     except RegistrationError as exc:
         raise err("matcher", str(exc), "write an anchored regex such as terminal|read_file, "
                   "or a glob like mcp__github__*") from None
+    if matcher is not None:
+        try:
+            matcher.check(d.name, tuple(events))
+        except RegistrationError as exc:
+            raise err("matcher", str(exc).split(": ", 1)[1], "match the tool or command name "
+                      "only on events that have one (before_tool_call, command, ...), or "
+                      "match one of the event's fields") from None
     if d.modifies and not any(BY_NAME[e].mutable for e in events):
         raise err("modifies", "none of this hook's events has fields a hook may change",
                   "remove modifies = true, or pick an event a hook may modify")
