@@ -79,49 +79,56 @@ class Decision(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
         return out
 
 
+# The helpers below run inside hooks on every dispatch: read the members once
+# (an enum class attribute lookup costs ~65 ns on Python 3.11).
+_BLOCK, _MODIFY, _APPROVE, _ASK = Verdict.BLOCK, Verdict.MODIFY, Verdict.APPROVE, Verdict.ASK
+_RESPOND, _SKIP, _STOP = Verdict.RESPOND, Verdict.SKIP, Verdict.STOP
+_RETRY, _NONE = Verdict.RETRY, Verdict.NONE
+
+
 def block(reason: str = "", hint: str | None = None, *, context: str | None = None) -> Decision:
     """Stop the action; the reason goes back to the model (or the sender)."""
-    return Decision(verdict=Verdict.BLOCK, reason=reason, hint=hint, context=context)
+    return Decision(verdict=_BLOCK, reason=reason, hint=hint, context=context)
 
 
 def modify(*, context: str | None = None, **fields: Any) -> Decision:
     """Replace the named payload fields whole. Only modifier hooks may return it."""
-    return Decision(verdict=Verdict.MODIFY, changes=fields, context=context)
+    return Decision(verdict=_MODIFY, changes=fields, context=context)
 
 
 def approve(reason: str | None = None, *, context: str | None = None) -> Decision:
     """Allow without asking a person (skips permission_request)."""
-    return Decision(verdict=Verdict.APPROVE, reason=reason, context=context)
+    return Decision(verdict=_APPROVE, reason=reason, context=context)
 
 
 def ask(reason: str | None = None, *, context: str | None = None) -> Decision:
     """Send the action to a person; where none can answer, it is a block."""
-    return Decision(verdict=Verdict.ASK, reason=reason, context=context)
+    return Decision(verdict=_ASK, reason=reason, context=context)
 
 
 def respond(value: Any, *, context: str | None = None) -> Decision:
     """Answer in the action's place (a tool result, a reply) without running it."""
-    return Decision(verdict=Verdict.RESPOND, value=value, context=context)
+    return Decision(verdict=_RESPOND, value=value, context=context)
 
 
 def skip(reason: str | None = None) -> Decision:
     """Drop the event's subject silently (e.g. ignore an inbound message)."""
-    return Decision(verdict=Verdict.SKIP, reason=reason)
+    return Decision(verdict=_SKIP, reason=reason)
 
 
 def stop(reason: str) -> Decision:
     """End the run; the reason goes to the user. Accepted by every gate event."""
-    return Decision(verdict=Verdict.STOP, reason=reason)
+    return Decision(verdict=_STOP, reason=reason)
 
 
 def retry(instructions: str | None = None, *, context: str | None = None) -> Decision:
     """Try the failed call again (llm_error, tool_error), through the gates again."""
-    return Decision(verdict=Verdict.RETRY, reason=instructions, context=context)
+    return Decision(verdict=_RETRY, reason=instructions, context=context)
 
 
 def context(text: str) -> Decision:
     """No opinion on the action, but add this text to the conversation."""
-    return Decision(verdict=Verdict.NONE, context=text)
+    return Decision(verdict=_NONE, context=text)
 
 
 def decode_wire(answer: Any) -> Decision | None:

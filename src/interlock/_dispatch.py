@@ -34,9 +34,9 @@ from interlock._invoke import (
     timed,
     timed_call,
 )
-from interlock._outcome import NoHooks, Outcome, RawResult, Status
+from interlock._outcome import _NO_CHANGES, NoHooks, Outcome, RawResult, Status
 from interlock._plan import STOP_EVENTS, HookSet, Plan
-from interlock._run import Run, merge, mutated, snapshot
+from interlock._run import Run, merge, merge_raw, mutated, snapshot
 from interlock._runner import LoopThread, monotonic_ns
 from interlock._settled import Settled
 from interlock._sinks import FailureRecord, Sink, invocation_digest
@@ -367,7 +367,7 @@ class Engine:
         if failed:
             self._record_failures(event, raw)
         if decided:
-            outcome = merge(Run(event, event, plan, snaps, None, revision, raw))
+            outcome = merge_raw(event, event, raw, _NO_CHANGES, revision)
         else:
             outcome = Outcome(name=spec.name, event=event, raw=raw, revision=revision)
         if self._sinks:

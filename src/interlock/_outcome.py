@@ -91,6 +91,9 @@ RawResult = tuple["Hook", "Decision | None", "HookFailure | None", int, Status]
 
 
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
+# Module constants: `Verdict.BLOCK` is a ~65 ns class attribute lookup on 3.11.
+_BLOCK, _STOP = Verdict.BLOCK, Verdict.STOP
+_ENDS = (Verdict.BLOCK, Verdict.STOP, Verdict.SKIP)
 
 
 class Outcome(msgspec.Struct, kw_only=True, gc=False):
@@ -126,16 +129,16 @@ class Outcome(msgspec.Struct, kw_only=True, gc=False):
     # -- what hosts ask -------------------------------------------------------
     @property
     def blocked(self) -> bool:
-        return self.verdict is Verdict.BLOCK
+        return self.verdict is _BLOCK
 
     @property
     def stopped(self) -> bool:
-        return self.verdict is Verdict.STOP
+        return self.verdict is _STOP
 
     @property
     def ends(self) -> bool:
         """True when the action must not happen (block, stop or skip)."""
-        return self.verdict in (Verdict.BLOCK, Verdict.STOP, Verdict.SKIP)
+        return self.verdict in _ENDS
 
     def final(self, event: Event | None = None) -> Event:
         """The payload to act on: the changed one, else the one emitted.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -50,35 +51,41 @@ def mutated(event: Event, snaps: list[tuple[str, Any]]) -> bool:
 
 def merge(run: Run) -> Outcome:
     """The outcome: the strongest decision seen, ties to the earliest hook (rule 4)."""
-    raw = run.raw
-    original = run.event
+    return merge_raw(run.event, run.current, run.raw, run.changes, run.revision)
+
+
+def merge_raw(original: Event, current: Event, raw: list[RawResult],
+              changes: Mapping[str, Any], revision: int) -> Outcome:
+    """merge() on the parts of a Run (the lean path has no Run to build)."""
     best_i = -1
     best_rank = 0
     contexts: list[tuple[str, str]] = []
+    answered: list[int] = []  # results with a decision, to mark applied or superseded
+    rank_of, not_applied = RANK, _NOT_APPLIED
     decided = False
     for i, (hook, decision, _f, _l, status) in enumerate(raw):
-        if decision is None or status in _NOT_APPLIED:
+        if decision is None or status in not_applied:
             continue
         decided = True
+        if status is _NONE:
+            answered.append(i)
         if decision.context is not None:
             contexts.append((hook.qualified_name, decision.context))
-        rank = RANK[decision.verdict]
+        rank = rank_of[decision.verdict]
         if rank > best_rank:  # strict: ties go to the earliest hook
             best_rank = rank
             best_i = i
-    payload = run.current if run.current is not original else None
+    payload = current if current is not original else None
     if not decided:
         return Outcome(name=original.name, event=original, payload=payload, raw=raw,
-                       revision=run.revision)
-    for i, (hook, decision, failure, latency, status) in enumerate(raw):
-        if status is Status.NONE and decision is not None:
-            applied = i == best_i or decision.verdict in (Verdict.MODIFY, Verdict.NONE)
-            raw[i] = (hook, decision, failure, latency,
-                      Status.APPLIED if applied else Status.SUPERSEDED)
+                       revision=revision)
+    for i in answered:
+        hook, decision, failure, latency, _s = raw[i]
+        applied = i == best_i or decision.verdict in _ALWAYS_APPLIED  # type: ignore[union-attr]
+        raw[i] = (hook, decision, failure, latency, _APPLIED if applied else _SUPERSEDED)
     if best_i < 0:
         return Outcome(name=original.name, event=original, payload=payload,
-                       changes=run.changes, contexts=contexts, raw=raw,
-                       revision=run.revision)
+                       changes=changes, contexts=contexts, raw=raw, revision=revision)
     hook, decision, _f, _l, _s = raw[best_i]
     assert decision is not None
     return Outcome(
@@ -89,12 +96,16 @@ def merge(run: Run) -> Outcome:
         hint=decision.hint,
         hook=hook,
         payload=payload,
-        changes=run.changes,
+        changes=changes,
         value=decision.value,
         contexts=contexts,
         raw=raw,
-        revision=run.revision,
+        revision=revision,
     )
 
 
 _NOT_APPLIED = frozenset({Status.SHADOW, Status.CANCELLED, Status.SUPERSEDED, Status.QUEUED})
+# Enum members as module constants: `Status.NONE` is a ~65 ns class attribute
+# lookup on Python 3.11, and merge runs on every dispatch where a hook answers.
+_NONE, _APPLIED, _SUPERSEDED = Status.NONE, Status.APPLIED, Status.SUPERSEDED
+_ALWAYS_APPLIED = (Verdict.MODIFY, Verdict.NONE)
