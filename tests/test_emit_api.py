@@ -78,6 +78,16 @@ def test_no_hook_emit_runs_on_any_loop_and_thread(eng: Engine) -> None:
     for th in threads:
         th.join()
     assert results == [Verdict.NONE] * 4
+    other = asyncio.new_event_loop()  # handed to a loop running in another thread
+    runner = threading.Thread(target=other.run_forever)
+    runner.start()
+    try:
+        done = asyncio.run_coroutine_threadsafe(eng.emit(ev), other)
+        assert done.result(5).verdict is Verdict.NONE
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        runner.join()
+        other.close()
 
 
 async def test_cancel_and_close_behave_as_for_an_unstarted_coroutine(eng: Engine) -> None:
