@@ -449,3 +449,27 @@ def test_replay_mode_reaches_executors_through_the_sync_facade(engine):
     with replay_mode():
         engine.emit_sync(ev())
     assert seen == [(False, False, False), (True, True, True)]
+
+
+async def test_a_cancelled_emit_still_records_failures_and_stops_its_checks():
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink])
+    ended = []
+
+    async def slow(event):
+        try:
+            await asyncio.sleep(5)
+        finally:
+            ended.append("slow")
+
+    def guard(event):
+        raise RuntimeError("guard bug")
+
+    engine.on("before_tool_call", slow, name="slow")
+    engine.on("before_tool_call", guard, name="guard")
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(engine.emit(ev()), 0.2)  # the host gives up
+    await asyncio.sleep(0.05)
+    assert [f.hook for f in sink.failures] == ["code:guard"]  # not lost
+    assert ended == ["slow"]  # cancelled with the emit, not left running
+    engine.close()

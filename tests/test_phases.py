@@ -255,3 +255,29 @@ def test_context_on_an_event_that_takes_none_is_a_contract_error(engine, sink):
     assert out.contexts == ()
     assert sink.failures[0].mode.value == "contract"
     assert "returned context, which after_llm_call does not take" in sink.failures[0].error
+
+
+async def test_a_tainted_check_phase_does_not_wait_for_a_hung_check_before_rerunning(
+        engine, sink):
+    seen = []
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+
+    async def hung(ev):
+        try:
+            await asyncio.sleep(30)
+        finally:  # cancelled, or closed if cancelled before it was resumed
+            seen.append(loop.time() - started)
+
+    engine.on("before_tool_call", _mutate_then_wait, name="mutator", on_error="open",
+              priority=-1)
+    engine.on("before_tool_call", hung, name="hung", on_error="open", timeout=2.0)
+    out = await engine.emit(BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}))
+    # The first pass was void once the mutation showed: its hung check was
+    # cancelled at once, not after its 2 s timeout; only the ordered rerun
+    # waited for that timeout.
+    assert len(seen) == 2
+    assert seen[0] < 1.0 <= seen[1]
+    assert sorted(f.hook for f in sink.failures) == ["code:hung", "code:mutator"]
+    assert {f.hook: f.mode.value for f in sink.failures}["code:hung"] == "timeout"
+    assert out.final().args == {"command": "rm -rf /"}

@@ -415,16 +415,20 @@ class Engine:
         else:
             if plan.checks:
                 mark = len(run.raw)
-                pending = self._run_checks(run, record=False)
-                if pending:
-                    await self._await_checks(run, pending)
-                if run.tainted:
-                    # A check mutated the payload while others were running on
-                    # it: their answers may be about the wrong payload. Run the
-                    # phase again one hook at a time on the restored payload.
-                    await self._recheck_in_order(run, mark)
-                else:
-                    self._record_failures(run.current, run.raw[mark:])
+                try:
+                    pending = self._run_checks(run, record=False)
+                    if pending:
+                        await self._await_checks(run, pending)
+                    if run.tainted:
+                        # A check mutated the payload while others were running
+                        # on it: their answers may be about the wrong payload.
+                        # Run the phase again one hook at a time, restored.
+                        await self._recheck_in_order(run, mark)
+                finally:
+                    # Once, from the pass that counts; also when the host
+                    # cancels the emit or its own timeout fires mid-phase.
+                    self._record_failures(run.current,
+                                          [r for r in run.raw[mark:] if r is not None])
         for hook in plan.shadows:
             t0 = monotonic_ns()
             self._shadowed(run, hook, await call(hook, run.current, plan.spec), t0)
@@ -517,12 +521,15 @@ class Engine:
             if restored is not run.current:
                 run.current, decision = restored, None
             res = self._result(hook, run.current, spec, decision, failure,
-                               monotonic_ns() - t0)
+                               monotonic_ns() - t0, record=False)
             run.raw.append(res)
             if res[1] is not None:
                 run.decided = True
                 if res[1].verdict in ENDING:
                     break
+        if not any(r[2] is not None and "in place" in str(r[2]) for r in run.raw[mark:]):
+            log.warning("a check on %s mutated its payload in place once and not when run "
+                        "again; the payload was restored", spec.name)
 
     def _run_checks(self, run: Run, *, each: bool = True, record: bool = True
                     ) -> dict[asyncio.Future[Answer], tuple[int, Hook, int]]:
@@ -607,10 +614,20 @@ class Engine:
         every hook before it has answered: exactly what running them one by
         one would give.
         """
+        try:
+            await self._settle_checks(run, pending)
+        finally:
+            # Cancelled (the host gave up) or tainted: none of these may run on.
+            for fut in pending:
+                fut.cancel()
+
+    async def _settle_checks(
+        self, run: Run, pending: dict[asyncio.Future[Answer], tuple[int, Hook, int]]
+    ) -> None:
         raw = run.raw
         spec = run.plan.spec
         first = min(i for i, _h, _t in pending.values())
-        while pending:
+        while pending and not run.tainted:  # tainted: the ordered rerun decides
             done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
             for fut in done:
                 i, hook, t0 = pending.pop(fut)

@@ -72,7 +72,9 @@ def start(hook: Hook, event: Event, spec: EventSpec) -> Answer | asyncio.Future[
         if hook.timeout is not None:
             deadline = asyncio.get_running_loop().time() + hook.timeout
         resumed = Resume(coro, first)  # type: ignore[arg-type]
-        return asyncio.ensure_future(_guarded(hook, spec, resumed, deadline))
+        task = asyncio.ensure_future(_guarded(hook, spec, resumed, deadline))
+        task.add_done_callback(resumed.close_if_cancelled)
+        return task
     return asyncio.ensure_future(call(hook, event, spec))
 
 

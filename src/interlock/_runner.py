@@ -30,6 +30,13 @@ class Resume:
         self.coro = coro
         self.first = first
 
+    def close_if_cancelled(self, task: asyncio.Future[Any]) -> None:
+        """Done callback of the task that resumes us. A task cancelled before its
+        first step never resumed the hook: close it now, so its ``finally``
+        blocks run at once rather than whenever it is garbage collected."""
+        if task.cancelled():
+            self.coro.close()
+
     def __await__(self) -> Generator[Any, Any, Any]:
         coro = self.coro
         value = self.first
