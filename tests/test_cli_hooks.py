@@ -236,3 +236,26 @@ def test_import_hermes_and_moltis(world: World) -> None:
     code, _, err = run(world, "import", "--from", "cursor", str(cfg))
     assert code == 2
     assert "unknown system" in err
+
+
+def test_import_turns_matchers_on_events_without_a_tool_name_into_field_matchers(
+        world: World) -> None:
+    settings = world.write(world.root / ".claude" / "settings.json", json.dumps({"hooks": {
+        "SessionStart": [{"matcher": "startup|resume", "hooks": [
+            {"type": "command", "command": "echo start"}]}],
+        "PreCompact": [{"matcher": "auto", "hooks": [
+            {"type": "command", "command": "echo compact"}]}],
+        "SubagentStart": [{"matcher": "Explore", "hooks": [
+            {"type": "command", "command": "echo sub"}]}]}}))
+    out_file = world.project / "config.toml"
+    code, _, err = run(world, "import", "--from", "claude", str(settings), "-o", str(out_file))
+    assert code == 0, err
+    text = out_file.read_text()
+    assert "matcher 'Explore' dropped" in text
+    code, out, err = run(world, "list", "--json")
+    assert code == 0, err  # the imported file loads: no matcher that could never match
+    hooks = {h["events"][0]: h for h in json.loads(out)["hooks"]}
+    assert "startup|resume" in str(hooks["session_start"]["matcher"])
+    assert "source" in str(hooks["session_start"]["matcher"])
+    assert "trigger" in str(hooks["before_compaction"]["matcher"])
+    assert hooks["subagent_start"]["matcher"] in (None, "*", "")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interlock import Hook, Source, approve
+from interlock import Engine, Hook, Source, approve
 from interlock._hooks import Matcher
 from interlock.events import BeforeToolCall, Command, MessageReceived
 
@@ -128,3 +128,21 @@ def test_a_matcher_that_could_never_match_is_refused_at_registration(engine):
     engine.on(["before_tool_call", "after_tool_call"], lambda ev: None, matcher="terminal")
     engine.on("session_start", lambda ev: None, matcher={"platform": "cli"})
     assert len(engine.hooks) == 2
+
+
+def test_a_refusal_stand_in_keeps_an_old_guards_matcher_without_being_refused():
+    # A baseline recorded before matchers were checked may hold a matcher on an
+    # event with no tool name; the stand-in that replaces a withheld guard must
+    # still be built (else every gate locks down), covering what the guard did.
+    from interlock._errors import FailureMode
+    from interlock.config.build import refusal_hook
+    from interlock.testing import fire
+
+    stand_in = refusal_hook("guard", Source.PROJECT, ("before_tool_call", "before_llm_call"),
+                            "terminal", FailureMode.UNAPPROVED, "approve it")
+    engine = Engine()
+    engine.replace_hooks([stand_in])
+    assert fire(engine, "before_tool_call", tool_name="terminal", args={}).blocked
+    assert not fire(engine, "before_tool_call", tool_name="read_file", args={}).blocked
+    assert not fire(engine, "before_llm_call", model="m", messages=[]).blocked
+    engine.close()

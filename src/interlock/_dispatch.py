@@ -171,6 +171,11 @@ class Engine:
             return new.revision
 
     def register(self, hook: Hook) -> Handle:
+        """Add one hook. A matcher that could never match one of its events is
+        refused here (RegistrationError), where a person registers hooks; the
+        config loader refuses it too, naming the file and field."""
+        if hook.matcher is not None:
+            hook.matcher.check(hook.name, hook.events)
         with self._lock:
             hook.order = next(self._order)
             self.replace_hooks([*self._set.hooks, hook])

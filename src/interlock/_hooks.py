@@ -231,8 +231,6 @@ class Hook:
                 from interlock._catalog import spec
 
                 spec(ev)  # raises a did-you-mean UnknownEventError
-        if self.matcher is not None:
-            self.matcher.check(self.name, self.events)
         if self.executor is not None:
             self.mode = Mode.EXECUTOR
         elif inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from interlock._catalog import from_alias
+from interlock._catalog import BY_NAME, from_alias
 from interlock._errors import ConfigError
 from interlock.config.model import MAX_TIMEOUT
 from interlock.config.parse import split_front_matter
@@ -68,6 +68,27 @@ def _matcher(system: str, raw: Any) -> str | None:
     for theirs, ours in tools.items():
         text = re.sub(rf"\b{re.escape(theirs)}\b", ours, text)
     return f".*(?:{text}).*"
+
+
+# Where their hosts match something other than a tool name, the payload field
+# of ours that holds the same thing (Claude's SessionStart "startup|resume",
+# PreCompact "manual|auto", Notification types).
+_MATCHED_FIELD = {"session_start": "source", "before_compaction": "trigger",
+                  "notification": "kind"}
+
+
+def _matcher_for(event: str, matcher: str | None, their_event: str,
+                 notes: list[str]) -> str | dict[str, str] | None:
+    """Our matcher for ``event``: on the subject where it has one, else on the
+    field that holds what they match, else none (with a note)."""
+    if matcher is None or BY_NAME[event].subject is not None:
+        return matcher
+    field = _MATCHED_FIELD.get(event)
+    if field is not None:
+        return {field: matcher}
+    notes.append(f"{their_event}: matcher {matcher!r} dropped: Interlock's {event} has "
+                 "nothing it could match, so the hook runs on every one")
+    return None
 
 
 def _event(system: str, name: str, notes: list[str]) -> str | None:
@@ -152,7 +173,8 @@ def import_claude_like(system: str, path: Path) -> Imported:
         for group in groups:
             if not isinstance(group, dict):
                 continue
-            matcher = _matcher(system, group.get("matcher"))
+            matcher = _matcher_for(event, _matcher(system, group.get("matcher")),
+                                   their_event, out.notes)
             for handler in group.get("hooks", []) or []:
                 kind = handler.get("type", "command")
                 if kind != "command":
@@ -219,7 +241,8 @@ def import_hermes(path: Path) -> Imported:
                 "command": command, "dialect": "hermes",
                 "on_error": "closed" if closed else "open",
             }
-            matcher = _matcher("hermes", entry.get("matcher"))
+            matcher = _matcher_for(event, _matcher("hermes", entry.get("matcher")),
+                                   their_event, out.notes)
             if matcher is not None:
                 hook["matcher"] = matcher
             timeout = _timeout(entry.get("timeout"))
