@@ -233,3 +233,15 @@ async def test_a_sink_that_raises_neither_reaches_the_host_nor_starves_other_sin
         assert "disk full" in caplog.text
     finally:
         engine.close()
+
+
+@pytest.mark.parametrize("matcher", [None, "terminal"])
+async def test_an_outcome_names_the_revision_whose_hooks_ran(eng: Engine, matcher: Any) -> None:
+    eng.on("before_tool_call", lambda event: None, name="a", matcher=matcher)
+    ran_at = eng.revision
+    pending = eng.emit(_event())
+    eng.on("before_tool_call", lambda event: block("b"), name="b")  # a new revision
+    outcome = await pending
+    assert [r.hook for r in outcome.hooks] == ["code:a"]
+    assert outcome.revision == ran_at != eng.revision
+    assert eng.emit_sync(_event()).revision == eng.revision

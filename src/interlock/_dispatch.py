@@ -10,6 +10,7 @@ can suspend.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import logging
 import threading
@@ -139,7 +140,8 @@ class Engine:
         if any(cls.spec.name in STOP_EVENTS for cls in entries):
             # user_input resets the stop-loop counters, so it must reach the
             # dispatcher even with no hooks of its own (rule 7).
-            entries.setdefault(EVENT_TYPES["user_input"], _EMPTY_USER_INPUT)
+            entries.setdefault(EVENT_TYPES["user_input"], dataclasses.replace(
+                _EMPTY_USER_INPUT, revision=hookset.revision))
         # Every event type maps to its shared no-hook outcome, or to None when
         # it has hooks: one dict read and an `is None` decide the hot path.
         passed: dict[type[Event], Outcome | None] = {
@@ -318,7 +320,7 @@ class Engine:
             field = snap = None
             snaps = snapshot(event, containers)
         spec = plan.spec
-        revision = self._set.revision  # read before any hook runs, as _begin does
+        revision = plan.revision  # the hooks in force when emit was called
         raw: list[RawResult] = []
         decided = failed = False
         timed = self._timed
@@ -448,7 +450,7 @@ class Engine:
         elif self._stop_blocks and plan.spec.name == "user_input":
             self._reset_stop_counts(event.session_id)
         return Run(event, event, plan, snapshot(event, plan.containers), stop_key,
-                    self._set.revision)
+                   plan.revision)
 
     def _modified(self, run: Run, hook: Hook, answer: Answer, t0: int) -> bool:
         """Take one modifier's answer; True when it ended the event."""
@@ -716,7 +718,7 @@ class Engine:
         for hook in plan.background:
             self._background.submit(hook, event)
             raw.append((hook, None, None, 0, Status.QUEUED))
-        outcome = Outcome(name=event.name, event=event, raw=raw, revision=self._set.revision)
+        outcome = Outcome(name=event.name, event=event, raw=raw, revision=plan.revision)
         if self._sinks:
             self._dispatched(outcome)
         return outcome

@@ -39,15 +39,18 @@ class Plan:
     lean: bool = False
     """Only plain sync checks on a gate event (the common case): the dispatcher
     runs it without its per-dispatch state object (Engine._dispatch_lean)."""
+    revision: int = 0
+    """The hook set revision this plan belongs to (what outcomes report)."""
 
 
 class Resolver:
     """Plans for an event whose hooks have matchers: one plan per subject."""
 
-    __slots__ = ("_cache", "field_matched", "hooks", "subject")
+    __slots__ = ("_cache", "field_matched", "hooks", "revision", "subject")
 
-    def __init__(self, spec: EventSpec, hooks: tuple[Hook, ...]) -> None:
+    def __init__(self, spec: EventSpec, hooks: tuple[Hook, ...], revision: int = 0) -> None:
         self.hooks = hooks
+        self.revision = revision
         self.subject = spec.subject
         self.field_matched = any(h.matcher is not None and h.matcher.fields for h in hooks)
         self._cache: dict[str | None, Plan | None] = {}
@@ -59,18 +62,18 @@ class Resolver:
             if event.spec.name == "command":
                 subject = f"command:{subject}"
         if self.field_matched:
-            return make_plan(event.spec, self.hooks, event, subject)
+            return make_plan(event.spec, self.hooks, event, subject, self.revision)
         try:
             return self._cache[subject]
         except KeyError:
-            plan = make_plan(event.spec, self.hooks, event, subject)
+            plan = make_plan(event.spec, self.hooks, event, subject, self.revision)
             if len(self._cache) < 4096:  # tool names are few; never grow without bound
                 self._cache[subject] = plan
             return plan
 
 
 def make_plan(spec: EventSpec, hooks: Iterable[Hook], event: Event | None = None,
-              subject: str | None = None) -> Plan | None:
+              subject: str | None = None, revision: int = 0) -> Plan | None:
     matched = [h for h in hooks if h.matcher is None
                or (event is not None and h.matcher.matches(event, subject))]
     if not matched:
@@ -88,6 +91,7 @@ def make_plan(spec: EventSpec, hooks: Iterable[Hook], event: Event | None = None
         containers=container_fields(spec) if gate else (),
         gate=gate,
         stop_event=spec.name in STOP_EVENTS,
+        revision=revision,
     )
     lean = (gate and not plan.modifiers and not plan.shadows and not plan.background
             and not plan.may_suspend and not plan.stop_event and spec.name != "user_input")
@@ -108,11 +112,11 @@ class HookSet:
             if not selected:
                 continue
             if all(h.matcher is None for h in selected):
-                plan = make_plan(cls.spec, selected)
+                plan = make_plan(cls.spec, selected, revision=revision)
                 assert plan is not None
                 entries[cls] = plan
             else:
-                entries[cls] = Resolver(cls.spec, selected)
+                entries[cls] = Resolver(cls.spec, selected, revision)
         self.entries = entries
         """Event class -> its plan, or a resolver when matchers decide per event."""
 
