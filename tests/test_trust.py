@@ -290,7 +290,8 @@ def test_extension_pins_share_the_consent_store_and_legacy_pins_move_in(tmp_path
     # An approval recorded by an earlier version is not lost: it moves in.
     assert sorted(pins.all()) == ["new", "old"]
     assert pins.get("old").digest == "sha256:" + "a" * 64
-    assert not list(legacy.glob("*.pin.json"))
+    # The old file stays for other processes (another state dir) until removed.
+    assert [f.name for f in legacy.glob("*.pin.json")] == ["old.pin.json"]
     stored = json.loads((tmp_path / "state" / "extension_pins.json").read_text())["pins"]
     assert stored["new"]["commit"] == "c0ffee"
     # Hook approvals sit beside them, untouched.
@@ -300,6 +301,27 @@ def test_extension_pins_share_the_consent_store_and_legacy_pins_move_in(tmp_path
     pins.remove("old")
     assert pins.get("old") is None
     assert sorted(pins.all()) == ["new"]
+    assert not list(legacy.glob("*.pin.json"))
+
+
+def test_a_legacy_pin_still_counts_when_the_consent_store_cannot_be_written(
+        tmp_path, monkeypatch):
+    from interlock._extpins import FilePinStore, Pin, TrustPinStore
+
+    legacy = tmp_path / "extensions"
+    FilePinStore(legacy).put("old", Pin(name="old", kind="folder", source="/src/old",
+                                       digest="sha256:" + "b" * 64, enabled=False))
+    trust = TrustStore(tmp_path / "state")
+
+    def read_only(key, record):
+        raise PermissionError("read-only file system")
+
+    monkeypatch.setattr(trust, "put_pin", read_only)
+    pins = TrustPinStore(trust, legacy=legacy)
+    pin = pins.get("old")  # no OSError reaches the loader, and the pin is not lost
+    assert pin is not None
+    assert pin.enabled is False
+    assert sorted(pins.all()) == ["old"]
 
 
 def test_a_malformed_extension_pin_is_a_clear_error(tmp_path):

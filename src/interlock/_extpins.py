@@ -23,8 +23,8 @@ until it is approved again.
 is :class:`TrustPinStore`: pins live in the hooks' consent store
 (:class:`~interlock.trust.TrustStore`, in the state dir), under the same lock
 and atomic writes as hook approvals. :class:`FilePinStore` (one file per pin)
-is what earlier versions used; its pins move into the consent store the first
-time they are read. Pins never live inside a project: a repository must not
+is what earlier versions used; its pins are copied into the consent store the
+first time they are read. Pins never live inside a project: a repository must not
 be able to ship its own approval.
 """
 
@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import tempfile
@@ -46,6 +47,8 @@ from typing import Any, Protocol
 from interlock._catalog import BY_NAME
 from interlock._errors import ConfigError
 from interlock.trust import TrustStore
+
+log = logging.getLogger("interlock.extensions")
 
 MANIFEST = "extension.toml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
@@ -261,7 +264,7 @@ def info(pin: Pin) -> dict[str, Any]:
 class TrustPinStore:
     """Extension pins in the consent store the hooks use (``extension_pins.json``
     in the state dir). ``legacy`` is a folder of ``*.pin.json`` files from a
-    FilePinStore: each moves in on first read, so no approval is lost."""
+    FilePinStore: each is copied in on first read, so no approval is lost."""
 
     def __init__(self, trust: TrustStore, legacy: Path | None = None) -> None:
         self.trust = trust
@@ -277,12 +280,18 @@ class TrustPinStore:
                                   "again (`interlock ext approve NAME`)") from None
 
     def _migrate(self, key: str) -> Pin | None:
+        # The legacy file stays: another process (another state dir) may still
+        # need it, and a pin that went missing would let the extension load
+        # unchecked. `remove` deletes both.
         if self.legacy is None:
             return None
         pin = self.legacy.get(key)
         if pin is not None:
-            self.put(key, pin)
-            self.legacy.remove(key)
+            try:
+                self.put(key, pin)
+            except OSError as exc:  # a read-only state dir: the old pin still counts
+                log.warning("extension pin %r not copied into %s: %s", key,
+                            self.trust.pins_path, exc)
         return pin
 
     def get(self, key: str) -> Pin | None:
@@ -300,10 +309,14 @@ class TrustPinStore:
             self.legacy.remove(key)
 
     def all(self) -> dict[str, Pin]:
+        found = {key: self._pin(key, raw) for key, raw in self.trust.pins().items()}
         if self.legacy is not None and self.legacy.directory.is_dir():
             for key in self.legacy.all():
-                self._migrate(key)
-        return {key: self._pin(key, raw) for key, raw in sorted(self.trust.pins().items())}
+                if key not in found:
+                    pin = self._migrate(key)
+                    if pin is not None:
+                        found[key] = pin
+        return dict(sorted(found.items()))
 
 
 def default_pins(home: Path) -> TrustPinStore:
