@@ -245,3 +245,10 @@ async def test_an_outcome_names_the_revision_whose_hooks_ran(eng: Engine, matche
     assert [r.hook for r in outcome.hooks] == ["code:a"]
     assert outcome.revision == ran_at != eng.revision
     assert eng.emit_sync(_event()).revision == eng.revision
+
+
+def test_emit_still_reads_as_an_async_api_to_tools_that_ask(eng: Engine) -> None:
+    from unittest.mock import AsyncMock, MagicMock
+
+    assert asyncio.iscoroutinefunction(eng.emit)
+    assert isinstance(MagicMock(spec=Engine).emit, AsyncMock)

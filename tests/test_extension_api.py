@@ -313,7 +313,9 @@ def test_bus_drops_and_listener_crashes_become_dead_letters(tmp_path):
         by_mode: dict[str, list] = {}
         for dl in letters:
             by_mode.setdefault(str(dl.mode), []).append(dl)
-        assert len(by_mode["dropped"]) == dropped
+        # One dead letter at the 1st, 10th, 100th ... drop, not one per message.
+        assert len(by_mode["dropped"]) == 1
+        assert "1 message(s) dropped so far" in by_mode["dropped"][0].error
         assert {(dl.hook, dl.event, dl.subject) for dl in by_mode["dropped"]} == {
             ("extension:listener", "bus:jobs", "publisher")}
         [crash] = by_mode["crash"]
@@ -323,3 +325,37 @@ def test_bus_drops_and_listener_crashes_become_dead_letters(tmp_path):
         exts.close()
         engine.close()
         store.close()
+
+
+def test_a_drop_flood_leaves_few_dead_letters_and_an_on_overflow_bug_blocks_nothing(tmp_path):
+    from interlock.testing import RecordingSink
+
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink])
+    exts = ExtensionSet(engine, home=tmp_path / "home", use_entry_points=False)
+    release = threading.Event()
+    try:
+        exts.load("listener", lambda ctx: ctx.events.subscribe(
+            "jobs", lambda m: release.wait(5), maxsize=1))
+        results = [exts.bus.publish("jobs", i) for i in range(150)]
+        assert sum(r.dropped for r in results) >= 100
+        assert [f.error.split("; ")[1] for f in sink.failures] == [
+            "1 message(s) dropped so far", "10 message(s) dropped so far",
+            "100 message(s) dropped so far"]
+
+        def broken(sub, message):
+            raise RuntimeError("overflow handler bug")
+
+        exts.bus.on_overflow = broken
+        seen: list[object] = []
+        exts.bus.subscribe("jobs", lambda m: seen.append(m.data))  # a queue with room
+        # One publish: the full queue calls the broken handler, the other queues.
+        result = exts.bus.publish("jobs", "more")
+        assert (result.queued, result.dropped) == (1, 1)
+        release.set()
+        assert exts.bus.drain(5)  # nothing queued was stranded
+        assert seen == ["more"]
+    finally:
+        release.set()
+        exts.close()
+        engine.close()

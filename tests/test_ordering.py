@@ -146,3 +146,14 @@ def test_a_refusal_stand_in_keeps_an_old_guards_matcher_without_being_refused():
     assert not fire(engine, "before_tool_call", tool_name="read_file", args={}).blocked
     assert not fire(engine, "before_llm_call", model="m", messages=[]).blocked
     engine.close()
+
+
+def test_qualified_name_follows_the_name_and_source():
+    import dataclasses
+
+    hook = Hook(name="a", events=("before_tool_call",), fn=lambda event: None)
+    assert hook.qualified_name == "code:a"
+    hook.name = "b"
+    hook.source = Source.PROJECT
+    assert hook.qualified_name == "project:b"
+    assert dataclasses.replace(hook, name="c").qualified_name == "project:c"

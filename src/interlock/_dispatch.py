@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import inspect
 import itertools
 import logging
 import threading
@@ -278,6 +279,14 @@ class Engine:
         # .get: a concurrent replace_hooks may have dropped this event's hooks
         # between the two reads; then it has none, as the new revision says.
         return self._emit(event, self._entries.get(event.__class__))
+
+    # emit is a plain method that returns a coroutine: mark it, so tools that
+    # ask (asyncio.iscoroutinefunction, AsyncMock(spec=Engine)) still see an
+    # async API.
+    if hasattr(inspect, "markcoroutinefunction"):  # Python 3.12+
+        inspect.markcoroutinefunction(emit)
+    else:  # 3.11: the marker asyncio.iscoroutinefunction reads
+        emit._is_coroutine = asyncio.coroutines._is_coroutine  # type: ignore[attr-defined]
 
     async def _emit(self, event: Event, entry: Any) -> Outcome:
         # entry: this event's Plan or Resolver when emit() was called, or None.

@@ -128,7 +128,10 @@ class EventBus:
                         "(%d dropped so far)", sub.subscriber or "listener", sub.topic,
                         sub.maxsize, sender, sub.dropped)
             if self.on_overflow is not None:
-                self.on_overflow(sub, message)
+                try:
+                    self.on_overflow(sub, message)
+                except Exception:  # the queued messages must still be delivered
+                    log.exception("bus: on_overflow failed")
         for sub in starts:
             self._loop.submit(self._drain(sub))
         return Published(queued, dropped)

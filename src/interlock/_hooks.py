@@ -222,6 +222,11 @@ class Hook:
     """``source:name``, computed once: name and source are fixed after
     construction (use dataclasses.replace for a changed copy)."""
 
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if name in ("name", "source") and hasattr(self, "source") and hasattr(self, "name"):
+            object.__setattr__(self, "qualified_name", f"{self.source.label}:{self.name}")
+
     def __post_init__(self) -> None:
         self.qualified_name = f"{self.source.label}:{self.name}"
         if (self.fn is None) == (self.executor is None):

@@ -402,9 +402,13 @@ class ExtensionSet:
 
     # -- bus failures go where hook failures go: the engine's sinks ---------------------
     def _bus_dropped(self, sub: Subscription, message: Message) -> None:
+        # A flood must not flood the store: the 1st, 10th, 100th, ... drop of a
+        # subscription is a dead letter, carrying the count so far.
+        if str(sub.dropped).rstrip("0") != "1":
+            return
         self._bus_report(sub, message, FailureMode.DROPPED,
                          f"queue of {sub.subscriber or 'a listener'} on {sub.topic!r} is full "
-                         f"({sub.maxsize}); message dropped")
+                         f"({sub.maxsize}); {sub.dropped} message(s) dropped so far")
 
     def _bus_failed(self, sub: Subscription, message: Message, exc: Exception) -> None:
         self._bus_report(sub, message, FailureMode.CRASH,
