@@ -337,6 +337,10 @@ async def test_needs_approval_tools_are_refused_without_a_person_or_rule(eng, tm
     call("terminal", command="rm -rf $INTERLOCK_HOME"),
     call("terminal", command="cd .interlock && ls"),
     call("write_file", path="../x/.state/sessions.db", content="x"),
+    # The file tools do not expand $VARS: "$HOME/.." is a folder named "$HOME"
+    # and its parent, the project itself. The check must resolve it the same way.
+    call("write_file", path="$HOME/../.interlock/config.toml", content="[hooks]"),
+    call("edit_file", path="$NOPE/../.interlock/config.toml", old="keep", new="x"),
 ])
 async def test_protected_paths_are_refused_even_when_a_hook_approves(eng, tmp_path, tool_call):
     (tmp_path / ".interlock").mkdir()

@@ -36,16 +36,24 @@ class ProtectedPaths:
                 ) -> ProtectedPaths:
         return cls([*protected_paths(Path(project_root)), *extra])
 
-    def _resolve(self, path: str, cwd: str | Path) -> Path:
-        expanded = os.path.expandvars(os.path.expanduser(path))
-        return Path(os.path.realpath(Path(cwd) / expanded))
+    @staticmethod
+    def _candidates(path: str, cwd: str | Path) -> list[Path]:
+        """Where ``path`` can land: as the file tools resolve it (``~`` only, so
+        ``$HOME/..`` is a folder named ``$HOME``), and as a shell would, with
+        ``$VARS`` expanded. Either one inside a protected root refuses it."""
+        literal = os.path.expanduser(path)
+        found = [Path(os.path.realpath(Path(cwd) / literal))]
+        expanded = os.path.expandvars(literal)
+        if expanded != literal:
+            found.append(Path(os.path.realpath(Path(cwd) / expanded)))
+        return found
 
     def check_path(self, path: str, cwd: str | Path) -> str | None:
         """The reason ``path`` is protected, or None."""
-        resolved = self._resolve(path, cwd)
-        for root in self.roots:
-            if resolved == root or resolved.is_relative_to(root):
-                return f"{path!r} is inside the protected path {str(root)!r}"
+        for resolved in self._candidates(path, cwd):
+            for root in self.roots:
+                if resolved == root or resolved.is_relative_to(root):
+                    return f"{path!r} is inside the protected path {str(root)!r}"
         return None
 
     def check_command(self, command: str, cwd: str | Path) -> str | None:
