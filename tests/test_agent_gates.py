@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 
 import pytest
 
@@ -539,3 +540,91 @@ async def test_a_provider_that_crashes_is_an_llm_error_not_a_crash(eng, tmp_path
     result = await agent.run("go")
     assert result.status == "error"
     assert errors == ["the model provider failed: KeyError: 'choices'"]
+
+
+@pytest.mark.parametrize("refusal", ["hook fails closed", "person says no"])
+async def test_suggested_permission_updates_count_only_once_a_call_is_allowed(
+        eng, tmp_path, refusal):
+    # A "remember this choice" modifier on permission_request must not loosen
+    # the policy when the request itself is refused: the next call of a tool
+    # that needs approval is asked about again, and never runs unasked.
+    from interlock.agent import Agent, AgentOptions
+    from interlock.testing import ScriptedModel
+    from interlock.tooling import ToolSpec
+
+    ran: list[str] = []
+    deploy = ToolSpec("deploy", "deploy", {"type": "object"},
+                      lambda a, c: ran.append(a.get("to", "")), needs_approval=True)
+    eng.on("permission_request", lambda e: modify(permission_updates=[
+        {"tool": "deploy", "pattern": "*", "action": "allow"}]), modifies=True,
+        name="suggest")
+    if refusal == "hook fails closed":
+        def guard(event):
+            raise RuntimeError("policy service down")
+        eng.on("permission_request", guard, name="guard")
+    asked: list[str] = []
+
+    def person(prompt):
+        asked.append(prompt.args["to"])
+        return False
+
+    steps = [{"tool_calls": [call("deploy", to="first")]},
+             {"tool_calls": [call("deploy", to="second")]},
+             {"text": "done"}]
+    agent = Agent(eng, ScriptedModel(steps), extra_tools=[deploy], options=AgentOptions(
+        cwd=tmp_path, ask_person=person if refusal == "person says no" else None))
+    await agent.run("go")
+    assert ran == []  # the suggestion did not stick
+    assert agent.policy.decide("deploy", {}) is None
+    if refusal == "person says no":
+        assert asked == ["first", "second"]
+
+
+@pytest.mark.parametrize("answer", [True, False])
+async def test_a_suggested_permission_update_sticks_only_if_the_person_says_yes(
+        eng, tmp_path, answer):
+    eng.on("permission_request", lambda e: modify(permission_updates=[
+        {"tool": "terminal", "pattern": "echo *", "action": "allow"}]), modifies=True)
+    eng.on("before_tool_call", lambda e: ask("check"))
+    steps = [{"tool_calls": [call("terminal", command="echo one > one.txt")]},
+             {"text": "done"}]
+    agent, _ = make_agent(eng, steps, tmp_path, ask_person=lambda p: answer)
+    await agent.run("go")
+    assert (tmp_path / "one.txt").exists() is answer
+    remembered = agent.policy.decide("terminal", {"command": "echo two"})
+    assert (remembered == "allow") is answer
+
+
+async def test_a_call_runs_in_the_directory_its_hooks_judged_it_in(eng, tmp_path):
+    proj, outside = tmp_path / "proj", tmp_path / "outside"
+    proj.mkdir()
+    outside.mkdir()
+    judged: list[str] = []
+
+    async def sandbox(event):
+        await asyncio.sleep(0.2)  # a slow judge; a sibling call runs meanwhile
+        judged.append(event.cwd)
+        inside = (Path(event.cwd) / event.args["path"]).resolve().is_relative_to(proj)
+        return None if inside else block("outside the project")
+
+    eng.on("before_tool_call", sandbox, matcher="write_file")
+    steps = [{"tool_calls": [call("write_file", path="evil.sh", content="x"),
+                             call("terminal", command=f"cd {outside}")]},
+             {"text": "done"}]
+    agent, _ = make_agent(eng, steps, proj, store=False)
+    await agent.run("go")
+    assert judged == [str(proj)]
+    assert (proj / "evil.sh").exists()
+    assert not (outside / "evil.sh").exists()
+
+
+async def test_a_stop_from_one_call_keeps_its_siblings_from_starting(eng, tmp_path):
+    eng.on("before_tool_call",
+           lambda e: stop("exfiltration attempt") if "secrets" in str(e.args) else None)
+    steps = [{"tool_calls": [call("read_file", path="secrets.txt"),
+                             call("terminal", command="echo RAN > ran.txt")]},
+             {"text": "done"}]
+    agent, _ = make_agent(eng, steps, tmp_path)
+    result = await agent.run("go")
+    assert result.status.value == "stopped"
+    assert not (tmp_path / "ran.txt").exists()

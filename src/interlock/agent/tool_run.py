@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 from interlock._decisions import Verdict
 from interlock.agent.loop import Gate, RunStopped
 from interlock.agent.options import PermissionPrompt
-from interlock.agent.permissions import Action
+from interlock.agent.permissions import Action, PermissionPolicy
 from interlock.agent.tools import ToolContext, ToolError, call_handler
+from interlock.config.model import PermissionRule
 from interlock.models.openai import MALFORMED
 from interlock.redact import redact, redact_data
 from interlock.tooling import ModelResponse, ToolCall, ToolSpec
@@ -34,7 +35,16 @@ if TYPE_CHECKING:
 
 async def run_tools(agent: Agent, reply: ModelResponse) -> None:
     """Run every call concurrently; append one result message per call, in call order."""
-    results = await asyncio.gather(*(run_one(agent, call) for call in reply.tool_calls),
+    stopping = asyncio.Event()  # set by the first call whose hooks stop the run
+
+    async def one(call: ToolCall) -> dict[str, Any]:
+        try:
+            return await run_one(agent, call, stopping)
+        except RunStopped:
+            stopping.set()
+            raise
+
+    results = await asyncio.gather(*(one(call) for call in reply.tool_calls),
                                    return_exceptions=True)
     stopped: RunStopped | None = None
     for call, result in zip(reply.tool_calls, results, strict=True):
@@ -67,7 +77,8 @@ def _problem(agent: Agent, call: ToolCall) -> str | None:
     return f"invalid arguments for {call.name}: {problem}" if problem else None
 
 
-async def run_one(agent: Agent, call: ToolCall) -> dict[str, Any]:
+async def run_one(agent: Agent, call: ToolCall,
+                  stopping: asyncio.Event | None = None) -> dict[str, Any]:
     cap = agent.options.context_cap
     contexts: list[str] = []
     args = {} if MALFORMED in call.args else call.args
@@ -77,7 +88,7 @@ async def run_one(agent: Agent, call: ToolCall) -> dict[str, Any]:
         agent.step("tool_error", tool=call.name, error=problem)
         status, result = "error", {"error": problem}
     else:
-        status, result, args = await _gated_execute(agent, call, contexts)
+        status, result, args = await _gated_execute(agent, call, contexts, stopping)
     after = await agent.gate("after_tool_call", tool_call_id=call.id, tool_name=call.name,
                              args=args, result=result, status=status,
                              duration_ms=round((time.perf_counter() - started) * 1000, 3))
@@ -111,7 +122,8 @@ def _engine_block(tool: str, reason: str) -> dict[str, Any]:
             "hook": "engine"}
 
 
-async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str]
+async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str],
+                         stopping: asyncio.Event | None = None
                          ) -> tuple[str, Any, dict[str, Any]]:
     """(status, result, final args) of a valid call, through every gate."""
     cap = agent.options.context_cap
@@ -130,10 +142,13 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str]
                        reason=refusal["reason"], hook=refusal["hook"])
             return "blocked", refusal, args
         args = gate.payload.args
+        # Where the hooks judged the call is where it runs and is checked: a
+        # sibling call's `cd` must not move it after approval.
+        cwd = gate.payload.cwd or str(agent.cwd)
         if gate.verdict is Verdict.RESPOND:
             agent.step("responded", tool=call.name, value=gate.outcome.value)
             return "responded", gate.outcome.value, args
-        refused = protected_reason(agent, tool, args)
+        refused = protected_reason(agent, tool, args, cwd)
         if refused is not None:
             agent.step("blocked", event="protected", tool=call.name, args=args, reason=refused)
             return "blocked", _engine_block(call.name, refused), args
@@ -141,8 +156,14 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str]
         if denied is not None:
             agent.step("blocked", event="permission", tool=call.name, args=args, reason=denied)
             return "blocked", _engine_block(call.name, denied), args
+        if stopping is not None and stopping.is_set():
+            # A sibling call's hooks stopped the run: nothing more starts.
+            reason = "the run was stopped by a hook on another call of this reply"
+            agent.step("blocked", event="stop", tool=call.name, args=args, reason=reason)
+            return "blocked", _engine_block(call.name, reason), args
         agent.step("tool_call", tool=call.name, args=args)
-        ctx = ToolContext(agent=agent, tool_call_id=call.id, tool_name=call.name)
+        ctx = ToolContext(agent=agent, tool_call_id=call.id, tool_name=call.name,
+                          gated_cwd=cwd)
         try:
             result = await asyncio.wait_for(call_handler(tool, args, ctx),
                                             agent.options.tool_timeout)
@@ -165,9 +186,10 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str]
         return "error", {"error": failed.payload.error}, args
 
 
-def protected_reason(agent: Agent, tool: ToolSpec, args: dict[str, Any]) -> str | None:
+def protected_reason(agent: Agent, tool: ToolSpec, args: dict[str, Any],
+                     cwd: str | None = None) -> str | None:
     """The engine's own refusal (protected paths), independent of any hook."""
-    cwd = str(agent.cwd)
+    cwd = cwd if cwd is not None else str(agent.cwd)
     if tool.name == "terminal" and isinstance(args.get("command"), str):
         return agent.protected.check_command(args["command"], cwd)
     if tool.writes_files and isinstance(args.get("path"), str):
@@ -190,12 +212,12 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
         "a permission rule asks" if rule is Action.ASK else f"{call.name} needs approval")
     request = await agent.gate("permission_request", tool_call_id=call.id, tool_name=call.name,
                                args=args, reason=reason)
-    for update in request.payload.permission_updates:
-        try:
-            agent.policy.add(update)
-        except Exception as exc:
-            agent.step("warning", message=f"ignored permission update {update!r}: {exc}")
+    # Rules a hook suggests for later calls count only once this call is
+    # allowed (by a hook's approve or a person's yes): a refused or unanswered
+    # request must not loosen the policy for the next one.
+    updates = _valid_updates(agent, request.payload.permission_updates)
     if request.verdict is Verdict.APPROVE:
+        _apply_updates(agent, updates)
         return None
     if request.blocked:
         return await _denied(agent, call, args, agent.reason_for_model(request))
@@ -203,7 +225,9 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
     if ask_person is None:
         # Non-interactive: declarative rules are the policy; an ask nobody can
         # answer is a block.
-        if agent.policy.decide(call.name, args) is Action.ALLOW and rule is not Action.ASK:
+        tentative = PermissionPolicy([*agent.policy.rules, *updates], live=agent.policy.live)
+        if tentative.decide(call.name, args) is Action.ALLOW and rule is not Action.ASK:
+            _apply_updates(agent, updates)  # they are what allowed it
             return None
         return await _denied(agent, call, args,
                              f"{reason}; no person can answer in a non-interactive run")
@@ -217,8 +241,24 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
             return await _denied(agent, call, args, "nobody answered the permission prompt "
                                  f"within {agent.options.permission_timeout:g}s")
     if answer:
+        _apply_updates(agent, updates)
         return None
     return await _denied(agent, call, args, "denied by the user")
+
+
+def _valid_updates(agent: Agent, updates: Any) -> list[PermissionRule]:
+    valid = []
+    for update in updates:
+        try:
+            valid.append(PermissionPolicy._coerce(update))
+        except Exception as exc:
+            agent.step("warning", message=f"ignored permission update {update!r}: {exc}")
+    return valid
+
+
+def _apply_updates(agent: Agent, updates: list[PermissionRule]) -> None:
+    for update in updates:
+        agent.policy.add(update)
 
 
 async def _awaited(value: Any) -> Any:

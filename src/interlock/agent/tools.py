@@ -44,10 +44,14 @@ class ToolContext:
     tool_name: str
     changed: list[tuple[str, str]] = field(default_factory=list)
     """(path, created|modified|deleted) the tool wrote: file_changed fires for watched ones."""
+    gated_cwd: str | None = None
+    """The working directory the call's hooks and permission checks judged it in
+    (its before_tool_call payload). The call runs there, whatever a sibling call
+    of the same reply did to the agent's directory meanwhile."""
 
     @property
     def cwd(self) -> str:
-        return str(self.agent.cwd)
+        return self.gated_cwd if self.gated_cwd is not None else str(self.agent.cwd)
 
     def changed_file(self, path: str, change: str = "modified") -> None:
         self.changed.append((path, change))
