@@ -628,3 +628,30 @@ async def test_a_stop_from_one_call_keeps_its_siblings_from_starting(eng, tmp_pa
     result = await agent.run("go")
     assert result.status.value == "stopped"
     assert not (tmp_path / "ran.txt").exists()
+
+
+@pytest.mark.parametrize("read_only", [False, True])
+async def test_a_tool_from_an_extension_cannot_name_a_protected_path(eng, tmp_path, read_only):
+    from interlock.tooling import ToolSpec
+
+    ran: list[str] = []
+    shell = ToolSpec("bash", "an extension's shell", {"type": "object"},
+                     lambda a, c: ran.append(a["command"]), source="extension:shelltool",
+                     read_only=read_only)
+    (tmp_path / ".interlock").mkdir()
+    steps = [{"tool_calls": [call("bash", command="echo x > .interlock/config.toml")]},
+             {"text": "ok"}]
+    from interlock.agent import Agent, AgentOptions
+    from interlock.testing import ScriptedModel
+
+    model = ScriptedModel(steps)
+    agent = Agent(eng, model, extra_tools=[shell],
+                  options=AgentOptions(cwd=tmp_path, project_root=tmp_path))
+    await agent.run("go")
+    if read_only:  # declared read-only: judged by hooks alone, like read_file
+        assert ran == ["echo x > .interlock/config.toml"]
+        return
+    assert ran == []
+    error = json.loads(tool_messages(model, 1)[0]["content"])
+    assert error["hook"] == "engine"
+    assert "protected" in error["reason"]

@@ -194,6 +194,17 @@ def protected_reason(agent: Agent, tool: ToolSpec, args: dict[str, Any],
         return agent.protected.check_command(args["command"], cwd)
     if tool.writes_files and isinstance(args.get("path"), str):
         return agent.protected.check_path(args["path"], cwd)
+    if tool.read_only or tool.source == "builtin":
+        return None
+    # A tool from elsewhere (an extension) that may change things: we cannot
+    # know what its arguments mean, so any top-level string that reads as a
+    # command or path naming a protected place refuses the call. A floor, as
+    # for the terminal, not a sandbox.
+    for value in args.values():
+        if isinstance(value, str):
+            reason = agent.protected.check_command(value, cwd)
+            if reason is not None:
+                return reason
     return None
 
 
