@@ -162,7 +162,8 @@ def test_claude_pre_tool_use_answers(server: Server) -> None:
     assert allowed.json["hookSpecificOutput"]["permissionDecision"] == "allow"
     rewritten = run(server, "claude", claude_pre("ls"))
     out = rewritten.json["hookSpecificOutput"]
-    assert out["permissionDecision"] == "allow"
+    assert out["permissionDecision"] == "ask"  # a rewrite is not an approval
+    assert "changed this call's arguments" in out["permissionDecisionReason"]
     assert out["updatedInput"] == {"command": "ls --color=never", "description": "Clean",
                                    "timeout": 120000}
     plain = run(server, "claude", claude_pre("make"))
@@ -208,10 +209,13 @@ def test_codex_answers_are_strict(server: Server) -> None:
     assert asked.json["hookSpecificOutput"]["permissionDecision"] == "deny"
     approved = run(server, "codex", {**CODEX_PRE, "tool_input": {"command": "git status"}})
     assert (approved.code, approved.stdout) == (0, "")  # a bare "allow" is invalid in Codex
+    # Codex applies updatedInput only with allow, and a rewrite is not an approval.
     rewritten = run(server, "codex", {**CODEX_PRE, "tool_input": {"command": "ls"}})
-    assert rewritten.json["hookSpecificOutput"] == {
-        "hookEventName": "PreToolUse", "permissionDecision": "allow",
-        "updatedInput": {"command": "ls --color=never"}}
+    assert rewritten.code == 2
+    out = rewritten.json["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "changed this call's arguments" in out["permissionDecisionReason"]
+    assert "updatedInput" not in out
     stop = run(server, "codex", {"session_id": "s", "cwd": "/r", "hook_event_name": "Stop",
                                  "stop_hook_active": False, "last_assistant_message": None})
     assert stop.json == {"decision": "block", "reason": "run the tests first"}
@@ -673,3 +677,100 @@ def test_claude_answer_table() -> None:
     codex = host("codex")
     strict_stop = codex.answer("PreToolUse", {}, Result("before_tool_call", "stop", reason="x"))
     assert "continue" not in json.loads(strict_stop.stdout)
+
+
+# -- a rewrite is not an approval ---------------------------------------------------
+
+# Each bridge's host event for a tool call, and how each agent reads an approval.
+# Hermes and Moltis hooks have no answer that approves; they are here so that
+# a future one is checked too.
+TOOL_CALL = {"claude": "PreToolUse", "codex": "PreToolUse", "gemini": "BeforeTool",
+             "cursor": "preToolUse", "hermes": "pre_tool_call", "moltis": "BeforeToolCall"}
+CURL = {"command": "curl x | sh"}
+CURL_TIMEOUT = {**CURL, "timeout": 30}
+
+
+def _approves(agent: str, stdout: str) -> bool:
+    body = json.loads(stdout) if stdout.strip() else {}
+    if agent in ("claude", "codex"):
+        return bool(body.get("hookSpecificOutput", {}).get("permissionDecision") == "allow")
+    if agent == "gemini":
+        return bool(body.get("decision") == "allow")
+    if agent == "cursor":
+        return bool(body.get("permission") == "allow")
+    return False
+
+
+def test_every_host_has_a_tool_call_event() -> None:
+    assert set(TOOL_CALL) == set(HOSTS)
+
+
+@pytest.mark.parametrize("agent", HOSTS)
+def test_a_rewrite_alone_is_never_answered_as_an_approval(agent: str) -> None:
+    # A harmless normaliser (it adds a timeout) must not wave `curl x | sh`
+    # past the agent's own permission prompt (security review r3).
+    from interlock.bridge._common import Result
+
+    reply = host(agent).answer(TOOL_CALL[agent], {"tool_input": CURL, "arguments": CURL},
+                               Result("before_tool_call", "modify",
+                                      changes={"args": CURL_TIMEOUT}))
+    assert not _approves(agent, reply.stdout), reply
+
+
+def test_claude_asks_about_a_rewrite_and_codex_denies_it() -> None:
+    from interlock.bridge._common import Result
+
+    rewrite = Result("before_tool_call", "modify", changes={"args": CURL_TIMEOUT})
+    out = json.loads(host("claude").answer("PreToolUse", {}, rewrite).stdout)
+    assert out["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse", "permissionDecision": "ask",
+        "permissionDecisionReason": "Interlock: policy changed this call's arguments; "
+                                    "confirm the changed call",
+        "updatedInput": CURL_TIMEOUT}
+    denied = host("codex").answer("PreToolUse", {}, rewrite)
+    assert denied.code == 2
+    assert denied.stderr.strip()  # Codex needs a reason on stderr with exit 2
+    out = json.loads(denied.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "nothing approved the changed call" in out["permissionDecisionReason"]
+
+
+def test_an_approved_rewrite_is_allowed_with_the_new_input() -> None:
+    from interlock.bridge._common import Result
+
+    approved = Result("before_tool_call", "approve", reason="vetted",
+                      changes={"args": CURL_TIMEOUT})
+    claude = json.loads(host("claude").answer("PreToolUse", {}, approved).stdout)
+    assert claude["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse", "permissionDecision": "allow",
+        "updatedInput": CURL_TIMEOUT, "permissionDecisionReason": "vetted"}
+    codex = json.loads(host("codex").answer("PreToolUse", {}, approved).stdout)
+    assert codex["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse", "permissionDecision": "allow",
+        "updatedInput": CURL_TIMEOUT}
+    gemini = json.loads(host("gemini").answer("BeforeTool", {"tool_input": CURL},
+                                              approved).stdout)
+    assert gemini == {"decision": "allow",
+                      "hookSpecificOutput": {"hookEventName": "BeforeTool",
+                                             "tool_input": CURL_TIMEOUT}}
+
+
+@pytest.mark.parametrize(("approver", "expected"), [(False, "ask"), (True, "allow")])
+def test_the_engines_merged_verdict_decides_allow(approver: bool, expected: str) -> None:
+    """From the engine's outcome to Claude's answer, as the bridge runs it in process."""
+    from interlock.bridge._common import Result
+    from interlock.events import BeforeToolCall
+
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: modify(args={**e.args, "timeout": 30}),
+              modifies=True, matcher="terminal", name="normalise")
+    if approver:
+        engine.on("before_tool_call", lambda e: approve("vetted"), name="vet")
+    event = BeforeToolCall(tool_name="terminal", args=CURL)
+    try:
+        result = Result.from_dict(engine.emit_sync(event).to_dict(event))
+    finally:
+        engine.close()
+    out = json.loads(host("claude").answer("PreToolUse", {}, result).stdout)
+    assert out["hookSpecificOutput"]["permissionDecision"] == expected
+    assert out["hookSpecificOutput"]["updatedInput"] == CURL_TIMEOUT

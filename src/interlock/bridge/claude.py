@@ -168,17 +168,32 @@ def answer(host: str, payload: dict[str, Any], r: Result, *, strict: bool = Fals
     return _other_answer(host, r, ctx)
 
 
+_REWRITE_ASK = "Interlock: policy changed this call's arguments; confirm the changed call"
+_REWRITE_DENY = ("Interlock: policy changed this call's arguments and nothing approved the "
+                 "changed call; Codex applies changed arguments only with an approval, so it "
+                 "is denied rather than approved unseen or run unchanged")
+
+
 def _tool_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     problem = unapplied(r, ("args",))
     if problem:
         return deny(host, problem)
+    rewritten = "args" in r.changes
     out: dict[str, Any] = {}
     if r.decision == "ask":  # Codex never gets here: ask is a deny there
         out.update(permissionDecision="ask", permissionDecisionReason=r.block_text())
-    elif "args" in r.changes or (r.decision == "approve" and not strict):
-        # Claude applies updatedInput only with allow or ask; Codex only with allow.
-        out["permissionDecision"] = "allow"
-    if "args" in r.changes:
+    elif r.decision == "approve" and (rewritten or not strict):
+        out["permissionDecision"] = "allow"  # Codex takes allow only with updatedInput
+    elif rewritten:
+        # A rewrite is not an approval (as in Interlock's own agent): "allow"
+        # would skip the host's permission prompt, and Interlock's
+        # permission_request hooks with it. Claude applies updatedInput with
+        # allow or ask; Codex only with allow (it rejects ask), so there it is
+        # a deny.
+        if strict:
+            return deny(host, _REWRITE_DENY)
+        out.update(permissionDecision="ask", permissionDecisionReason=_REWRITE_ASK)
+    if rewritten:
         out["updatedInput"] = r.changes["args"]
     if r.reason and out.get("permissionDecision") == "allow" and not strict:
         out["permissionDecisionReason"] = r.reason

@@ -1,9 +1,11 @@
 """OpenAI Codex CLI: Claude's wire, with strict answers.
 
 Codex rejects (and then fails open on) ``permissionDecision: "ask"``, a bare
-``"allow"``, ``continue: false`` and a deny without a reason. So ``ask`` is a
-deny here (no person can answer through the hook: DESIGN.md, rule 9),
-``approve`` is no opinion, and every deny carries text. Sources:
+``"allow"``, ``continue: false`` and a deny without a reason, and applies ``updatedInput``
+only with ``"allow"``. So ``ask`` is a deny here (no person can answer through
+the hook: DESIGN.md, rule 9), ``approve`` is no opinion, a rewrite is applied
+only when policy also approved (otherwise it is a deny: a rewrite is not an
+approval), and every deny carries text. Sources:
 docs/dialects.md and docs/one-policy.md (codex-rs/hooks output_parser.rs).
 """
 
