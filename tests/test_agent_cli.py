@@ -98,3 +98,33 @@ def test_chat_runs_prompts_and_slash_commands(tmp_path):
     new_session = out.split("new session ")[1].split("\n")[0]
     assert len(new_session) == 16
     assert "/compact  Compact the transcript now." in out
+
+
+async def test_chat_asks_about_concurrent_calls_one_at_a_time():
+    import asyncio
+    import threading
+    import time
+
+    from interlock.agent.chat import terminal_asker
+    from interlock.agent.options import PermissionPrompt
+
+    lock = threading.Lock()
+    state = {"open": 0, "most": 0}
+    prompts: list[str] = []
+
+    def read(prompt: str) -> str:
+        with lock:
+            state["open"] += 1
+            state["most"] = max(state["most"], state["open"])
+            prompts.append(prompt)
+        time.sleep(0.05)  # the person takes a moment
+        with lock:
+            state["open"] -= 1
+        return "y" if "first" in prompt else "n"
+
+    ask = terminal_asker(read)
+    answers = await asyncio.gather(*(ask(PermissionPrompt("terminal", {"command": c}, "why", "s"))
+                                     for c in ("touch first", "touch second")))
+    assert answers == [True, False]
+    assert state["most"] == 1  # never two questions on the terminal at once
+    assert "touch first" in prompts[0]

@@ -8,18 +8,31 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from interlock.agent.host import RunSpec, _print_step, build_agent
 from interlock.agent.options import PermissionPrompt
 
 
-def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
+def terminal_asker(read: Callable[[str], str]
+                   ) -> Callable[[PermissionPrompt], Awaitable[bool]]:
+    """Ask the person at the terminal. Calls of one reply run concurrently; their
+    questions are put one at a time, so each answer goes to the prompt it was
+    typed under."""
+    one_at_a_time = asyncio.Lock()
+
     async def ask_person(prompt: PermissionPrompt) -> bool:
-        answer = await asyncio.to_thread(
-            read, f"allow {prompt.tool_name} {prompt.args}? ({prompt.reason}) [y/N] ")
+        async with one_at_a_time:
+            answer = await asyncio.to_thread(
+                read, f"allow {prompt.tool_name} {prompt.args}? ({prompt.reason}) [y/N] ")
         return answer.strip().lower() in ("y", "yes")
+
+    return ask_person
+
+
+def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
+    ask_person = terminal_asker(read)
 
     def on_text(text: str) -> None:
         sys.stdout.write(text)
