@@ -122,17 +122,22 @@ def register(app: typer.Typer) -> None:
             state = ensure_private_dir(state_dir(root))
             tokens = TokenStore.for_state_dir(state)
             loaded, dead, status = _load(root, store)
-            engine, registry = loaded.engine, loaded.registry
+            engine, registry, extensions = loaded.engine, loaded.registry, loaded.extensions
             sock = None if no_socket else (socket_path or default_sock(root))
             try:
                 gateway = None
                 if chat_model is not None:
                     from interlock.server.gateway import build_gateway
 
+                    # As in `interlock run`: extension tools are offered (to chat senders,
+                    # denied unless a [[permissions]] rule names them) and extension
+                    # providers serve PREFIX:NAME models. Their slash commands are not.
                     gateway = build_gateway(engine, project_root=root, model=chat_model,
                                             registry=registry, state_dir=state,
                                             base_url=base_url, api_key=api_key,
-                                            ask_timeout=ask_timeout)
+                                            ask_timeout=ask_timeout,
+                                            providers=extensions.providers,
+                                            extra_tools=list(extensions.tools.values()))
                 app = create_app(engine, project_root=root, tokens=tokens, reloader=registry,
                                  dead_letters=dead, status=status, socket_path=sock,
                                  allowed_hosts=[*(allow_host or []), host],
