@@ -4,6 +4,7 @@ engine, and their hooks survive the registry's reloads."""
 
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -99,6 +100,22 @@ def test_builtin_tool_and_command_names_are_reserved(tmp_path, caplog):
         host.close()
     assert "extension 'thief'" in caplog.text
     assert "clashes with a built-in tool" in caplog.text
+
+
+def test_an_extensions_folder_that_cannot_be_listed_refuses_to_open_a_host(tmp_path):
+    # What its extensions would guard is unknown: no host runs as if it had none.
+    folder = tmp_path / ".interlock" / "extensions"
+    folder.mkdir(parents=True)
+    folder.chmod(0)
+    try:
+        if os.access(folder, os.R_OK):
+            pytest.skip("this user reads any folder (root)")
+        with pytest.raises(ConfigError) as err:
+            open_host(tmp_path, use_entry_points=False)
+    finally:
+        folder.chmod(0o700)
+    assert "cannot list the extensions here" in err.value.render()
+    assert str(folder) in err.value.render()
 
 
 def test_the_agent_protects_exactly_the_paths_the_engine_names(tmp_path):

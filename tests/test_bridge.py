@@ -572,6 +572,29 @@ def test_bridge_imports_no_cli_framework(server: Server, tmp_path: Path) -> None
     assert not {"interlock._dispatch", "interlock._catalog", "asyncio", "msgspec"} & with_server
 
 
+def test_in_process_bridge_imports_extension_machinery_only_for_extensions(
+        tmp_path: Path) -> None:
+    from importlib.metadata import entry_points
+
+    if entry_points(group="interlock.extensions"):
+        pytest.skip("an extension package is installed in this environment")
+    config = tmp_path / ".interlock" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('[[hooks]]\nname = "log"\nevents = ["session_start"]\n'
+                      'handler = "log.py"\n')
+    (tmp_path / ".interlock" / "log.py").write_text("def handle(event):\n    return None\n")
+    home = tmp_path / "home"
+    env = {"INTERLOCK_SOCKET": str(tmp_path / "none.sock"), "INTERLOCK_HOME": str(home),
+           "INTERLOCK_STATE_DIR": str(home / "state"), "INTERLOCK_ACCEPT_HOOKS": "1"}
+    machinery = {"interlock.extensions", "interlock.agent"}
+    assert not machinery & _imported(env, tmp_path, CLAUDE_PRE)
+    ext = home / "extensions" / "quiet"
+    ext.mkdir(parents=True)
+    (ext / "extension.toml").write_text('name = "quiet"\n')
+    (ext / "extension.py").write_text("def register(ctx):\n    pass\n")
+    assert machinery <= _imported(env, tmp_path, CLAUDE_PRE)
+
+
 @pytest.mark.parametrize("agent", ["claude", "moltis"])
 def test_watchdog_denies_when_an_in_process_hook_hangs(agent: str, tmp_path: Path) -> None:
     # No server; the project's real config has a hook that never returns. The

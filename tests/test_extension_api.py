@@ -359,3 +359,29 @@ def test_a_drop_flood_leaves_few_dead_letters_and_an_on_overflow_bug_blocks_noth
         release.set()
         exts.close()
         engine.close()
+
+
+def test_an_unreadable_consent_record_fails_that_extension_closed(engine, tmp_path):
+    from interlock._extpins import FilePinStore
+
+    pins = FilePinStore(tmp_path / "pins")
+    (tmp_path / "pins").mkdir()
+    (tmp_path / "pins" / "policy.pin.json").write_text("{not json")
+    exts = ExtensionSet(engine, home=tmp_path, pins=pins, use_entry_points=False)
+    info = exts.load("policy", lambda ctx: None, guards=["before_tool_call"])
+    assert info.status == "failed"
+    assert "pin file is not valid JSON" in info.message
+    assert fire(engine, "before_tool_call", tool_name="read_file").blocked
+    assert exts.load("counter", _counter).status == "loaded"
+    exts.close()
+
+
+def test_an_unreadable_manifest_is_one_failed_extension(exts, engine):
+    root = exts.home / "extensions"
+    (root / "garbled").mkdir(parents=True)
+    (root / "garbled" / "extension.toml").write_bytes(b'name = "\xff"\n')
+    (root / "folder" / "extension.toml").mkdir(parents=True)
+    infos = {i.name: i for i in exts.load_all()}
+    assert infos["garbled"].status == infos["folder"].status == "failed"
+    assert "extension.toml: cannot be read" in infos["garbled"].message
+    assert "extension.toml: cannot be read" in infos["folder"].message

@@ -528,6 +528,50 @@ async def test_build_gateway_uses_the_model_spec_and_keeps_transcripts(tmp_path:
     store.close()
 
 
+async def test_build_gateway_offers_extension_tools_and_providers(tmp_path: Path) -> None:
+    # What `interlock serve --chat-model canned:NAME` passes from the loaded extensions.
+    import asyncio
+
+    from interlock.server.gateway import Exchange, build_gateway
+    from interlock.tooling import ToolSpec
+
+    schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+    counted: list[str] = []
+
+    def count(args: dict[str, Any], _ctx: Any) -> int:
+        counted.append(args["text"])
+        return len(args["text"].split())
+
+    tools = [ToolSpec("word_count", "Count words", schema, count, read_only=True, source="ext"),
+             ToolSpec("shout", "Shout", schema, lambda a, c: a["text"].upper(), source="ext")]
+
+    def canned(model: str) -> ScriptedModel:
+        def report(request: ModelRequest) -> ModelResponse:
+            return ModelResponse(text=" | ".join(str(m["content"]) for m in request.messages
+                                                 if m["role"] == "tool"))
+
+        return ScriptedModel([
+            {"tool_calls": [{"name": "word_count", "args": {"text": "one two three"}},
+                            {"name": "shout", "args": {"text": "hey"}}]}, report])
+
+    engine = Engine()
+    gateway = build_gateway(engine, project_root=tmp_path, model="canned:any",
+                            providers={"canned": canned}, extra_tools=tools)
+    await gateway.start()
+    exchange = Exchange(asyncio.Queue())
+    await gateway.handle("alice", "c", "go", "m1", exchange)
+    frame = exchange.frames.get_nowait()
+    await gateway.stop()
+    engine.close()
+    assert frame["type"] == "reply"
+    assert counted == ["one two three"]
+    counted_text, shouted = frame["text"].split(" | ")
+    assert "3" in counted_text
+    # An extension tool that can change things is a stranger's only with a rule.
+    assert "HEY" not in shouted
+    assert "denied" in shouted.lower() or "not allowed" in shouted.lower()
+
+
 def test_a_socket_peer_still_needs_a_chat_token() -> None:
     import socket as socketlib
 

@@ -16,6 +16,7 @@ from typing import Any, TypeVar, Unpack
 from interlock._dispatch import Engine, Handle
 from interlock._errors import RegistrationError
 from interlock._extbus import BusClient, EventBus
+from interlock._extfind import ENTRY_POINT_GROUP
 from interlock._extstate import ExtensionState
 from interlock._hooks import HookFn, HookOptions, Source
 from interlock.paths import state_dir as _state_dir
@@ -32,7 +33,6 @@ log = logging.getLogger("interlock.extensions")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-ENTRY_POINT_GROUP = "interlock.extensions"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 _COMMAND_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_\-]{0,63}$")
 

@@ -85,6 +85,8 @@ def read_manifest(folder: Path) -> Manifest:
                           fix="add extension.toml with at least name = \"...\"") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"invalid TOML: {exc}", file=where) from None
+    except (OSError, UnicodeDecodeError) as exc:  # a folder, unreadable, not UTF-8
+        raise ConfigError(f"cannot be read: {exc}", file=where) from None
     known = {"name", "description", "version", "module", "guards", "enabled"}
     unknown = sorted(set(data) - known)
     if unknown:

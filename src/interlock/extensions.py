@@ -56,12 +56,12 @@ from interlock._dispatch import Engine, Handle
 from interlock._errors import ConfigError, FailureMode, HookFailure, RegistrationError
 from interlock._extbus import EventBus, Message, Subscription
 from interlock._extcontext import (
-    ENTRY_POINT_GROUP,
     ExtensionContext,
     _Names,
     load_entry_points,
     load_extension,
 )
+from interlock._extfind import ENTRY_POINT_GROUP, folders, project_folder, user_folder
 from interlock._extpins import (
     Manifest,
     Pin,
@@ -174,14 +174,20 @@ class ExtensionSet:
         if self.use_entry_points:
             for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
                 found.append(_Candidate(ep.name, Source.PACKAGE, ep.value, entry_point=ep))
-        for source, root in ((Source.USER, self.home / "extensions"),
-                             (Source.PROJECT, self.project / ".interlock" / "extensions"
+        for source, root in ((Source.USER, user_folder(self.home)),
+                             (Source.PROJECT, project_folder(self.project)
                               if self.project else None)):
-            if root is None or not root.is_dir():
+            if root is None:
                 continue
-            for folder in sorted(p for p in root.iterdir() if p.is_dir()
-                                 and not p.name.startswith(".")):
-                found.append(self._folder_candidate(folder, source))
+            try:
+                listed = folders(root)
+            except OSError as exc:
+                # Which extensions it holds, and what they guard, is unknown: no host
+                # may run as if it held none.
+                raise ConfigError(f"cannot list the extensions here: {exc.strerror or exc}",
+                                  file=str(root), fix="make the folder readable, or remove it"
+                                  ) from exc
+            found.extend(self._folder_candidate(folder, source) for folder in listed)
         return found
 
     def _folder_candidate(self, folder: Path, source: Source) -> _Candidate:
@@ -228,7 +234,11 @@ class ExtensionSet:
         self._candidates[cand.name] = cand
         info = ExtensionInfo(cand.name, cand.source, cand.origin, guards=cand.guards)
         self.infos[cand.name] = info
-        pin, problem, status = self.consent(cand)
+        try:
+            pin, problem, status = self.consent(cand)
+        except Exception as exc:  # an unreadable file or consent store: this one fails closed
+            pin, status = None, "failed"
+            problem = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
         info.pin = pin
         if pin is not None and pin.guards and not cand.guards:
             # Recorded at install: they hold even when the module cannot be imported.

@@ -1,4 +1,4 @@
-"""Setting up an engine for a command-line host (run, chat, demo).
+"""Setting up an engine for a command-line host (run, chat, demo, serve).
 
 One engine serves everything a host runs: the registry
 (``interlock.registry.open_engine``: config files, HOOK.md folders, bundled
@@ -10,6 +10,11 @@ owns on a reload, so extension hooks survive it. The registry's
 slash commands and model providers (``--model PREFIX:NAME``). Built-in tool
 and command names are reserved: an extension that claims one fails to load
 with a message naming the clash, and the others still load.
+
+Every host that runs the project's policy loads the same extensions the same
+way (:func:`load_extensions`): the agent (:func:`open_host`), ``interlock
+serve`` and the in-process bridge, so an extension's hooks, and the
+fail-closed stand-ins for the events a failed one guards, hold everywhere.
 """
 
 from __future__ import annotations
@@ -79,22 +84,48 @@ def open_host(project_root: Path, *, config: Path | None = None, accept_hooks: b
     Raises ConfigError when the hooks config has no good revision: a host
     never runs tools with the configured hooks missing.
     """
-    from interlock.extensions import ExtensionSet
-    from interlock.registry import open_engine
+    from interlock.registry import close_engine, open_engine
 
     engine, registry = open_engine(project_root, config=config, accept_hooks=accept_hooks,
                                    sinks=tuple(sinks), record=record, store=store)
+    try:
+        extensions = load_extensions(engine, project_root, home=home,
+                                     use_entry_points=use_entry_points)
+    except BaseException:
+        close_engine(engine, registry)
+        raise
+    return Host(engine, registry, extensions)
+
+
+def load_extensions(engine: Engine, project_root: Path, *, home: Path | None = None,
+                    use_entry_points: bool = True) -> ExtensionSet:
+    """Every extension (entry points, user folders, the project's approved folders)
+    loaded into ``engine``, built-in tool and command names reserved.
+
+    One that fails, is unapproved or changed is logged with why, and stands in
+    with a fail-closed hook on the events it guards. Raises ConfigError (and
+    loads nothing) when they cannot even be discovered, since what they would
+    guard is then unknown.
+    """
+    from interlock.extensions import ExtensionSet
+
     tools, commands = builtin_names()
     extensions = ExtensionSet(engine, home=home, project=project_root, reserved_tools=tools,
                               reserved_commands=commands, use_entry_points=use_entry_points)
-    host = Host(engine, registry, extensions)
+    loaded = False
     try:
         extensions.load_all()
-    except BaseException:
-        host.close()
+        loaded = True
+    except ConfigError:
         raise
-    # Each extension that did not load was already logged, with why.
-    return host
+    except Exception as exc:  # hosts show ConfigErrors as one line, never a traceback
+        raise ConfigError(f"extensions could not be loaded: {type(exc).__name__}: {exc}",
+                          fix="see `interlock ext list`") from exc
+    finally:
+        if not loaded:
+            extensions.bus.drain(5.0)
+            extensions.close()
+    return extensions
 
 
 def parse_rules(allow: Iterable[str], ask: Iterable[str], deny: Iterable[str]

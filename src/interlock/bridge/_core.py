@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
+    from interlock.agent.host import Host
+
 USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
          "[--socket PATH] [--local]\n"
          "Reads the agent's hook input on stdin and answers on stdout, as the agent expects.\n")
@@ -155,25 +157,39 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
                           f"({exc}); start `interlock serve`") from None
     from pathlib import Path
 
+    from interlock._extfind import present
     from interlock.bridge._events import build_event
     from interlock.registry import close_engine
 
     event = build_event(system, payload)
     engine, registry = open_engine(Path(root))
-    if not engine.hooks:
-        # DESIGN.md: a bridge never runs with no hooks; a host agent calling it
-        # expects a policy, and an empty one would mean "allow everything".
-        close_engine(engine, registry)
-        raise BridgeError(f"no server is running and no hooks are configured for {root}; "
-                          "configure .interlock/config.toml or start `interlock serve`")
+    host: Host | None = None
+    if present(Path(root)):
+        # The extensions `interlock run` and `serve` load (their hooks, and stand-ins
+        # for the events a failed one guards); their machinery only when there are any.
+        from interlock.agent.host import Host, load_extensions
+
+        try:
+            host = Host(engine, registry, load_extensions(engine, Path(root)))
+        except BaseException:
+            close_engine(engine, registry)
+            raise
     try:
+        if not engine.hooks:
+            # DESIGN.md: a bridge never runs with no hooks; a host agent calling it
+            # expects a policy, and an empty one would mean "allow everything".
+            raise BridgeError(f"no server is running and no hooks are configured for {root}; "
+                              "configure .interlock/config.toml or start `interlock serve`")
         # Recorded like any host, but only once there is something to record: the
         # store's rows are written in one transaction when the bridge exits.
         registry.record()
         outcome = engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
     finally:
-        close_engine(engine, registry)
+        if host is not None:
+            host.close()
+        else:
+            close_engine(engine, registry)
     from interlock.bridge._common import redact_reasons
 
     redact_reasons(out)

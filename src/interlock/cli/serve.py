@@ -29,29 +29,35 @@ class StoreDeadLetters:
         return bool(self.store.resolve(int(record_id), by="serve-admin"))
 
 
-def _load(project: Path, store: str | None = None) -> tuple[Any, Any, Any, Any]:
-    """(engine, registry, dead_letters, status): the registry's engine, recording into
-    the store; the registry is also the reloader."""
+def _load(project: Path, store: str | None = None) -> tuple[Any, Any, Any]:
+    """(host, dead_letters, status): the registry's engine with the project's extensions
+    loaded (as `interlock run` has them), recording into the store; the registry is also
+    the reloader (it swaps only its own hooks, so extension hooks survive a reload)."""
     from interlock._errors import ConfigError
-    from interlock.registry import close_engine, open_engine
+    from interlock.agent.host import open_host
 
-    engine, registry = open_engine(project, record=True, store=store)
-    if not engine.hooks:
+    host = open_host(project, record=True, store=store)
+    if not host.engine.hooks:
         # A server with no hooks would answer "allow" to everything (DESIGN.md:
-        # hosts never run with no hooks).
-        close_engine(engine, registry, timeout=2.0)
+        # hosts never run with no hooks). Extension hooks count.
+        host.close()
         raise ConfigError(f"no hooks are configured for {project}",
-                          fix="add hooks to .interlock/config.toml, or enable a bundled hook "
-                              "with `interlock hooks enable NAME`")
+                          fix="add hooks to .interlock/config.toml, enable a bundled hook "
+                              "with `interlock hooks enable NAME`, or add an extension")
+    registry = host.registry
     assert registry.recording is not None
 
     def status() -> dict[str, Any]:
         # /v1/status already says how many hooks are active under "hooks".
         data = registry.status()
         data["hook_stats"] = data.pop("hooks")
+        # A failed, unapproved or changed extension is visible here, not only in the log.
+        data["extensions"] = [{"name": i.name, "source": i.source.label, "status": i.status,
+                               "message": i.message, "guards": list(i.guards)}
+                              for i in host.extensions.infos.values()]
         return data
 
-    return engine, registry, StoreDeadLetters(registry.recording.store), status
+    return host, StoreDeadLetters(registry.recording.store), status
 
 
 def register(app: typer.Typer) -> None:
@@ -115,30 +121,36 @@ def register(app: typer.Typer) -> None:
                            err=True)
             state = ensure_private_dir(state_dir(root))
             tokens = TokenStore.for_state_dir(state)
-            engine, registry, dead, status = _load(root, store)
+            loaded, dead, status = _load(root, store)
+            engine, registry, extensions = loaded.engine, loaded.registry, loaded.extensions
             sock = None if no_socket else (socket_path or default_sock(root))
-            gateway = None
-            if chat_model is not None:
-                from interlock.server.gateway import build_gateway
-
-                gateway = build_gateway(engine, project_root=root, model=chat_model,
-                                        registry=registry, state_dir=state, base_url=base_url,
-                                        api_key=api_key, ask_timeout=ask_timeout)
-            app = create_app(engine, project_root=root, tokens=tokens, reloader=registry,
-                             dead_letters=dead, status=status, socket_path=sock,
-                             allowed_hosts=[*(allow_host or []), host],
-                             allowed_origins=allow_origin or [], gateway=gateway,
-                             metrics=registry.metrics)
-            serving = Serving(app, host=host, port=port, socket_path=sock, tcp=not no_tcp)
-            if gateway is not None:
-                gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
-                                   else f"unix:{sock}")
             try:
+                gateway = None
+                if chat_model is not None:
+                    from interlock.server.gateway import build_gateway
+
+                    # As in `interlock run`: extension tools are offered (to chat senders,
+                    # denied unless a [[permissions]] rule names them) and extension
+                    # providers serve PREFIX:NAME models. Their slash commands are not.
+                    gateway = build_gateway(engine, project_root=root, model=chat_model,
+                                            registry=registry, state_dir=state,
+                                            base_url=base_url, api_key=api_key,
+                                            ask_timeout=ask_timeout,
+                                            providers=extensions.providers,
+                                            extra_tools=list(extensions.tools.values()))
+                app = create_app(engine, project_root=root, tokens=tokens, reloader=registry,
+                                 dead_letters=dead, status=status, socket_path=sock,
+                                 allowed_hosts=[*(allow_host or []), host],
+                                 allowed_origins=allow_origin or [], gateway=gateway,
+                                 metrics=registry.metrics)
+                serving = Serving(app, host=host, port=port, socket_path=sock,
+                                  tcp=not no_tcp)
+                if gateway is not None:
+                    gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
+                                       else f"unix:{sock}")
                 serve_forever(serving)
             finally:
-                from interlock.registry import close_engine
-
-                close_engine(engine, registry)
+                loaded.close()
 
     @token_app.command("create")
     def token_create(

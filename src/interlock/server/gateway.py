@@ -375,10 +375,13 @@ class Gateway:
 def build_gateway(engine: Engine, *, project_root: Path, model: str | None,
                   registry: Any = None, state_dir: Path | None = None,
                   base_url: str | None = None, api_key: str | None = None,
-                  ask_timeout: float = 120.0, providers: Any = None) -> Gateway:
+                  ask_timeout: float = 120.0, providers: Any = None,
+                  extra_tools: list[Any] | None = None) -> Gateway:
     """The gateway `interlock serve` runs: ``model`` as for ``--model`` (``openai:NAME``,
-    ``scripted:FILE``), the registry's ``[[permissions]]`` read live, and transcripts in
-    ``<state_dir>/chat-sessions.db`` when a state directory is given."""
+    ``scripted:FILE``, or ``PREFIX:NAME`` of one of ``providers``), the registry's
+    ``[[permissions]]`` read live, ``extra_tools`` (extensions') offered beside the
+    built-in ones, and transcripts in ``<state_dir>/chat-sessions.db`` when a state
+    directory is given."""
     from interlock.agent.sessions import SessionStore
 
     factory, name = model_factory(model, providers=providers, base_url=base_url,
@@ -389,7 +392,8 @@ def build_gateway(engine: Engine, *, project_root: Path, model: str | None,
             return list(registry.permissions)
     store = SessionStore(state_dir / "chat-sessions.db") if state_dir is not None else None
     return Gateway(engine, factory, project_root=project_root, model_name=name,
-                   ask_timeout=ask_timeout, rules=rules, store=store, close_store=True)
+                   ask_timeout=ask_timeout, rules=rules, store=store, close_store=True,
+                   extra_tools=extra_tools)
 
 
 def model_factory(spec: str | None, *, providers: Any = None, base_url: str | None = None,
