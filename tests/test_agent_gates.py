@@ -314,6 +314,23 @@ async def test_declarative_rules_are_the_policy_of_non_interactive_runs(eng, tmp
     assert not (tmp_path / "a.txt").exists()
 
 
+async def test_an_allow_rule_covers_a_command_line_only_command_by_command(eng, tmp_path):
+    rules = [rule("terminal", "git *", "allow"), rule("terminal", "touch *", "deny")]
+    eng.on("before_tool_call", lambda e: ask("hook asks"), matcher="terminal")
+    steps = [{"tool_calls": [call("terminal", command="git --version && git --version"),
+                             call("terminal", command="git --version; echo x > pwned"),
+                             call("terminal", command="git log $(touch pwned2)")]},
+             {"text": "ok"}]
+    agent, model = make_agent(eng, steps, tmp_path, permissions=rules)
+    await agent.run("go")
+    both, chained, substituted = (json.loads(m["content"]) for m in tool_messages(model, 1))
+    assert both["output"].count("git version") == 2
+    assert "no person can answer" in chained["reason"]
+    assert substituted["reason"] == "denied by a permission rule"
+    assert not (tmp_path / "pwned").exists()
+    assert not (tmp_path / "pwned2").exists()
+
+
 async def test_needs_approval_tools_are_refused_without_a_person_or_rule(eng, tmp_path):
     from interlock.tooling import ToolSpec
 

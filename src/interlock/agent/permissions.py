@@ -7,6 +7,16 @@ the tool name, so ``mcp__github__*`` works) and a glob on the call's subject
 (the terminal command, a file path, else the arguments as JSON):
 ``rule("terminal", "git *", "allow")``. When several rules match, the strictest
 wins: deny > ask > allow.
+
+A ``command`` argument is a shell line, and a glob on the whole line is fooled
+by its other commands (``true; rm -rf /``, ``git status; curl x | sh``), so it
+is also split into its simple commands (:mod:`interlock.policies.command_line`):
+
+- a deny or ask rule matches when it matches the whole line or any command;
+- an allow rule alone no longer decides: the allow rules together cover the
+  line only when each command matches one of them, and never a line that could
+  not be read whole (a syntax error, a heredoc without the ``shell`` extra ...).
+  An allow whose pattern is ``*`` still covers any line: it names no command.
 """
 
 from __future__ import annotations
@@ -20,6 +30,7 @@ import msgspec
 
 from interlock._errors import ConfigError
 from interlock.config.model import PermissionRule
+from interlock.policies.command_line import CommandLine, split
 
 __all__ = ["Action", "PermissionPolicy", "PermissionRule", "rule", "rule_from_dict",
            "subject_of"]
@@ -93,13 +104,37 @@ class PermissionPolicy:
         self.rules.append(self._coerce(item))
 
     def decide(self, tool: str, args: Mapping[str, Any]) -> Action | None:
-        """The strictest action of the matching rules; None when none match."""
+        """The strictest action of the matching rules; None when none match.
+
+        A command line is judged command by command (see the module docstring).
+        """
         subject = subject_of(tool, args)
+        command = args.get("command")
+        line = split(command) if isinstance(command, str) else None
+        texts = [subject] if line is None else [subject, *line.commands]
         best: Action | None = None
+        allows: list[PermissionRule] = []
         rules = self.rules if self.live is None else [*self.live(), *self.rules]
         for r in rules:
-            if r.matches(tool, subject):
-                action = Action(r.action)
-                if best is None or _STRENGTH[action] > _STRENGTH[best]:
-                    best = action
+            if not r.matches_tool(tool):
+                continue
+            action = Action(r.action)
+            if action is Action.ALLOW and line is not None and not r.any_argument:
+                allows.append(r)
+            elif any(r.matches(tool, text) for text in texts) and \
+                    (best is None or _STRENGTH[action] > _STRENGTH[best]):
+                best = action
+        if best is None and allows and _covers(allows, tool, subject, line):
+            best = Action.ALLOW
         return best
+
+
+def _covers(allows: list[PermissionRule], tool: str, subject: str,
+            line: CommandLine | None) -> bool:
+    """True when the allow rules together allow the whole call."""
+    if line is None or not line.commands:  # not a command line, or a blank one
+        return any(r.matches(tool, subject) for r in allows)
+    # In doubt an allow never applies: a line not read whole may run more
+    # than its commands show.
+    return line.complete and all(any(r.matches(tool, text) for r in allows)
+                                 for text in line.commands)

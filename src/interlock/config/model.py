@@ -143,14 +143,24 @@ class PermissionRule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Tool name, or a glob such as ``mcp__github__*``."""
     action: Literal["allow", "ask", "deny"]
     pattern: str = "*"
-    """A glob on the call's main argument (a terminal command, a path)."""
+    """A glob on the call's main argument (a terminal command, a path). On a
+    command line it is tried on each simple command
+    (:class:`interlock.agent.permissions.PermissionPolicy`)."""
     source: str = ""
     """Where it was declared (filled in by the loader)."""
 
+    @property
+    def any_argument(self) -> bool:
+        """True when the pattern matches every argument, even one that cannot be read."""
+        return self.pattern in ("", "*")
+
+    def matches_tool(self, tool_name: str) -> bool:
+        return fnmatch.fnmatchcase(tool_name, self.tool)
+
     def matches(self, tool_name: str, argument: str | None = None) -> bool:
-        if not fnmatch.fnmatchcase(tool_name, self.tool):
+        if not self.matches_tool(tool_name):
             return False
-        if self.pattern in ("", "*"):
+        if self.any_argument:
             return True
         return argument is not None and fnmatch.fnmatchcase(argument, self.pattern)
 
