@@ -599,7 +599,7 @@ def test_a_socket_peer_still_needs_a_chat_token() -> None:
     made.engine.close()
 
 
-def _run_via_gateway(gateway_kwargs: dict[str, Any]) -> str:
+def _run_via_gateway(gateway_kwargs: dict[str, Any], text: str = "run expr 40 + 2") -> str:
     root = Path(tempfile.mkdtemp(prefix="il-chat-")).resolve()
     engine = Engine()
     tokens = TokenStore()
@@ -611,7 +611,7 @@ def _run_via_gateway(gateway_kwargs: dict[str, Any]) -> str:
     with serving.running():
         request = urllib.request.Request(
             f"http://127.0.0.1:{serving.port}/v1/chat",
-            data=json.dumps({"channel": "c", "text": "run expr 40 + 2"}).encode(),
+            data=json.dumps({"channel": "c", "text": text}).encode(),
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
         with urllib.request.urlopen(request, timeout=30) as response:
             reply = json.loads(response.read())
@@ -631,3 +631,17 @@ def test_chat_senders_cannot_run_changing_tools_unless_a_rule_allows_them() -> N
     assert "42" in allowed
     opened = _run_via_gateway({"unlisted_tools": "allow"})
     assert "42" in opened
+
+
+def test_a_rule_for_some_calls_leaves_a_strangers_other_calls_denied() -> None:
+    # Naming a tool in a rule must not lift the default deny for every other
+    # call of that tool; a deny rule can only add refusals.
+    allow_expr = {"rules": lambda: [rule("terminal", "expr *", "allow")]}
+    assert "42" in _run_via_gateway(allow_expr)
+    other = _run_via_gateway(allow_expr, text="run echo PWNED")
+    assert other.startswith("tool said: ")
+    assert "PWNED" not in other  # a refused call's result does not echo its command
+    assert "denied by a permission rule" in other
+    deny_rm = {"rules": lambda: [rule("terminal", "rm *", "deny")]}
+    assert "denied by a permission rule" in _run_via_gateway(deny_rm, text="run echo PWNED")
+    assert "42" not in _run_via_gateway(deny_rm)

@@ -127,7 +127,8 @@ class Agent:
 
         install_reply_validator(engine)
         self.commands = commands or CommandRegistry()
-        self.policy = PermissionPolicy(options.permissions, live=options.live_permissions)
+        self.policy = PermissionPolicy(options.permissions, live=options.live_permissions,
+                                       unmatched=options.unmatched_permission)
         extra: list[str | Path] = [*options.protected]
         if store is not None and str(store.path) != ":memory:":
             extra.append(store.path)

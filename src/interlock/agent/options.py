@@ -44,6 +44,9 @@ class AgentOptions:
     permissions: list[PermissionRule] = field(default_factory=list)
     """Declarative rules: the policy of non-interactive runs."""
     live_permissions: Callable[[], list[PermissionRule]] | None = None
+    unmatched_permission: Callable[[str], str | None] | None = None
+    """The action (allow, ask, deny) for a call no rule matches, by tool name;
+    None for no opinion. The chat gateway denies strangers this way."""
     """Rules read at every decision, beside ``permissions`` (a host passes the
     registry's, so a config reload applies to the running agent)."""
     ask_person: AskPerson | None = None

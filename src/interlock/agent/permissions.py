@@ -87,9 +87,15 @@ class PermissionPolicy:
     """
 
     def __init__(self, rules: Iterable[PermissionRule | Mapping[str, Any]] = (), *,
-                 live: Callable[[], Iterable[PermissionRule]] | None = None) -> None:
+                 live: Callable[[], Iterable[PermissionRule]] | None = None,
+                 unmatched: Callable[[str], str | None] | None = None) -> None:
         self.rules: list[PermissionRule] = [self._coerce(r) for r in rules]
         self.live = live
+        self.unmatched = unmatched
+        """The action for a call that no rule matches, by tool name (None: no
+        opinion). The chat gateway denies strangers the tools that change things
+        this way: a rule that names a tool for some calls leaves the others
+        denied, instead of lifting the default for all of them."""
 
     @staticmethod
     def _coerce(item: PermissionRule | Mapping[str, Any]) -> PermissionRule:
@@ -126,6 +132,9 @@ class PermissionPolicy:
                 best = action
         if best is None and allows and _covers(allows, tool, subject, line):
             best = Action.ALLOW
+        if best is None and self.unmatched is not None:
+            fallback = self.unmatched(tool)
+            best = Action(fallback) if fallback is not None else None
         return best
 
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fnmatch
 import logging
 import secrets
 from collections.abc import Callable
@@ -136,19 +135,17 @@ class Gateway:
     """Chat sessions over one engine; mount it with ``create_app(..., gateway=)``."""
 
     def _policy(self) -> list[PermissionRule]:
-        """The operator's rules, plus ``unlisted_tools`` for every tool that can change
-        things and that no rule names."""
-        rules = list(self.rules()) if self.rules is not None else []
-        if self.unlisted_tools == "allow":
-            return rules
-        named = [*rules, *(self.agent_options.get("permissions") or [])]
-        defaults = [
-            PermissionRule(tool=name, action=self.unlisted_tools,  # type: ignore[arg-type]
-                           source="gateway default (add a [[permissions]] rule to allow it)")
-            for name in self._changing_tools
-            if not any(fnmatch.fnmatchcase(name, r.tool) for r in named)
-        ]
-        return rules + defaults
+        """The operator's rules, read live."""
+        return list(self.rules()) if self.rules is not None else []
+
+    def _unmatched(self, tool: str) -> str | None:
+        """``unlisted_tools`` for a call of a tool that can change things when no
+        rule matches that call. A rule allowing ``terminal: git status`` allows
+        that command only; every other terminal call stays denied (and a deny
+        rule can only add refusals)."""
+        if self.unlisted_tools == "allow" or tool not in self._changing_tools:
+            return None
+        return self.unlisted_tools
 
     def __init__(self, engine: Engine, model_factory: ModelFactory, *, project_root: Path,
                  model_name: str = "scripted", ask_timeout: float = 120.0,
@@ -253,7 +250,8 @@ class Gateway:
 
         options = AgentOptions(**{
             "model": self.model_name, "cwd": self.root, "project_root": self.root,
-            "live_permissions": self._policy, **self.agent_options,
+            "live_permissions": self._policy, "unmatched_permission": self._unmatched,
+            **self.agent_options,
             "platform": "gateway", "ask_person": ask, "permission_timeout": self.ask_timeout,
             "on_text": on_text})
         agent = Agent(self.engine, self.model_factory(sender, channel), options=options,
