@@ -8,7 +8,6 @@ Real processes throughout: the CLI approves, the server serves, the bridge answe
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
@@ -22,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from _http import request
 
 NOSHELL = textwrap.dedent("""\
     from interlock import block
@@ -109,18 +110,9 @@ class World:
 
 def _request(port: int, method: str, path: str, body: Any = None,
              token: str | None = None) -> Any:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Content-Type": "application/json"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        conn.request(method, path, body=None if body is None else json.dumps(body).encode(),
-                     headers=headers)
-        resp = conn.getresponse()
-        assert resp.status == 200, resp.read()
-        return json.loads(resp.read())
-    finally:
-        conn.close()
+    status, data = request(port, method, path, body, token)
+    assert status == 200, data
+    return data
 
 
 def _pre_tool_reason(answer: Any) -> str:

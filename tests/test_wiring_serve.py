@@ -4,7 +4,6 @@ status of counters, breaker states, revision and unresolved dead letters."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import signal
@@ -14,7 +13,8 @@ import sys
 import tempfile
 import textwrap
 from pathlib import Path
-from typing import Any
+
+from _http import request
 
 CRASH = textwrap.dedent("""\
     #!/bin/sh
@@ -35,20 +35,6 @@ CONFIG = textwrap.dedent("""\
     """)
 
 
-def _request(port: int, method: str, path: str, body: Any = None,
-             token: str | None = None) -> tuple[int, Any]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    headers = {"Content-Type": "application/json"}
-    if token is not None:
-        headers["Authorization"] = f"Bearer {token}"
-    try:
-        conn.request(method, path, body=None if body is None else json.dumps(body).encode(),
-                     headers=headers)
-        resp = conn.getresponse()
-        text = resp.read()
-    finally:
-        conn.close()
-    return resp.status, json.loads(text) if text else None
 
 
 def test_serve_opens_the_breaker_across_requests_and_serves_dead_letters(
@@ -88,13 +74,13 @@ def test_serve_opens_the_breaker_across_requests_and_serves_dead_letters(
         port = int(line.split("http://127.0.0.1:")[1].split()[0].rstrip(",/"))
         call = {"tool_name": "terminal", "args": {"command": "ls"}}
         for _ in range(4):
-            code, out = _request(port, "POST", "/v1/events/before_tool_call", call, token)
+            code, out = request(port, "POST", "/v1/events/before_tool_call", call, token)
             assert code == 200, out
             assert out["decision"] == "block"  # fail closed, breaker open or not
         # Three crashes opened the breaker; the fourth request never ran the script.
         assert len(counter.read_text().split()) == 3
 
-        code, status = _request(port, "GET", "/v1/status")
+        code, status = request(port, "GET", "/v1/status")
         assert code == 200
         assert status["revision"] >= 1
         assert [(b["hook"], b["state"]) for b in status["breakers"]] == [
@@ -107,26 +93,26 @@ def test_serve_opens_the_breaker_across_requests_and_serves_dead_letters(
         assert status["unresolved_dead_letters"] == 4
         assert status["dead_letters"] == {"unresolved": 4}
 
-        assert _request(port, "GET", "/v1/runtime/hooks/dead-letter")[0] == 401
-        code, listed = _request(port, "GET", "/v1/runtime/hooks/dead-letter?unresolved=true",
+        assert request(port, "GET", "/v1/runtime/hooks/dead-letter")[0] == 401
+        code, listed = request(port, "GET", "/v1/runtime/hooks/dead-letter?unresolved=true",
                                 token=token)
         assert code == 200
         records = listed["records"]
         assert sorted(r["mode"] for r in records) == ["breaker_open", "crash", "crash", "crash"]
         assert all("hunter2hunter2" not in r["error"] for r in records)
         first = records[0]["id"]
-        code, _ = _request(port, "POST", f"/v1/runtime/hooks/dead-letter/{first}/resolve",
+        code, _ = request(port, "POST", f"/v1/runtime/hooks/dead-letter/{first}/resolve",
                            token=token)
         assert code == 200
-        code, _ = _request(port, "POST", "/v1/runtime/hooks/dead-letter/nope/resolve",
+        code, _ = request(port, "POST", "/v1/runtime/hooks/dead-letter/nope/resolve",
                            token=token)
         assert code == 404
-        code, status = _request(port, "GET", "/v1/status")
+        code, status = request(port, "GET", "/v1/status")
         assert status["unresolved_dead_letters"] == 3
         # The registry is the reloader: an operator reload keeps the (open) breaker.
-        code, reloaded = _request(port, "POST", "/v1/runtime/reload", token=token)
+        code, reloaded = request(port, "POST", "/v1/runtime/reload", token=token)
         assert code == 200, reloaded
-        _request(port, "POST", "/v1/events/before_tool_call", call, token)
+        request(port, "POST", "/v1/events/before_tool_call", call, token)
         assert len(counter.read_text().split()) == 3
     finally:
         proc.send_signal(signal.SIGTERM)
