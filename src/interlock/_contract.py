@@ -88,11 +88,15 @@ def check_mutation(
     return event, failure
 
 
+def rebuilt(event: Event, snaps: list[tuple[str, Any]]) -> Event:
+    """``event`` with its snapshotted fields put back from their private copies."""
+    return event.replace(**{n: copy_payload(v) for n, v in snaps})
+
+
 def restore(hook: Hook, event: Event, snaps: list[tuple[str, Any]], name: str
             ) -> tuple[Event, ContractError]:
     """The payload rebuilt from its private copy, and the contract error to report."""
-    restored = event.replace(**{n: copy_payload(v) for n, v in snaps})
-    return restored, ContractError(
+    return rebuilt(event, snaps), ContractError(
         f"hook {hook.qualified_name} changed {name!r} in place; payloads are immutable: "
         "return modify(...) from a modifier instead"
     )

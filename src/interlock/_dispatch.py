@@ -21,7 +21,14 @@ from typing import Any, TypeVar, Unpack, overload
 from interlock._background import Background
 from interlock._catalog import SPECS, EventSpec, FailClosed, Kind
 from interlock._catalog import spec as catalog_spec
-from interlock._contract import Validator, apply_changes, check_mutation, copy_payload, restore
+from interlock._contract import (
+    Validator,
+    apply_changes,
+    check_mutation,
+    copy_payload,
+    rebuilt,
+    restore,
+)
 from interlock._decisions import ENDING, Decision, Verdict
 from interlock._errors import ContractError, HookFailure
 from interlock._hooks import Hook, HookFn, HookOptions, Matcher, Mode, OnError
@@ -374,7 +381,7 @@ class Engine:
         if snaps is not None:
             # The general driver runs the checks again on the restored
             # payload, comparing after every hook (see _dispatch_sync).
-            restored = event.replace(**{n: copy_payload(v) for n, v in snaps})
+            restored = rebuilt(event, snaps)
             outcome = self._dispatch_sync(restored, plan, strict=True)
             outcome.event = event
             if outcome.payload is None:
@@ -511,29 +518,37 @@ class Engine:
             self._dispatched(outcome)
         return outcome
 
-    def _recheck(self, run: Run, mark: int) -> None:
-        """The check phase again, on the restored payload, comparing after every hook."""
+    @staticmethod
+    def _rewind(run: Run, mark: int) -> list[tuple[str, Any]]:
+        """Undo the check phase from ``mark``: its results go, the payload is
+        rebuilt from its private copy. Returns the snapshots."""
         assert run.snaps is not None
         del run.raw[mark:]
-        run.current = run.current.replace(**{n: copy_payload(v) for n, v in run.snaps})
+        run.current = rebuilt(run.current, run.snaps)
         run.decided = any(r[1] is not None for r in run.raw)
-        self._run_checks(run)
+        return run.snaps
+
+    @staticmethod
+    def _warn_if_not_again(run: Run, mark: int) -> None:
         if not any(r[2] is not None and "in place" in str(r[2]) for r in run.raw[mark:]):
             log.warning("a check on %s mutated its payload in place once and not when run "
                         "again; the payload was restored", run.plan.spec.name)
 
+    def _recheck(self, run: Run, mark: int) -> None:
+        """The check phase again, on the restored payload, comparing after every hook."""
+        self._rewind(run, mark)
+        self._run_checks(run)
+        self._warn_if_not_again(run, mark)
+
     async def _recheck_in_order(self, run: Run, mark: int) -> None:
         """The check phase again, one hook at a time on the restored payload,
         comparing after every hook: exactly what running them one by one gives."""
-        assert run.snaps is not None
-        del run.raw[mark:]
-        run.current = run.current.replace(**{n: copy_payload(v) for n, v in run.snaps})
-        run.decided = any(r[1] is not None for r in run.raw)
+        snaps = self._rewind(run, mark)
         spec = run.plan.spec
         for hook in run.plan.checks:
             t0 = monotonic_ns()
             decision, failure = await call(hook, run.current, spec)
-            restored, failure = check_mutation(hook, run.current, run.snaps, failure)
+            restored, failure = check_mutation(hook, run.current, snaps, failure)
             if restored is not run.current:
                 run.current, decision = restored, None
             res = self._result(hook, run.current, spec, decision, failure,
@@ -543,9 +558,7 @@ class Engine:
                 run.decided = True
                 if res[1].verdict in ENDING:
                     break
-        if not any(r[2] is not None and "in place" in str(r[2]) for r in run.raw[mark:]):
-            log.warning("a check on %s mutated its payload in place once and not when run "
-                        "again; the payload was restored", spec.name)
+        self._warn_if_not_again(run, mark)
 
     def _run_checks(self, run: Run, *, each: bool = True, record: bool = True
                     ) -> dict[asyncio.Future[Answer], tuple[int, Hook, int]]:
