@@ -114,16 +114,18 @@ class PermissionPolicy:
 
         A command line is judged command by command (see the module docstring).
         """
+        rules = self.rules if self.live is None else [*self.live(), *self.rules]
+        mine = [r for r in rules if r.matches_tool(tool)]
         subject = subject_of(tool, args)
         command = args.get("command")
-        line = split(command) if isinstance(command, str) else None
+        # Split the line only when some rule looks at the argument: parsing
+        # every terminal call of a run with no such rule is work for nothing.
+        line = (split(command) if isinstance(command, str)
+                and any(not r.any_argument for r in mine) else None)
         texts = [subject] if line is None else [subject, *line.commands]
         best: Action | None = None
         allows: list[PermissionRule] = []
-        rules = self.rules if self.live is None else [*self.live(), *self.rules]
-        for r in rules:
-            if not r.matches_tool(tool):
-                continue
+        for r in mine:
             action = Action(r.action)
             if action is Action.ALLOW and line is not None and not r.any_argument:
                 allows.append(r)
