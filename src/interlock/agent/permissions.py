@@ -89,7 +89,7 @@ class PermissionPolicy:
     def __init__(self, rules: Iterable[PermissionRule | Mapping[str, Any]] = (), *,
                  live: Callable[[], Iterable[PermissionRule]] | None = None,
                  unmatched: Callable[[str], str | None] | None = None) -> None:
-        self.rules: list[PermissionRule] = [self._coerce(r) for r in rules]
+        self.rules: list[PermissionRule] = [self.coerce(r) for r in rules]
         self.live = live
         self.unmatched = unmatched
         """The action for a call that no rule matches, by tool name (None: no
@@ -98,7 +98,8 @@ class PermissionPolicy:
         denied, instead of lifting the default for all of them."""
 
     @staticmethod
-    def _coerce(item: PermissionRule | Mapping[str, Any]) -> PermissionRule:
+    def coerce(item: PermissionRule | Mapping[str, Any]) -> PermissionRule:
+        """A checked rule from a rule or a mapping; ConfigError when it is not one."""
         if isinstance(item, PermissionRule):
             if item.action not in tuple(Action):
                 raise ConfigError(f"unknown permission action {item.action!r}",
@@ -107,7 +108,7 @@ class PermissionPolicy:
         return rule_from_dict(item)
 
     def add(self, item: PermissionRule | Mapping[str, Any]) -> None:
-        self.rules.append(self._coerce(item))
+        self.rules.append(self.coerce(item))
 
     def decide(self, tool: str, args: Mapping[str, Any]) -> Action | None:
         """The strictest action of the matching rules; None when none match.

@@ -187,9 +187,9 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str],
 
 
 def protected_reason(agent: Agent, tool: ToolSpec, args: dict[str, Any],
-                     cwd: str | None = None) -> str | None:
-    """The engine's own refusal (protected paths), independent of any hook."""
-    cwd = cwd if cwd is not None else str(agent.cwd)
+                     cwd: str) -> str | None:
+    """The engine's own refusal (protected paths) for a call run in ``cwd``,
+    independent of any hook."""
     if tool.name == "terminal" and isinstance(args.get("command"), str):
         return agent.protected.check_command(args["command"], cwd)
     if tool.writes_files and isinstance(args.get("path"), str):
@@ -261,7 +261,7 @@ def _valid_updates(agent: Agent, updates: Any) -> list[PermissionRule]:
     valid = []
     for update in updates:
         try:
-            valid.append(PermissionPolicy._coerce(update))
+            valid.append(PermissionPolicy.coerce(update))
         except Exception as exc:
             agent.step("warning", message=f"ignored permission update {update!r}: {exc}")
     return valid
