@@ -47,6 +47,7 @@ from interlock.server.auth import Role, TokenInfo, TokenStore
 from interlock.server.security import Guard
 
 if TYPE_CHECKING:
+    from interlock.server.console import Console
     from interlock.server.gateway import Gateway
 
 MAX_BODY = 1 << 20
@@ -352,11 +353,13 @@ def create_app(
     max_body: int = MAX_BODY,
     gateway: Gateway | None = None,
     metrics: Exposition | None = None,
+    console: Console | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
     ``gateway``: the chat gateway (built over the same engine); started and
     stopped with the app's lifespan. ``metrics``: served at ``GET /metrics``.
+    ``console``: the web console's routes under ``/ui/`` (docs/console.md).
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -408,6 +411,7 @@ def create_app(
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/metrics", api.metrics_text, methods=["GET"]),
         *chat_routes(api, gateway),
+        *(console.routes() if console is not None else []),
     ])
     app.router.redirect_slashes = False  # a redirect is never what an API client wants
     app.state.api = api
