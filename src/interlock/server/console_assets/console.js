@@ -310,6 +310,15 @@ function barChart(minutes, series) {
   const label = svg("text", {x: 4, y: h + 13, "font-size": 11, fill: "#6b7385"});
   label.textContent = `max ${max}/min`;
   root.append(label);
+  let x = 110;
+  for (const verdict of Object.keys(series)) {
+    root.append(svg("rect", {x, y: h + 4, width: 10, height: 10,
+                             fill: COLORS[verdict] || "#5d6d7e"}));
+    const name = svg("text", {x: x + 14, y: h + 13, "font-size": 11, fill: "#6b7385"});
+    name.textContent = verdict;
+    root.append(name);
+    x += 24 + verdict.length * 7;
+  }
   return root;
 }
 
@@ -322,6 +331,10 @@ function lineChart(minutes, values) {
     : `${(i + 0.5) * w / values.length},${h - v / max * (h - 10)}`).filter(Boolean);
   if (pts.length) root.append(svg("polyline", {points: pts.join(" "), fill: "none",
                                                stroke: "#2e86c1", "stroke-width": 2}));
+  for (const p of pts) {
+    const [cx, cy] = p.split(",");
+    root.append(svg("circle", {cx, cy, r: 3, fill: "#2e86c1"}));
+  }
   const label = svg("text", {x: 4, y: h + 13, "font-size": 11, fill: "#6b7385"});
   label.textContent = `max ${max} ms`;
   root.append(label);
