@@ -37,6 +37,14 @@ CONFIG = textwrap.dedent("""\
     timeout = 20
     """)
 
+READS = textwrap.dedent("""\
+    [[hooks]]
+    name = "reads"
+    events = ["before_tool_call"]
+    matcher = "read_file"
+    handler = "reads.py"
+    """)
+
 
 @dataclass
 class Served:
@@ -63,6 +71,11 @@ def served(tmp_path: Path) -> Iterator[Served]:
     (root / ".interlock").mkdir(parents=True)
     (root / ".interlock" / "guard.py").write_text(GUARD)
     (root / ".interlock" / "config.toml").write_text(CONFIG)
+    home = tmp_path / "home"
+    home.mkdir()
+    # A user's in-process hook on file reads: quick decisions, to fill the feed.
+    (home / "reads.py").write_text("def handle(event):\n    return None\n")
+    (home / "config.toml").write_text(READS)
     env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
     env.update({"INTERLOCK_HOME": str(tmp_path / "home"),
                 "INTERLOCK_MANAGED": str(tmp_path / "managed"),

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from conftest import Served
 
 webdriver = pytest.importorskip("selenium.webdriver", reason="pip install selenium")
@@ -184,3 +185,28 @@ def test_a_read_only_token_sees_no_actions_and_the_health_view(
           "the chart")
     assert "claude" in browser.find_element(By.ID, "health-cards").text
     shots(browser, "health")
+
+
+def test_ten_thousand_decisions_keep_the_page_to_a_screenful_of_rows(
+        browser: Any, served: Served) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", served.port, timeout=60)
+    body = json.dumps({"tool_name": "read_file", "args": {"path": "README.md"}})
+    headers = {"Authorization": f"Bearer {served.events}", "Content-Type": "application/json"}
+    for _ in range(10_000):  # read_file: only the user's in-process hook runs
+        conn.request("POST", "/v1/events/before_tool_call", body=body, headers=headers)
+        conn.getresponse().read()
+    conn.close()
+    login(browser, served, served.read)
+    until(browser, lambda: browser.find_element(By.ID, "count").text == "500 decisions",
+          "the first page")
+    box = browser.find_element(By.ID, "rows")
+    for _ in range(25):  # scrolling to the end pages older decisions in from the server
+        count = browser.find_element(By.ID, "count").text
+        if count == "10000 decisions":
+            break
+        browser.execute_script("arguments[0].scrollTop = arguments[0].scrollHeight", box)
+        until(browser, lambda c=count: browser.find_element(By.ID, "count").text != c,
+              f"the page after {count}")
+    assert browser.find_element(By.ID, "count").text == "10000 decisions"
+    drawn = len(browser.find_elements(By.CSS_SELECTOR, "#rows .row"))
+    assert 0 < drawn < 100  # only what is on screen (and a margin) is in the DOM

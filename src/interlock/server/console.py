@@ -20,6 +20,7 @@ Everything shown passes through redaction. See docs/console.md.
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import secrets
 import time
@@ -49,6 +50,7 @@ ASSETS = {"": ("index.html", "text/html; charset=utf-8"),
 CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
 KEEPALIVE_S = 15.0
+BATCH_S = 0.1
 
 
 @dataclass(slots=True)
@@ -188,14 +190,18 @@ class Console:
                 if not await feed.wait(after, KEEPALIVE_S):
                     yield b": keep-alive\n\n"
                     continue
-                rows = feed.page(after=after, limit=1000, filters=None)
-                if not rows:
+                items = feed.newer(after)
+                if not items:
                     continue
-                after = rows[0]["seq"]
-                chunks = [b"id: %d\ndata: " % row["seq"] + _encode(row) + b"\n\n"
-                          for row in reversed(rows) if filters is None or filters.keep(row)]
+                after = items[-1].seq
+                chunks = [b"id: %d\ndata: %b\n\n" % (item.seq, item.as_bytes())
+                          for item in items
+                          if filters is None or filters.keep(item.as_row())]
                 if chunks:
                     yield b"".join(chunks)
+                # A page needs no more than a few frames a second: gathering what
+                # arrives meanwhile into one write keeps 20 viewers cheap at 1,000/s.
+                await asyncio.sleep(BATCH_S)
 
         return StreamingResponse(events(), media_type="text/event-stream", headers={
             "Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
@@ -408,9 +414,3 @@ def _int(value: Any) -> int | None:
     if isinstance(value, str) and value.isdigit():
         return int(value)
     return None
-
-
-def _encode(row: dict[str, Any]) -> bytes:
-    import msgspec
-
-    return msgspec.json.encode(row)

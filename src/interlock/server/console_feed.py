@@ -55,12 +55,39 @@ def _percentile(ordered: list[float], q: float) -> float | None:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
 
 
+class _Item:
+    """One decision in the ring; its row and its encoded row are built once, on first
+    use, and shared by every viewer."""
+
+    __slots__ = ("at", "encoded", "outcome", "row", "seq")
+
+    def __init__(self, seq: int, at: float, outcome: Outcome) -> None:
+        self.seq = seq
+        self.at = at
+        self.outcome = outcome
+        self.row: dict[str, Any] | None = None
+        self.encoded: bytes | None = None
+
+    def as_row(self) -> dict[str, Any]:
+        row = self.row
+        if row is None:
+            row = self.row = _row(self.seq, self.at, self.outcome)
+        return row
+
+    def as_bytes(self) -> bytes:
+        encoded = self.encoded
+        if encoded is None:
+            import msgspec
+
+            encoded = self.encoded = msgspec.json.encode(self.as_row())
+        return encoded
+
+
 class DecisionFeed:
     """A sink that keeps the last ``capacity`` gate decisions and wakes listeners."""
 
     def __init__(self, capacity: int = DEFAULT_CAPACITY) -> None:
-        self._ring: deque[tuple[int, float, Outcome]] = deque(maxlen=capacity)
-        self._records: dict[int, dict[str, Any]] = {}
+        self._ring: deque[_Item] = deque(maxlen=capacity)
         self._seq = itertools.count(1)
         self._last = 0
         self._lock = threading.Lock()
@@ -77,9 +104,7 @@ class DecisionFeed:
         now = time.time()
         with self._lock:
             seq = next(self._seq)
-            if len(self._ring) == self._ring.maxlen:
-                self._records.pop(self._ring[0][0], None)
-            self._ring.append((seq, now, outcome))
+            self._ring.append(_Item(seq, now, outcome))
             self._last = seq
             self.agents[getattr(event, "platform", "") or "api"] = now
             for hook, _decision, failure, latency_ns, _status in outcome.raw:
@@ -109,40 +134,35 @@ class DecisionFeed:
     def record(self, seq: int) -> dict[str, Any] | None:
         """The full (redacted) record of decision ``seq``, if still in the ring."""
         with self._lock:
-            found = self._records.get(seq)
-            if found is not None:
-                return found
-            for item in self._ring:
-                if item[0] == seq:
-                    found = self._records[seq] = _record(*item)
-                    return found
-        return None
+            found = next((i for i in reversed(self._ring) if i.seq == seq), None)
+        return None if found is None else _record(found)
 
-    def page(self, *, after: int = 0, before: int | None = None, limit: int = 200,
-             filters: Filters | None = None) -> list[dict[str, Any]]:
-        """Rows newest first: those with ``after < seq < before`` that pass ``filters``."""
+    def newer(self, after: int, limit: int = 1000) -> list[_Item]:
+        """Decisions with ``seq > after``, oldest first (at most the newest ``limit``)."""
+        out: list[_Item] = []
         with self._lock:
-            items = list(self._ring)
+            for item in reversed(self._ring):
+                if item.seq <= after or len(out) >= limit:
+                    break
+                out.append(item)
+        out.reverse()
+        return out
+
+    def page(self, *, before: int | None = None, limit: int = 200,
+             filters: Filters | None = None) -> list[dict[str, Any]]:
+        """Rows newest first: those with ``seq < before`` that pass ``filters``."""
+        with self._lock:
+            items = list(reversed(self._ring))
         out: list[dict[str, Any]] = []
-        for seq, at, outcome in reversed(items):
-            if seq <= after:
-                break
-            if before is not None and seq >= before:
+        for item in items:
+            if before is not None and item.seq >= before:
                 continue
-            row = self._row(seq, at, outcome)
+            row = item.as_row()
             if filters is None or filters.keep(row):
                 out.append(row)
                 if len(out) >= limit:
                     break
         return out
-
-    def _row(self, seq: int, at: float, outcome: Outcome) -> dict[str, Any]:
-        full = self._records.get(seq)
-        if full is None:
-            full = _record(seq, at, outcome)
-            with self._lock:
-                self._records[seq] = full
-        return {k: full[k] for k in ROW_FIELDS}
 
     async def wait(self, after: int, seconds: float) -> bool:
         """Until a decision newer than ``after`` exists (True) or ``seconds`` pass."""
@@ -174,11 +194,8 @@ class DecisionFeed:
             return {name: stats.summary() for name, stats in self.hooks.items()}
 
 
-ROW_FIELDS = ("seq", "at", "event", "tool", "subject", "verdict", "hook", "reason",
-              "latency_ms", "session", "platform")
-
-
-def _record(seq: int, at: float, outcome: Outcome) -> dict[str, Any]:
+def _row(seq: int, at: float, outcome: Outcome) -> dict[str, Any]:
+    """What the list shows of a decision (redacted)."""
     event = outcome.event
     assert event is not None
     spec = event.spec
@@ -190,20 +207,7 @@ def _record(seq: int, at: float, outcome: Outcome) -> dict[str, Any]:
     verdict = outcome.verdict.value
     if verdict == "none" and outcome.changes:
         verdict = "modify"
-    hooks = []
-    total = 0.0
-    for hook, decision, failure, latency_ns, status in outcome.raw:
-        ms = round(latency_ns / 1e6, 3) if latency_ns else None
-        total += ms or 0.0
-        hooks.append({
-            "hook": hook.qualified_name, "status": status.value,
-            "verdict": decision.verdict.value if decision is not None else "none",
-            "reason": redact(decision.reason) if decision is not None and decision.reason
-            else None,
-            "latency_ms": ms,
-            "failure": failure.mode.value if failure is not None else None,
-            "error": redact(str(failure)) if failure is not None else None})
-    full = outcome.to_dict(event)  # redacted by to_record
+    total = sum(r[3] for r in outcome.raw) / 1e6 if outcome.raw else None
     return {
         "seq": seq, "at": at, "event": outcome.name,
         "tool": subject if spec.subject == "tool_name" else None,
@@ -211,11 +215,27 @@ def _record(seq: int, at: float, outcome: Outcome) -> dict[str, Any]:
         "verdict": verdict,
         "hook": outcome.hook.qualified_name if outcome.hook is not None else None,
         "reason": redact(outcome.reason) if outcome.reason else None,
-        "latency_ms": round(total, 3) if hooks else None,
+        "latency_ms": round(total, 3) if total is not None else None,
         "session": getattr(event, "session_id", "") or "",
         "platform": getattr(event, "platform", "") or "",
-        "hooks": hooks, "outcome": full, "payload": _payload(event),
     }
+
+
+def _record(item: _Item) -> dict[str, Any]:
+    """The full record: the row, each hook's part, the outcome and the payload."""
+    outcome = item.outcome
+    hooks = []
+    for hook, decision, failure, latency_ns, status in outcome.raw:
+        hooks.append({
+            "hook": hook.qualified_name, "status": status.value,
+            "verdict": decision.verdict.value if decision is not None else "none",
+            "reason": redact(decision.reason) if decision is not None and decision.reason
+            else None,
+            "latency_ms": round(latency_ns / 1e6, 3) if latency_ns else None,
+            "failure": failure.mode.value if failure is not None else None,
+            "error": redact(str(failure)) if failure is not None else None})
+    return {**item.as_row(), "hooks": hooks, "outcome": outcome.to_dict(outcome.event),
+            "payload": _payload(outcome.event)}
 
 
 def _command_or_path(event: Any) -> str | None:

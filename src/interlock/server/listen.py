@@ -40,7 +40,7 @@ def refuse_foreign_peer(transport: asyncio.Transport) -> None:
                         + str(len(body)).encode() + b"\r\n\r\n" + body)
         transport.close()
 
-GRACE_S = 3.0
+GRACE_S = 3
 """Seconds a stopping server waits for open connections before it closes them."""
 
 
