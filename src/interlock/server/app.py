@@ -18,6 +18,8 @@ Who may call what:
 - ``POST /v1/chat``, ``POST /v1/chat/answer``, ``/v1/chat/ws``: a ``chat`` (or
   ``admin``) token on every transport; the sender is the token's (see
   :mod:`~interlock.server.gateway`).
+- ``/ui/`` and ``/ui/api/...``: the web console; a ``read`` or ``admin`` token
+  exchanged for a session cookie (see :mod:`~interlock.server.console`).
 
 Every request first passes :class:`~interlock.server.security.Guard`
 (Host and Origin), and a request naming a project root other than the
