@@ -407,7 +407,7 @@ class Registry:
         return result
 
     # -- operator actions (the CLI) ---------------------------------------------------
-    def approve(self, names: list[str] | None = None) -> list[str]:
+    def approve(self, names: list[str] | None = None, *, by: str = "operator") -> list[str]:
         """Approve hooks (all pending when ``names`` is None), and release withheld ones."""
         withheld = set(self.withheld)
         targets: list[HookEntry] = []
@@ -429,7 +429,7 @@ class Registry:
         targets = [e for e in targets if e.needs_approval and not e.approved]
         done = [e.qualified_name for e in targets]
         if targets:
-            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets])
+            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets], by=by)
         if release:
             done += [r for r in self.trust.release(self.project_root, release) if r not in done]
         if done:
