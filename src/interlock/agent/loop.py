@@ -30,6 +30,7 @@ from interlock.agent.commands import CommandRegistry
 from interlock.agent.options import AgentOptions, RunResult, RunStatus
 from interlock.agent.permissions import PermissionPolicy
 from interlock.agent.protect import ProtectedPaths
+from interlock.agent.sandbox import Sandbox
 from interlock.agent.sessions import Session, SessionStore
 from interlock.agent.tools import ToolRegistry
 from interlock.events import EVENT_TYPES, Event
@@ -132,7 +133,11 @@ class Agent:
         extra: list[str | Path] = [*options.protected]
         if store is not None and str(store.path) != ":memory:":
             extra.append(store.path)
-        self.protected = ProtectedPaths.default(options.project_root or options.cwd, extra)
+        self.protected = ProtectedPaths.default(options.project_root or options.cwd, extra,
+                                                options.pinned)
+        self.sandbox: Sandbox = parent.sandbox if parent is not None else Sandbox(
+            lambda: self.protected.roots, lambda: self.protected.secrets,
+            network=options.sandbox_network, mode=options.sandbox)
         self.started = False
         self.turn_id: str | None = None
         self.pending_context: list[str] = []
