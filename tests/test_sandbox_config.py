@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from _cfg import World, run, world  # noqa: F401 - fixture
+from _cfg import World, run, world
+
+__all__ = ["world"]
 from interlock._errors import ConfigError
 
 
