@@ -84,10 +84,10 @@ class ProtectedPaths:
         ``$HOME/..`` is a folder named ``$HOME``), and as a shell would, with
         ``$VARS`` expanded. Either one inside a protected root refuses it."""
         literal = os.path.expanduser(path)
-        found = [Path(os.path.realpath(Path(cwd) / literal))]
+        found = [_resolved(Path(cwd) / literal)]
         expanded = os.path.expandvars(literal)
         if expanded != literal:
-            found.append(Path(os.path.realpath(Path(cwd) / expanded)))
+            found.append(_resolved(Path(cwd) / expanded))
         return found
 
     def check_path(self, path: str, cwd: str | Path,
@@ -119,6 +119,16 @@ class ProtectedPaths:
             if str(root) in command:
                 return f"the command names the protected path {str(root)!r}"
         return None
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its symlinks resolved; where a link cannot be read
+    (``/proc/1/root`` of another user's process), as written, normalized. The
+    write that follows checks the file it actually opened."""
+    try:
+        return Path(os.path.realpath(path))
+    except OSError:
+        return Path(os.path.normpath(path))
 
 
 def _real(path: str | Path) -> Path:
