@@ -50,3 +50,46 @@ def test_doctor_says_when_there_is_no_sandbox_and_fails_when_one_is_required(
     code, out, _ = run(world, "doctor")
     assert 'sandbox = "required" refuses to start' in out
     assert code == 1
+
+
+def test_interlock_run_refuses_to_start_when_the_sandbox_is_required_and_absent(
+        world: World, tmp_path) -> None:
+    import os
+    import subprocess
+    import sys
+
+    world.config(world.project, 'sandbox = "required"\n')
+    script = tmp_path / "script.json"
+    script.write_text('[{"tool_calls": [{"name": "terminal", "args": {"command": '
+                      '"touch ran"}}]}, {"text": "done"}]')
+    env = {**os.environ, "INTERLOCK_BWRAP": ""}
+    proc = subprocess.run([sys.executable, "-m", "interlock", "run", "--model",
+                           f"scripted:{script}", "go"], cwd=world.root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2, proc.stderr
+    assert 'sandbox = "required"' in proc.stderr
+    assert "bubblewrap" in proc.stderr
+    assert not (world.root / "ran").exists()
+    (world.project / "config.toml").write_text('sandbox = "auto"\n')
+    proc = subprocess.run([sys.executable, "-m", "interlock", "run", "--model",
+                           f"scripted:{script}", "go"], cwd=world.root, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "sandbox: NONE" in proc.stderr
+    assert (world.root / "ran").exists()
+
+
+def test_the_chat_gateway_refuses_to_start_when_the_sandbox_is_required_and_absent(
+        world: World, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from interlock.server.gateway import build_gateway
+
+    script = tmp_path / "script.json"
+    script.write_text('[{"text": "hi"}]')
+    world.config(world.project, 'sandbox = "required"\n')
+    registry = world.registry()
+    registry.load()
+    monkeypatch.setenv("INTERLOCK_BWRAP", "")
+    with pytest.raises(ConfigError) as caught:
+        build_gateway(registry.engine, project_root=world.root, model=f"scripted:{script}",
+                      registry=registry)
+    assert caught.value.field == "sandbox"

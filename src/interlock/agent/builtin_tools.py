@@ -270,7 +270,10 @@ def _write_fd(fd: int, text: str) -> None:
 def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     _refuse_protected(ctx, args["path"])
     path = _resolve(ctx, args["path"])
-    path.parent.mkdir(parents=True, exist_ok=True)
+    # Folders are made where the parent really is, once that is known not to be
+    # protected (a symlinked parent could lead into the policy folder).
+    _refuse_protected(ctx, os.path.realpath(path.parent))
+    Path(os.path.realpath(path.parent)).mkdir(parents=True, exist_ok=True)
     fd, created = _open_checked(ctx, args["path"], create=True)
     try:
         _write_fd(fd, args["content"])

@@ -395,7 +395,10 @@ def build_gateway(engine: Engine, *, project_root: Path, model: str | None,
     store = SessionStore(state_dir / "chat-sessions.db") if state_dir is not None else None
     options: dict[str, Any] = {}
     if registry is not None and hasattr(registry, "sandbox"):
+        from interlock.agent.sandbox import Sandbox
+
         mode, network = registry.sandbox
+        Sandbox(tuple, mode=mode)  # sandbox = "required" and none: the server does not start
         options = {"pinned": lambda: registry.pinned_files, "sandbox": mode,
                    "sandbox_network": network}
     return Gateway(engine, factory, project_root=project_root, model_name=name,
