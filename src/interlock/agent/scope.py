@@ -33,6 +33,13 @@ def is_env_file(name: str) -> bool:
     return name.startswith(".env") and name not in ENV_EXAMPLES
 
 
+def home_secrets() -> list[Path]:
+    """The credential places of this user's home that exist: hidden from a
+    confined agent's sandboxed commands too."""
+    home = Path(os.path.realpath(Path.home()))
+    return [home / place for place in HOME_SECRETS if (home / place).exists()]
+
+
 @dataclass(frozen=True, slots=True)
 class ReadScope:
     roots: tuple[Path, ...]
