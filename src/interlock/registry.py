@@ -118,6 +118,22 @@ class Registry:
         return list(self._current.permissions) if self._current is not None else []
 
     @property
+    def sandbox(self) -> tuple[str, bool]:
+        """(mode, network) of the agent's OS sandbox as the config files ask."""
+        found = self._current.found if self._current is not None else None
+        if found is None:
+            return "auto", True
+        return ("required" if found.sandbox_required else "auto"), not found.sandbox_offline
+
+    @property
+    def pinned_files(self) -> list[Path]:
+        """Every file the current revision rests on: the config files read (a
+        ``--config`` one too) and the files each hook's digest covers."""
+        found = self._current.found if self._current is not None else None
+        read = [Path(f) for f in found.files] if found is not None else []
+        return list(dict.fromkeys([*read, *(f for e in self.hooks for f in e.files)]))
+
+    @property
     def withheld(self) -> list[str]:
         return list(self._current.withheld) if self._current is not None else []
 
