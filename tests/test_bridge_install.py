@@ -40,9 +40,13 @@ def test_install_writes_absolute_commands_with_timeouts(agent: str, tmp_path: Pa
     found = _commands(agent, data)
     assert sorted(e for e, _ in found) == sorted(EVENTS[agent])
     for _, handler in found:
-        argv = shlex.split(handler["command"])
+        wrapper = shlex.split(handler["command"])
+        # /bin/sh -c SCRIPT NAME STDOUT STDERR, then the bridge's own argv
+        assert wrapper[:2] == ["/bin/sh", "-c"]
+        assert wrapper[3] == "interlock-bridge"
+        argv = wrapper[6:]
         assert Path(argv[0]).is_absolute()
-        assert argv[1:4] == ["-m", "interlock.bridge", agent]
+        assert argv[1:5] == ["-I", "-m", "interlock.bridge", agent]  # isolated: no cwd import
         assert argv[argv.index("--project") + 1] == str((tmp_path / "proj").resolve())
         assert float(argv[argv.index("--deadline") + 1]) < 30  # below the host's timeout
         assert handler["timeout"] == (30_000 if agent == "gemini" else 30)
