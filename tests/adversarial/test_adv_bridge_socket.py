@@ -146,6 +146,14 @@ def test_a_server_answer_the_bridge_does_not_understand_is_a_deny(
     assert "Interlock bridge failed closed" in ran.stdout + ran.stderr
 
 
+def test_the_bridge_knows_every_decision_an_outcome_can_carry() -> None:
+    # An outcome decision missing from the bridge's list would be denied as unknown.
+    from interlock._decisions import Verdict
+    from interlock.bridge._common import DECISIONS
+
+    assert {v.value for v in Verdict} == DECISIONS
+
+
 def test_a_well_formed_answer_from_our_own_server_is_still_taken(
         project: Project, served: list[FakeServer]) -> None:
     # The control: the checks refuse strangers and nonsense, not our own server.

@@ -103,16 +103,21 @@ def check_folder(sock_path: str) -> None:
 
 
 def check_peer(sock: _socket.socket, sock_path: str) -> None:
-    """BridgeError unless the process listening runs as this user (Linux: SO_PEERCRED).
+    """BridgeError unless the process listening runs as this user.
 
-    Elsewhere the folder check stands alone: only this user (and root) can
-    create a socket in a private folder of theirs.
+    The same reading as the server's (server/security.py ``peer_uid``), without
+    ``struct``: Linux ``SO_PEERCRED`` gives ``struct ucred {pid, uid, gid}``,
+    macOS/BSD ``LOCAL_PEERCRED`` gives ``struct xucred {version, uid, ...}``;
+    the uid is the second 32-bit field of both.
     """
-    option = getattr(_socket, "SO_PEERCRED", None)
-    if option is None:
-        return
     try:
-        cred = sock.getsockopt(_socket.SOL_SOCKET, option, 12)  # struct ucred: pid, uid, gid
+        if sys.platform.startswith("linux"):
+            cred = sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, 12)
+        elif getattr(_socket, "LOCAL_PEERCRED", None) is not None:
+            cred = sock.getsockopt(0, _socket.LOCAL_PEERCRED, 8)
+        else:  # the server refuses every peer here as well
+            raise BridgeError("this platform cannot report the server's uid; run the bridge "
+                              "with --local")
     except OSError as exc:
         raise BridgeError(f"cannot tell who listens at {sock_path}: {exc}") from None
     peer = int.from_bytes(cred[4:8], sys.byteorder)
