@@ -43,6 +43,16 @@ def test_a_deleted_interpreter_denies_gates_and_leaves_observe_events_alone(
     assert no_effect(agent, ran), ran
 
 
+def test_a_deleted_interpreter_denies_a_claude_permission_request(tmp_path: Path) -> None:
+    # PermissionRequest is denied by its JSON (exit 2 is not read there).
+    project = Project(tmp_path)
+    command = moved(project.install("claude")["PermissionRequest"], str(tmp_path / "gone"))
+    ran = project.host_runs("claude", command, {
+        "hook_event_name": "PermissionRequest", "session_id": "s1", "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf ~"}})
+    assert ran.json["hookSpecificOutput"]["decision"]["behavior"] == "deny", ran
+
+
 def test_an_interpreter_without_interlock_denies(tmp_path: Path) -> None:
     bare = str(Path(sys.base_prefix) / "bin" / "python3")
     check = subprocess.run([bare, "-I", "-c", "import interlock"], capture_output=True)

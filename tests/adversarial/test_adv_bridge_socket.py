@@ -56,6 +56,21 @@ def test_a_socket_folder_others_may_write_is_not_trusted(project: Project,
     assert served[0].requests == []  # the call was not even shown to it
 
 
+def test_a_named_socket_in_a_shared_folder_is_not_trusted(project: Project, tmp_path: Path,
+                                                         served: list[FakeServer]) -> None:
+    # INTERLOCK_SOCKET pointing into a folder everyone may write (a shared /tmp).
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    served.append(FakeServer(shared / "interlock.sock", ALLOW))
+    command = project.install("gemini")["BeforeTool"]
+    ran = project.host_runs("gemini", command, GATES["gemini"][1],
+                            env={"INTERLOCK_SOCKET": str(shared / "interlock.sock")})
+    assert denied("gemini", ran), ran
+    assert "1777" in ran.stderr
+    assert served[0].requests == []
+
+
 def test_a_socket_folder_that_is_a_symlink_is_not_trusted(project: Project, tmp_path: Path,
                                                           served: list[FakeServer]) -> None:
     elsewhere = tmp_path / "squatter"

@@ -98,7 +98,7 @@ def check_folder(sock_path: str) -> None:
         raise BridgeError(f"the socket folder {folder} is owned by uid {info.st_uid}, not "
                           f"you (uid {uid}), so someone else may be answering; {_FIX}")
     if mode & 0o077:
-        raise BridgeError(f"the socket folder {folder} has mode {mode & 0o777:04o}, so "
+        raise BridgeError(f"the socket folder {folder} has mode {mode & 0o7777:04o}, so "
                           f"others may replace the socket; run `chmod 700 {folder}` or {_FIX}")
 
 
