@@ -5,12 +5,12 @@
 
 Whoever listens at the socket path decides every call, so before a request
 goes out the client checks that it talks to its own user's server
-(docs/serve.md, The Unix socket): the socket's folder must be a real
-folder (not a symlink) owned by this user with no access for anyone else,
-and the peer's uid (``SO_PEERCRED``, where the platform has it) must be
-this user's. Any failed check is a deny naming the folder and the fix,
-never a fall-back to evaluating elsewhere: a folder someone else made is an
-attack or a mistake the user should hear about.
+(docs/one-policy.md, When the bridge fails): the socket's folder must be a
+real folder (not a symlink) owned by this user with no access for anyone
+else, and the peer's uid (``SO_PEERCRED``; ``LOCAL_PEERCRED`` on macOS)
+must be this user's. Any failed check is a deny naming the folder and the
+fix, never a fall-back to evaluating elsewhere: a folder someone else made
+is an attack or a mistake the user should hear about.
 """
 
 from __future__ import annotations
