@@ -143,13 +143,21 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def test_the_watchdog_kills_the_hook_process_group_it_gave_up_on(tmp_path: Path) -> None:
+STUCK = {
+    "command": 'command = "echo $$ > {pidfile}; sleep 300 & sleep 300; wait"',
+    "worker": 'kind = "worker"\ncommand = "echo $$ > {pidfile}; sleep 300 & cat > /dev/null"',
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STUCK))
+def test_the_watchdog_kills_the_hook_process_group_it_gave_up_on(kind: str,
+                                                                 tmp_path: Path) -> None:
     pidfile = tmp_path / "hook.pid"
     project = Project(tmp_path, policy=f"""
 [[hooks]]
 name = "stuck"
 events = ["before_tool_call"]
-command = "echo $$ > {pidfile}; sleep 300 & sleep 300; wait"
+{STUCK[kind].format(pidfile=pidfile)}
 timeout = 600
 """)
     command = project.install("claude", "--timeout", "6")["PreToolUse"]  # bridge deadline 3 s
