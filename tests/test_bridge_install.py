@@ -121,3 +121,19 @@ def test_install_cli_reports_user_errors_without_traceback(tmp_path: Path) -> No
     assert proc.returncode == 2
     assert "unknown agent" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_user_site_install_keeps_the_cwd_out_without_losing_its_own_site(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `-I` would skip the user site, where `pip install --user` put interlock:
+    # then only -E -P (no PYTHON* variables, no cwd on sys.path) are used.
+    import site
+
+    import interlock
+    from interlock.bridge.install import python_flags
+
+    assert python_flags() == ["-I"]  # this venv
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", True)
+    monkeypatch.setattr(site, "getusersitepackages",
+                        lambda: str(Path(interlock.__file__).resolve().parent.parent))
+    assert python_flags() == ["-E", "-P"]
