@@ -102,10 +102,10 @@ class World:
         return done.stdout
 
     @contextmanager
-    def serve(self, *extra: str) -> Iterator[Server]:
-        token = self.ok("serve", "token", "create", "t").strip()
+    def serve(self, *extra: str, cwd: Path | None = None) -> Iterator[Server]:
+        token = self.ok("serve", "token", "create", "t", cwd=cwd).strip()
         proc = subprocess.Popen([sys.executable, "-m", "interlock", "serve", "--port", "0",
-                                 "--no-socket", *extra], cwd=self.root, env=self.env,
+                                 "--no-socket", *extra], cwd=cwd or self.root, env=self.env,
                                 stderr=subprocess.PIPE, text=True)
         try:
             assert proc.stderr is not None
