@@ -64,15 +64,17 @@ RESERVED_COMMANDS = frozenset({"compact", "exit", "help", "model", "new", "quit"
 class Project:
     """Which project a command runs in, and how it was found."""
 
-    __slots__ = ("found", "root", "start")
+    __slots__ = ("found", "root", "searched", "start")
 
-    def __init__(self, root: Path, *, found: bool, start: Path) -> None:
+    def __init__(self, root: Path, *, found: bool, start: Path, searched: bool = False) -> None:
         self.root = root
         """The project root (the working folder when no project was found)."""
         self.found = found
         """Whether ``root`` holds ``.interlock/``."""
         self.start = start
         """Where the search began."""
+        self.searched = searched
+        """Whether folders above ``start`` were searched (not with ``--project``)."""
 
     @classmethod
     def discover(cls, explicit: Path | None = None, *, cwd: Path | None = None) -> Project:
@@ -85,17 +87,23 @@ class Project:
             return cls(root, found=project_dir(root).is_dir(), start=root)
         start = (cwd if cwd is not None else Path.cwd()).resolve()
         found = find_root(str(start))
-        return cls(Path(found) if found else start, found=found is not None, start=start)
+        return cls(Path(found) if found else start, found=found is not None, start=start,
+                   searched=True)
 
     def describe(self) -> str:
         """One line for a command's header: the root, or that there is none."""
         if self.found:
             return f"project root: {self.root}"
-        return f"no project: no .interlock/ in {self.start} or above"
+        return f"no project: no .interlock/ in {self._where()}"
 
     def warning(self) -> str:
-        return (f"interlock: warning: no .interlock/ found in {self.start} or above (the "
-                "search stops at a .git folder); no project, user or managed hooks apply here")
+        return (f"interlock: warning: no .interlock/ found in {self._where()}; no project, "
+                "user or managed hooks apply here")
+
+    def _where(self) -> str:
+        # The walk stops at a repository root: say so, since that is where it ended.
+        return (f"{self.start} or above (up to the repository root)" if self.searched
+                else str(self.start))
 
 
 class Host:
@@ -115,9 +123,6 @@ class Host:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._task: asyncio.Task[None] | None = None
-        self.applied = threading.Condition()
-        """Notified after each live change was applied (tests wait on it)."""
-        self.changes = 0
 
     # -- opening ---------------------------------------------------------------------
     @classmethod
@@ -234,9 +239,6 @@ class Host:
             self.registry.reload()
         if not paths or ext:
             self.refresh_extensions()
-        with self.applied:
-            self.changes += 1
-            self.applied.notify_all()
 
     def refresh_extensions(self) -> list[str]:
         """Load, reload or unload extensions to match the disk (see ExtensionSet.refresh)."""
@@ -306,11 +308,6 @@ class Host:
         thread, self._thread = self._thread, None
         if thread is not None:
             thread.join(10)
-
-    def wait_applied(self, after: int, timeout: float) -> bool:
-        """Block until more than ``after`` changes were applied, or ``timeout``."""
-        with self.applied:
-            return self.applied.wait_for(lambda: self.changes > after, timeout)
 
     # -- closing -----------------------------------------------------------------------
     def close(self) -> None:
