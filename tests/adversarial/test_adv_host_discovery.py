@@ -128,3 +128,11 @@ def test_a_nested_repository_does_not_inherit_a_parent_folders_project(
     listed = json.loads(outer.ok("hooks", "list", "--json", cwd=inner))
     assert listed["project_found"] is False
     assert "project:guard" not in [h["name"] for h in listed["hooks"]]
+
+
+def test_bridge_install_from_a_subfolder_pins_the_project_root(world: World) -> None:
+    out = world.ok("bridge", "install", "claude", cwd=world.root / "src")
+    assert out.splitlines()[0] == f"project root: {world.root.resolve()}"
+    settings = (world.root / ".claude" / "settings.json").read_text()
+    assert f"--project {world.root.resolve()}" in settings.replace('\\"', "")
+    assert not (world.root / "src" / ".claude").exists()
