@@ -119,6 +119,22 @@ class Registry:
         return list(self._current.permissions) if self._current is not None else []
 
     @property
+    def sandbox(self) -> tuple[str, bool]:
+        """(mode, network) of the agent's OS sandbox as the config files ask."""
+        found = self._current.found if self._current is not None else None
+        if found is None:
+            return "auto", True
+        return ("required" if found.sandbox_required else "auto"), not found.sandbox_offline
+
+    @property
+    def pinned_files(self) -> list[Path]:
+        """Every file the current revision rests on: the config files read (a
+        ``--config`` one too) and the files each hook's digest covers."""
+        found = self._current.found if self._current is not None else None
+        read = [Path(f) for f in found.files] if found is not None else []
+        return list(dict.fromkeys([*read, *(f for e in self.hooks for f in e.files)]))
+
+    @property
     def withheld(self) -> list[str]:
         return list(self._current.withheld) if self._current is not None else []
 
@@ -408,7 +424,7 @@ class Registry:
         return result
 
     # -- operator actions (the CLI) ---------------------------------------------------
-    def approve(self, names: list[str] | None = None) -> list[str]:
+    def approve(self, names: list[str] | None = None, *, by: str = "operator") -> list[str]:
         """Approve hooks (all pending when ``names`` is None), and release withheld ones."""
         withheld = set(self.withheld)
         targets: list[HookEntry] = []
@@ -430,7 +446,7 @@ class Registry:
         targets = [e for e in targets if e.needs_approval and not e.approved]
         done = [e.qualified_name for e in targets]
         if targets:
-            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets])
+            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets], by=by)
         if release:
             done += [r for r in self.trust.release(self.project_root, release) if r not in done]
         if done:
@@ -477,14 +493,10 @@ class Registry:
             return True
         return "hooks" in p.parts or p.is_relative_to(self.bundled.resolve())
 
-    def pinned_files(self) -> list[Path]:
-        """Every file the current revision's hooks are pinned to, wherever it lives."""
-        return sorted({Path(f) for e in self.hooks for f in e.files})
-
     def watch_plan(self) -> Plan:
         """The folders to watch (config layers, hook folders, the state dir) and the
         pinned files to poll (a script outside ``.interlock/`` included)."""
-        return Plan(self.watch_dirs(), self.pinned_files(), self._relevant)
+        return Plan(self.watch_dirs(), sorted(set(self.pinned_files)), self._relevant)
 
     async def watch(self, stop: Stop | None = None, *, debounce_ms: int = DEBOUNCE_MS,
                     rescan_ms: int = POLL_MS) -> None:
