@@ -11,8 +11,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from interlock.agent.host import RunSpec, _print_step, build_agent
 from interlock.agent.options import PermissionPrompt
+from interlock.agent.runner import RunSpec, _print_step, build_agent
 
 
 def terminal_asker(read: Callable[[str], str]

@@ -85,6 +85,15 @@ class Exposition(Protocol):
     def exposition(self) -> str: ...
 
 
+class Live(Protocol):
+    """What keeps the server's hooks live (interlock.host.Host satisfies it): a watcher
+    started as a task on the server's loop, stopped when the server stops."""
+
+    def start_live_task(self) -> Any: ...
+
+    async def stop_live_task(self) -> None: ...
+
+
 class JSON(Response):
     media_type = "application/json"
 
@@ -356,12 +365,14 @@ def create_app(
     gateway: Gateway | None = None,
     metrics: Exposition | None = None,
     console: Console | None = None,
+    live: Live | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
     ``gateway``: the chat gateway (built over the same engine); started and
     stopped with the app's lifespan. ``metrics``: served at ``GET /metrics``.
     ``console``: the web console's routes under ``/ui/`` (docs/console.md).
+    ``live``: watches the configuration while the app runs (its lifespan).
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -386,13 +397,19 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if gateway is not None:
-            await gateway.start()
+        if live is not None:
+            live.start_live_task()
         try:
-            yield
-        finally:
             if gateway is not None:
-                await gateway.stop()
+                await gateway.start()
+            try:
+                yield
+            finally:
+                if gateway is not None:
+                    await gateway.stop()
+        finally:
+            if live is not None:
+                await live.stop_live_task()
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Refused)
