@@ -38,35 +38,14 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from interlock.policies import shell_words as words
+from interlock.policies.shell_output import UNKNOWN_OUTPUT, joined_output, literal_output
+from interlock.policies.shell_wrappers import unwrap
+
 SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh", "fish"})
 MAX_DEPTH = 8
 """Nested scripts (bash -c inside eval inside ...) deeper than this are a parse error."""
 
-# Wrappers: the command they run follows their own options. Values: options
-# of that wrapper that take an argument.
-_WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
-    "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir"}),
-    "nohup": frozenset(),
-    "time": frozenset({"-f", "-o"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "ionice": frozenset({"-c", "-n", "-p"}),
-    "command": frozenset(),
-    "builtin": frozenset(),
-    "exec": frozenset({"-a"}),
-    "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "chrt": frozenset(),
-    "setsid": frozenset(),
-    "unbuffer": frozenset(),
-    "busybox": frozenset(),
-    "caffeinate": frozenset(),
-    "xargs": frozenset({"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-a",
-                        "--max-args", "--max-procs", "--delimiter", "--arg-file"}),
-    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
-    "watch": frozenset({"-n", "-d", "--interval"}),
-    "coproc": frozenset(),
-}
 _ASSIGNING = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?(?:(:?[-=?+])([^}]*))?\}"
                   r"|\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -161,7 +140,13 @@ class _Scope:
     home: str
     cwd: str
     unknown: set[str] = field(default_factory=set)
+    """Variables whose value came (in part) from an unknown expansion."""
     functions: dict[str, Any] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    positional: list[str] | None = None
+    """``$1 ...`` inside a called function or after ``set --``; None when unknown."""
+    calling: tuple[str, ...] = ()
+    """Functions and aliases being expanded (a call inside itself is not followed)."""
     misread: int = 0
     """Signs that tree-sitter misread the script without reporting an error."""
 
@@ -192,6 +177,7 @@ def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Comman
         raise ShellParseError(f"scripts nested more than {MAX_DEPTH} deep")
     if not script.strip():
         return
+    script = words.join_continuations(script)
     root = require_parser().parse(script.encode("utf-8", "surrogateescape")).root_node
     if root.has_error:
         # The whole script, not the broken statement: an error can cut a
@@ -256,13 +242,15 @@ def _node(node: Any, scope: _Scope, depth: int, via: str,
         yield from _declaration(node, scope, depth, via)
     elif kind in ("variable_assignment", "variable_assignments"):
         subs: list[Command] = []
-        for name, op, value in _assignments(node, scope, depth, subs):
-            _assign(scope, name, op, value)
+        for name, op, value, unknown in _assignments(node, scope, depth, subs):
+            _assign(scope, name, op, value, unknown)
         yield from subs
     elif kind == "function_definition":
         yield from _function(node, scope, depth, via, upstream)
     elif kind == "for_statement":
         yield from _for(node, scope, depth, via)
+    elif kind == "while_statement":
+        yield from _while(node, scope, depth, via, upstream, None)
     elif kind == "test_command":
         yield from _test(node, scope, depth, via)
     elif kind in _WORDS:
@@ -324,7 +312,12 @@ def _with_redirects(body: Any, redirects: list[Any], scope: _Scope, depth: int, 
         return
     # A compound command with redirections: the body runs, and the
     # redirections are checked as a command of their own.
-    if body is not None:
+    if body is not None and kind == "while_statement":
+        fed: list[Command] = []
+        stdin = _stdin_of(redirects, scope, depth, fed)
+        yield from fed
+        yield from _while(body, scope, depth, via, upstream, stdin)
+    elif body is not None:
         yield from _node(body, scope, depth, via, upstream)
     bare = Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via)
     then: list[Any] = []
@@ -345,7 +338,8 @@ def _redirect(node: Any, cmd: Command, scope: _Scope, depth: int, subs: list[Com
     if node.type == "herestring_redirect":
         word = node.named_children[-1] if node.named_child_count else None
         if word is not None:
-            cmd.stdin_text = _expand(word, scope, depth, subs)[0]
+            text = _expand(word, scope, depth, subs)[0]
+            cmd.stdin_text = None if text == UNKNOWN_OUTPUT else text
         return
     if node.type == "heredoc_redirect":
         for child in node.named_children:
@@ -435,6 +429,81 @@ def _for(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
             yield from _node(body, scope, depth, via, [])
 
 
+def _stdin_of(redirects: list[Any], scope: _Scope, depth: int,
+              subs: list[Command]) -> str | None:
+    """The text a compound command reads on stdin: ``<<< text``, ``< <(echo /)``."""
+    for redirect in redirects:
+        if redirect.type == "herestring_redirect" and redirect.named_child_count:
+            return _expand(redirect.named_children[-1], scope, depth, subs)[0]
+        if redirect.type == "heredoc_redirect":
+            body = next((c for c in redirect.named_children if c.type == "heredoc_body"), None)
+            return _text(body) if body is not None else None
+        targets = redirect.children_by_field_name("destination")
+        if redirect.type == "file_redirect" and targets and \
+                targets[0].type == "process_substitution":
+            inner: list[Command] = []
+            for child in targets[0].named_children:
+                inner.extend(_node(child, scope, depth, "substitution", []))
+            subs.extend(inner)
+            return joined_output([c for c in inner if c.depth == depth])
+    return None
+
+
+def _listed(cmd: Command) -> str | None:
+    """What a ``while read`` loop fed by ``find ROOT`` or ``ls DIR`` reads, as a stand-in:
+    find's root (its entries are paths under it) or ``*`` (ls prints names)."""
+    if cmd.name == "find":
+        roots = find_roots(cmd.args)
+        return roots[0] if roots else cmd.cwd or None
+    if cmd.name == "ls":
+        return "*"
+    return None
+
+
+def find_roots(args: list[str]) -> list[str]:
+    """The starting points of ``find [-H|-L|-P|-D x|-Ox] ROOT... EXPR``."""
+    i = 0
+    while (i < len(args) and args[i] in ("-H", "-L", "-P", "-D")) or \
+            (i < len(args) and re.fullmatch(r"-O\d*", args[i])):
+        i += 2 if args[i] == "-D" else 1
+    roots: list[str] = []
+    for a in args[i:]:
+        if a.startswith(("-", "(", "!", ")")) or a == ",":
+            break
+        roots.append(a)
+    return roots
+
+
+def _while(node: Any, scope: _Scope, depth: int, via: str, upstream: list[Command],
+           stdin: str | None) -> Iterator[Command]:
+    """``... | while read x; do ...; done``: the body once per line read, when known."""
+    cond = node.child_by_field_name("condition")
+    body = node.child_by_field_name("body")
+    names = None
+    if cond is not None and cond.type == "command":
+        called = cond.child_by_field_name("name")
+        if called is not None and _text(called) == "read":
+            probe = Command(argv=[], opaque=[], cwd=scope.cwd)
+            for child in cond.named_children[1:]:
+                _word_fields(child, probe, scope, depth, [])
+            names = _read_names(probe.argv)
+    if names is None or body is None:
+        for child in node.named_children:
+            if child.type != "comment":
+                yield from _node(child, scope, depth, via, upstream)
+        return
+    lines: list[str | None] = [None]
+    if stdin is None and upstream:
+        stdin = literal_output(upstream[-1])
+        if stdin is None:
+            stdin = _listed(upstream[-1])
+    if stdin is not None:
+        lines = [*[line for line in stdin.splitlines() if line.strip()][:16]] or [None]
+    for line in lines:
+        _read_into(scope, names, line)
+        yield from _node(body, scope, depth, via, [])
+
+
 def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
     """``[[ -f x ]]`` runs nothing, but its words name paths (seen as ``test ...``)."""
     subs: list[Command] = []
@@ -450,7 +519,7 @@ def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
                 child.children[0].type == "~":
             # The grammar reads `[ -f ~/x ]` as arithmetic not (`~`) of `/x`.
             value, unknown = _expand(child.children[1], scope, depth, subs)
-            argv.append(_tilde("~" + value, scope.home))
+            argv.append(words.tilde("~" + value, scope.home))
             opaque.append(unknown)
         else:
             stack.extend(reversed(child.named_children))
@@ -459,8 +528,8 @@ def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
 
 
 def _assignments(node: Any, scope: _Scope, depth: int,
-                 subs: list[Command]) -> Iterator[tuple[str, str, str]]:
-    """(name, '=' or '+=', expanded value) of each variable_assignment in ``node``."""
+                 subs: list[Command]) -> Iterator[tuple[str, str, str, bool]]:
+    """(name, '=' or '+=', expanded value, unknown) of each variable_assignment in ``node``."""
     nodes = [node] if node.type == "variable_assignment" else [
         c for c in node.named_children if c.type == "variable_assignment"]
     for assignment in nodes:
@@ -470,13 +539,19 @@ def _assignments(node: Any, scope: _Scope, depth: int,
             continue
         name = _text(name_node).split("[", 1)[0]
         op = "+=" if any(c.type == "+=" for c in assignment.children) else "="
-        value = _expand(value_node, scope, depth, subs)[0] if value_node is not None else ""
-        yield name, op, value
+        value, unknown = _expand(value_node, scope, depth, subs) if value_node is not None \
+            else ("", False)
+        if value == UNKNOWN_OUTPUT:
+            value = ""
+        yield name, op, value, unknown
 
 
-def _assign(scope: _Scope, name: str, op: str, value: str) -> None:
+def _assign(scope: _Scope, name: str, op: str, value: str, unknown: bool = False) -> None:
     scope.env[name] = scope.env.get(name, "") + value if op == "+=" else value
-    scope.unknown.discard(name)
+    if unknown:
+        scope.unknown.add(name)
+    else:
+        scope.unknown.discard(name)
 
 
 def _declaration(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
@@ -486,9 +561,9 @@ def _declaration(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Com
     subs: list[Command] = []
     for child in node.named_children:
         if child.type == "variable_assignment":
-            for name, op, value in _assignments(child, scope, depth, subs):
+            for name, op, value, unknown in _assignments(child, scope, depth, subs):
                 argv.append(f"{name}{op}{value}")
-                opaque.append(False)
+                opaque.append(unknown)
         elif child.type == "variable_name":
             argv.append(_text(child))
             opaque.append(False)
@@ -507,40 +582,62 @@ def _command(node: Any, redirects: list[Any], scope: _Scope, depth: int, via: st
     cmd = Command(argv=[], opaque=[], cwd=scope.cwd, upstream=upstream, depth=depth, via=via)
     subs: list[Command] = []
     then: list[Any] = []
-    assignments: list[tuple[str, str, str]] = []
+    assignments: list[tuple[str, str, str, bool]] = []
     for child in node.named_children:
         kind = child.type
         if kind == "variable_assignment":
             assignments.extend(_assignments(child, scope, depth, subs))
-        elif kind == "command_name":
-            inner = child.named_children[0] if child.named_child_count else child
-            value, unknown = _expand(inner, scope, depth, subs)
-            cmd.argv.append(value)
-            cmd.opaque.append(unknown)
         elif kind in _REDIRECTS:
             _redirect(child, cmd, scope, depth, subs, then)
         elif kind != "comment":
-            value, unknown = _expand(child, scope, depth, subs)
-            cmd.argv.append(value)
-            cmd.opaque.append(unknown)
+            inner = child
+            if kind == "command_name":
+                inner = child.named_children[0] if child.named_child_count else child
+            _word_fields(inner, cmd, scope, depth, subs)
     for redirect in redirects:
         _redirect(redirect, cmd, scope, depth, subs, then)
-    for name, op, value in assignments:
-        _assign(scope, name, op, value)
+    for name, op, value, unknown in assignments:
+        _assign(scope, name, op, value, unknown)
     yield from subs
     cmd.substitutions = subs
     if cmd.argv:
         if cmd.stdin_text is None and upstream:
-            cmd.stdin_text = _literal_output(upstream[-1])
+            cmd.stdin_text = literal_output(upstream[-1])
         yield from _finish(cmd, scope, depth)
     elif cmd.redirects:  # a bare `> /dev/sda` still writes
         yield cmd
     yield from _continue(then, cmd, scope, depth, via)
 
 
+_SPLIT_KINDS = frozenset({"simple_expansion", "expansion", "command_substitution"})
+
+
+def _word_fields(node: Any, cmd: Command, scope: _Scope, depth: int,
+                 subs: list[Command]) -> None:
+    """Append the words ``node`` becomes to ``cmd``: bash splits an unquoted
+    expansion on IFS (``c="rm -rf ~"; $c``), expands braces (``/{etc,usr}``),
+    and ``"$@"`` / ``"${a[@]}"`` become one word per element."""
+    value, unknown = _expand(node, scope, depth, subs)
+    kind = node.type
+    text = _text(node)
+    parts = [kind] if kind != "concatenation" else [c.type for c in node.named_children]
+    fields = [value]
+    if any(p in _SPLIT_KINDS for p in parts) and value != UNKNOWN_OUTPUT:
+        fields = words.split_fields(value, scope.env.get("IFS"))
+    elif ("$@" in text or "[@]}" in text or "${@}" in text) and value:
+        fields = value.split()
+    if "{" in text and "}" in text and kind in ("word", "concatenation", "brace_expression"):
+        fields = [words.tilde(b, scope.home) for f in fields for b in words.braces(f)]
+    if not fields and unknown:
+        fields = [""]
+    for f in fields[:words.MAX_WORDS]:
+        cmd.argv.append(f)
+        cmd.opaque.append(unknown)
+
+
 def _finish(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
     """Unwrap ``cmd``, apply what it does to the shell's state, then its nested script."""
-    cmd = _unwrap(cmd)
+    unwrap(cmd)
     if cmd.wrappers[-1:] == ["coproc"]:
         # tree-sitter reads `coproc [NAME] { cmd; }` as words: drop NAME and `{`.
         brace = cmd.argv.index("{") if "{" in cmd.argv[:2] else -1
@@ -550,20 +647,98 @@ def _finish(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
     # what follows the keyword.
     while len(cmd.argv) > 1 and cmd.argv[0] in _RESERVED and not cmd.opaque[0]:
         cmd.argv, cmd.opaque = cmd.argv[1:], cmd.opaque[1:]
-        cmd = _unwrap(cmd)
+        unwrap(cmd)
+    if cmd.argv and not cmd.opaque[0] and cmd.argv[0] in scope.aliases and \
+            cmd.argv[0] not in scope.calling:
+        yield from _alias(cmd, scope, depth)
+        return
     if cmd.name in _ASSIGNING:
-        for word in cmd.args:
+        for word, unknown in zip(cmd.args, cmd.opaque[1:], strict=False):
             m = _ASSIGNMENT.match(word)
             if m:
-                _assign(scope, m.group(1), m.group(2), m.group(3))
+                _assign(scope, m.group(1), m.group(2), m.group(3), unknown)
     if cmd.name == "cd" and cmd.args:
         target = cmd.args[-1]
         scope.cwd = posixpath.normpath(posixpath.join(scope.cwd or "/", target))
     elif cmd.name == "unset":
         for word in cmd.args:
             scope.env.pop(word, None)
+    _state(cmd, scope)
     yield cmd
+    if cmd.argv and cmd.argv[0] in scope.functions and not cmd.opaque[0]:
+        yield from _call(cmd, scope, depth)
     yield from _nested(cmd, scope, depth)
+
+
+def _state(cmd: Command, scope: _Scope) -> None:
+    """What ``alias``, ``set --`` and ``read`` do to the shell's state."""
+    name, args = cmd.name, cmd.args
+    if name == "alias":
+        for word in args:
+            alias, eq, value = word.partition("=")
+            if eq:
+                scope.aliases[alias] = value
+    elif name == "set" and args and (args[0] == "--" or not args[0].startswith(("-", "+"))):
+        scope.positional = args[1:] if args[0] == "--" else list(args)
+    elif name == "read":
+        names = _read_names(args)
+        line = (cmd.stdin_text or "").split("\n", 1)[0] if cmd.stdin_text is not None \
+            else None
+        _read_into(scope, names, line)
+
+
+def _read_names(args: list[str]) -> list[str]:
+    names: list[str] = []
+    i = 0
+    while i < len(args):
+        a = args[i]
+        if a in ("-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"):
+            i += 2
+            continue
+        if not a.startswith("-"):
+            names.append(a)
+        i += 1
+    return names or ["REPLY"]
+
+
+def _read_into(scope: _Scope, names: list[str], line: str | None) -> None:
+    if line is None:
+        for n in names:
+            _assign(scope, n, "=", "", unknown=True)
+        return
+    fields = line.split(None, len(names) - 1) if len(names) > 1 else [line.strip()]
+    for i, n in enumerate(names):
+        _assign(scope, n, "=", fields[i] if i < len(fields) else "")
+
+
+def _alias(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+    """An alias defined earlier, expanded as bash would (its text, then the words)."""
+    import shlex
+
+    name = cmd.argv[0]
+    text = scope.aliases[name] + " " + shlex.join(cmd.args)
+    outer = scope.calling
+    scope.calling = (*outer, name)
+    try:
+        yield from _script(text, scope, depth + 1, "alias")
+    finally:
+        scope.calling = outer
+
+
+def _call(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+    """A function defined earlier, run with its arguments as ``$1 ...``."""
+    name = cmd.argv[0]
+    if name in scope.calling or depth + len(scope.calling) > MAX_DEPTH:
+        return
+    body = scope.functions[name].child_by_field_name("body")
+    if body is None:
+        return
+    outer, positional = scope.calling, scope.positional
+    scope.calling, scope.positional = (*outer, name), list(cmd.args)
+    try:
+        yield from _node(body, scope, depth, "function", [])
+    finally:
+        scope.calling, scope.positional = outer, positional
 
 
 # -- words ---------------------------------------------------------------------
@@ -577,17 +752,10 @@ def _expand(word: Any, scope: _Scope, depth: int,
             subs: list[Command] | None = None) -> tuple[str, bool]:
     """A word's value and whether part of it is unknown."""
     state = _Word(scope, depth, subs if subs is not None else [])
-    return _tilde(state.value(word, quoted=False), scope.home), state.opaque
-
-
-def _tilde(text: str, home: str) -> str:
-    if text == "~" or text.startswith("~/"):
-        return home + text[1:]
-    if text.startswith("~") and re.match(r"~[A-Za-z_][\w.-]*(/|$)", text):
-        user, _, rest = text[1:].partition("/")
-        text = posixpath.join(posixpath.dirname(home.rstrip("/")) or "/", user)
-        return text + ("/" + rest if rest else "")
-    return text
+    value = words.tilde(state.value(word, quoted=False), scope.home)
+    if not value and state.unknown_output:
+        return UNKNOWN_OUTPUT, True
+    return value, state.opaque
 
 
 def _expand_inner(node: Any, scope: _Scope, depth: int, subs: list[Command]) -> None:
@@ -605,6 +773,8 @@ class _Word:
         self.depth = depth
         self.subs = subs
         self.opaque = False
+        self.unknown_output = False
+        """A command substitution's output was unknown."""
 
     def value(self, node: Any, *, quoted: bool) -> str:
         kind = node.type
@@ -662,6 +832,9 @@ class _Word:
     def variable(self, node: Any) -> str:
         text = _text(node)
         scope = self.scope
+        positional = _positional(text, scope.positional)
+        if positional is not None:
+            return positional
         m = _VAR.fullmatch(text)
         if m is None:
             # $1, $@, ${#x}, ${x%/*} ...: unknown. $HOME under any operator
@@ -677,6 +850,8 @@ class _Word:
             return scope.home
         if name in scope.env:
             value = scope.env[name]
+            if name in scope.unknown:
+                self.opaque = True
             return alt if op and "+" in op and alt is not None else value
         if (op and "-" in op) or (op and "=" in op):
             return alt or ""
@@ -693,12 +868,30 @@ class _Word:
         self.subs.extend(inner)
         # $(echo /), $(dirname /x): output known without running anything.
         top = [c for c in inner if c.depth == self.depth]
-        known = _literal_output(top[-1]) if len(top) == 1 and \
+        known = joined_output(list(top)) if top and \
             node.type == "command_substitution" else None
         if known is None:
             self.opaque = True
+            self.unknown_output = True
             return ""
         return known.strip()
+
+
+_POSITIONAL = re.compile(r"\$(?:(\d)|\{(\d+)\}|([@*])|\{([@*])\})")
+
+
+def _positional(text: str, positional: list[str] | None) -> str | None:
+    """``$1``, ``${2}``, ``$@``, ``$*`` when the parameters are known."""
+    if positional is None:
+        return None
+    m = _POSITIONAL.fullmatch(text)
+    if m is None:
+        return None
+    digit = m.group(1) or m.group(2)
+    if digit is not None:
+        i = int(digit)
+        return positional[i - 1] if 0 < i <= len(positional) else ""
+    return " ".join(positional)
 
 
 def _decode_ansi_c(raw: str) -> str:
@@ -706,65 +899,6 @@ def _decode_ansi_c(raw: str) -> str:
         return raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
     except UnicodeDecodeError:
         return raw
-
-
-def _literal_output(cmd: Command) -> str | None:
-    """What ``cmd`` writes to stdout when that is literal (echo, printf, cat <<EOF)."""
-    if cmd.name == "echo":
-        words = [w for w in cmd.args if not re.fullmatch(r"-[neE]+", w)]
-        return " ".join(words)
-    if cmd.name == "printf" and cmd.args:
-        text = " ".join(cmd.args)
-        return text.replace("\\n", "\n").replace("\\t", "\t")
-    if cmd.name == "cat" and not cmd.args and cmd.stdin_text is not None:
-        return cmd.stdin_text
-    ops = [a for a in cmd.args if not a.startswith("-")]
-    if cmd.name == "dirname" and len(ops) == 1 and not any(cmd.opaque):
-        return posixpath.dirname(ops[0].rstrip("/")) or "/"
-    if cmd.name == "basename" and ops and not any(cmd.opaque):
-        return posixpath.basename(ops[0].rstrip("/"))
-    if cmd.name == "pwd" and cmd.cwd:
-        return cmd.cwd
-    return None
-
-
-def _unwrap(cmd: Command) -> Command:
-    """Strip wrappers (sudo rm -> rm), remembering them."""
-    for _ in range(8):
-        name = cmd.name
-        if name not in _WRAPPERS or len(cmd.argv) < 2:
-            return cmd
-        takes_arg = _WRAPPERS[name]
-        i = 1
-        while i < len(cmd.argv):
-            word = cmd.argv[i]
-            if name == "env" and _ASSIGNMENT.match(word):
-                i += 1
-            elif word == "--":
-                i += 1
-                break
-            elif word.startswith("-") and len(word) > 1:
-                i += 2 if (word in takes_arg) else 1
-            elif name == "timeout" and re.fullmatch(r"[\d.]+[smhd]?", word):
-                i += 1
-                break
-            elif name in ("nice", "chrt") and word.isdigit():
-                i += 1
-            else:
-                break
-        if i >= len(cmd.argv):
-            return cmd
-        if name == "xargs" and cmd.stdin_text is not None:
-            extra = cmd.stdin_text.split()
-            cmd.argv = cmd.argv[i:] + extra
-            cmd.opaque = cmd.opaque[i:] + [False] * len(extra)
-        else:
-            if name == "xargs" and cmd.upstream:
-                cmd.argv, cmd.opaque = [*cmd.argv[i:], ""], [*cmd.opaque[i:], True]
-            else:
-                cmd.argv, cmd.opaque = cmd.argv[i:], cmd.opaque[i:]
-        cmd.wrappers.append(name)
-    return cmd
 
 
 def shell_script_of(cmd: Command) -> tuple[str, str] | None:
