@@ -6,28 +6,10 @@ benign case must pass. The table documents the class of every case.
 
 from __future__ import annotations
 
-import tomllib
-from pathlib import Path
-
 import pytest
 
+from _guard_table import CASES, CWD
 from interlock.policies.destructive import check
-
-DATA = Path(__file__).parent / "data"
-CWD = "/home/alice/project"
-
-
-def _cases() -> list[tuple[str, str, str, str | None, str]]:
-    table = tomllib.loads((DATA / "guard_cases.toml").read_text())
-    out = []
-    for group in table["group"]:
-        for command in group["commands"]:
-            out.append((group["class"], group["expect"], group.get("home", "/home/alice"),
-                        group.get("category"), command.replace("{data}", str(DATA))))
-    return out
-
-
-CASES = _cases()
 
 
 def test_the_table_is_big_enough_on_both_sides():
