@@ -189,10 +189,32 @@ def _opaque_source(cmd: Command, ctx: Context, where: str) -> Finding | None:
     if got is not None:
         return ctx.finding("download-exec", f"`{where}` would run what `{got.name}` "
                            "downloads", _url(got))
-    if subs:
+    producer = next((s for s in reversed(subs) if _reads_data(s)), None)
+    if producer is not None:
         return ctx.unsure("pipe-to-interpreter", f"`{where}` would run code produced by "
-                          f"`{subs[-1].name}` at run time", subs[-1].name)
+                          f"`{producer.name}` at run time", producer.name)
+    # `eval "$(ssh-agent -s)"`, `source <(kubectl completion bash)`: a program's own
+    # shell setup, which developers run every day.
     return None
+
+
+DATA_READERS = frozenset({
+    "cat", "head", "tail", "tac", "less", "more", "base64", "base32", "basenc", "xxd", "od",
+    "openssl", "gunzip", "zcat", "bzcat", "xzcat", "zstdcat", "unzip", "gzip", "bzip2", "xz",
+    "zstd", "rev", "tr", "sed", "cut", "dd", "echo", "printf", "git", "jq", "yq", "uudecode",
+    "iconv", "perl", "find", "ls", "xargs", "envsubst", "tee", "strings", "sort",
+})
+
+
+def _reads_data(cmd: Command) -> bool:
+    """Does ``cmd`` print data (a file, decoded text, inline code's output) rather than a
+    tool's own generated setup code?"""
+    if not cmd.argv or (cmd.opaque and cmd.opaque[0]):
+        return True
+    if cmd.name in DATA_READERS or cmd.name in DOWNLOADERS:
+        return True
+    prog = program_of(cmd)
+    return prog is not None and prog.source in ("arg", "stdin")
 
 
 def _written(cmd: Command, prog: Program, ctx: Context, check_text: CheckText) -> Finding | None:
@@ -281,10 +303,11 @@ _FORK_BOMB = re.compile(
     r"|\bloop\s*(?:\{|do)\s*(?:Process\.)?fork\b",
     re.S)
 _SHELL_CALL = re.compile(
-    r"\b(?:os\.system|os\.popen|subprocess\.(?:run|call|check_call|check_output|Popen|"
+    r"\b(?:os\.system|os\.popen|(?:\w+\.)?(?:run|call|check_call|check_output|Popen|"
     r"getoutput|getstatusoutput)|execSync|execFileSync|spawnSync|exec|spawn|execFile|system|"
     r"shell_exec|passthru|popen|proc_open|os\.execute|io\.popen|IO\.popen|Open3\.\w+|"
     r"Deno\.run|Bun\.spawnSync|Bun\.spawn)\s*\(")
+_BARE_SYSTEM = re.compile(r"\b(?:system|exec|qx)\s*[\"'({]|\bsystem\s*\(")
 _BACKTICKS = re.compile(r"`([^`]*)`|%x\{([^}]*)\}|qx\{([^}]*)\}|qx\(([^)]*)\)")
 _RECURSIVE_DELETE = re.compile(
     r"\b(?:rmtree|remove_tree|rm_rf|rm_r|remove_dir|remove_entry_secure|remove_entry|rmSync|"
@@ -380,6 +403,10 @@ def analyse(lang: str, code: str, cmd: Command, ctx: Context,
     if lang in ("ruby", "perl", "php", "node"):
         for m in _BACKTICKS.finditer(code):
             shell_texts.append(next(g for g in m.groups() if g is not None))
+    if shell_texts or _BARE_SYSTEM.search(code):
+        # The command may be built in a variable first (`cmd="rm -rf /"; system(cmd)`):
+        # every string in code that runs commands is read as one.
+        shell_texts.extend(_literals(code))
     for text in shell_texts:
         if ctx.depth >= 4:
             break

@@ -165,28 +165,43 @@ def _flags(args: list[str]) -> set[str]:
     return out
 
 
+_FORMATTERS = ("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "mkfs.")
+
+
+def _wipes(name: str, ops: list[str], flags: set[str]) -> str | None:
+    """What a disk tool would do to its device, when it writes."""
+    if name.startswith(_FORMATTERS):
+        return "formats"
+    if name == "wipefs" and flags & {"-a", "--all", "-o", "--offset"}:
+        return "erases the filesystem signatures of"
+    if name == "blkdiscard":
+        return "discards every block of"
+    if name == "cryptsetup" and {"luksFormat", "erase", "luksErase", "reencrypt"} & set(ops):
+        return "formats or erases the LUKS header of"
+    if name in ("sgdisk", "gdisk") and flags & {"-Z", "--zap-all", "-z", "--zap", "-o",
+                                                   "--clear", "-g", "--mbrtogpt"}:
+        return "wipes the partition table of"
+    if name in ("fdisk", "sfdisk", "parted", "cfdisk") and \
+            not {"-l", "--list", "print", "-s"} & set(ops) | flags:
+        return "rewrites the partition table of"
+    return None
+
+
 def disk(cmd: Command, ctx: Context) -> Finding | None:
     name, args = cmd.name, cmd.args
     ops = operands(args)
     devices = [a for a in ops if is_device(a)]
-    if name.startswith(("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkfs.")):
-        return ctx.finding("disk", f"`{name}` formats a filesystem", devices[0] if devices else "")
     flags = _flags(args)
-    if name == "wipefs" and flags & {"-a", "--all", "-o", "--offset"}:
-        return ctx.finding("disk", "`wipefs -a` erases filesystem signatures", ",".join(ops))
-    if name == "blkdiscard" and ops:
-        return ctx.finding("disk", f"`blkdiscard` discards every block of {ops[-1]}", ops[-1])
-    if name == "cryptsetup" and {"luksFormat", "erase", "luksErase", "reencrypt"} & set(ops):
-        return ctx.finding("disk", "`cryptsetup` would format or erase a LUKS device",
-                           devices[0] if devices else "")
-    if name in ("sgdisk", "gdisk") and flags & {"-Z", "--zap-all", "-z", "--zap", "-o",
-                                                   "--clear", "-g", "--mbrtogpt"}:
-        return ctx.finding("disk", f"`{name}` would wipe a partition table",
-                           devices[0] if devices else "")
-    if name in ("fdisk", "sfdisk", "parted", "cfdisk") and devices and \
-            not {"-l", "--list", "print", "-s"} & set(args):
-        return ctx.finding("disk", f"`{name}` rewrites {devices[0]}'s partition table",
-                           devices[0])
+    what = _wipes(name, ops, flags)
+    if what is not None:
+        # An image file (`mkfs.ext4 -F disk.img`, `mkswap /swapfile`) is fair game.
+        if devices:
+            return ctx.finding("disk", f"`{name}` {what} {devices[0]}", devices[0])
+        unknown = [a for a, o in zip(args, cmd.opaque[1:], strict=False) if o]
+        if unknown:
+            return ctx.unsure("disk", f"`{name}` {what} a device named at run time",
+                              unknown[0] or "$(...)")
+        return None
     if name == "hdparm" and any(a.startswith(("--security-erase", "--trim-sector",
                                              "--write-sector")) for a in args):
         return ctx.finding("disk", "`hdparm` would erase the disk", devices[0] if devices else "")

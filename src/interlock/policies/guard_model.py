@@ -210,12 +210,17 @@ def critical_dir(path: str, home: str, cwd: str) -> str | None:
     if not words.has_glob(norm):
         if norm in SYSTEM_DIRS or other_home(norm, home):
             return norm
+        base, leaf = posixpath.split(norm)
+        if leaf in CRITICAL_DIRS_IN_HOME and other_home(base, home):
+            return norm  # ~/.ssh, /home/bob/.gnupg: keys that cannot be got back
         return None
     base, leaf = posixpath.split(norm)
     if _GLOB_ONLY.fullmatch(leaf) and not words.has_glob(base) and \
             critical_dir(base or "/", home, cwd):
         return norm  # everything inside one: /usr/*, ~/.*
-    candidates = set(SYSTEM_DIRS) | {posixpath.normpath(home)} | set(words.known_homes())
+    homes = {posixpath.normpath(home)} | set(words.known_homes())
+    candidates = set(SYSTEM_DIRS) | homes | {posixpath.join(h, d) for h in homes
+                                             for d in CRITICAL_DIRS_IN_HOME}
     for candidate in sorted(candidates):
         if words.glob_matches(norm, candidate):
             return f"{norm} (matches {candidate})"

@@ -484,7 +484,7 @@ def _while(node: Any, scope: _Scope, depth: int, via: str, upstream: list[Comman
         called = cond.child_by_field_name("name")
         if called is not None and _text(called) == "read":
             probe = Command(argv=[], opaque=[], cwd=scope.cwd)
-            for child in cond.named_children[1:]:
+            for child in cond.children_by_field_name("argument"):
                 _word_fields(child, probe, scope, depth, [])
             names = _read_names(probe.argv)
     if names is None or body is None:

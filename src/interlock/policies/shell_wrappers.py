@@ -180,9 +180,10 @@ def _simple(cmd: Wrapped, name: str) -> bool:
         word = argv[i]
         if name == "env" and _ASSIGNMENT.match(word):
             i += 1
-        elif name == "env" and (word in ("-S", "--split-string") or word.startswith("-S")):
+        elif name == "env" and (word in ("-S", "--split-string") or
+                                word.startswith(("-S", "--split-string="))):
             text = argv[i + 1] if word in ("-S", "--split-string") and i + 1 < len(argv) \
-                else word[2:]
+                else word.split("=", 1)[1] if word.startswith("--") else word[2:]
             try:
                 split = shlex.split(text)
             except ValueError:
