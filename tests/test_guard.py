@@ -460,3 +460,19 @@ def test_delete_without_where_is_an_option():
     lenient = GuardOptions.from_mapping({"sql_delete_without_where": False}, home=HOME)
     assert check(command, cwd=CWD, options=lenient) is None
     assert check("psql -c 'DROP TABLE users'", cwd=CWD, options=lenient) is not None
+
+
+def test_verdicts_are_kept_except_those_that_read_a_file(tmp_path):
+    from interlock.policies.destructive import check_cached
+    from interlock.policies.guard_model import GuardOptions
+
+    options = GuardOptions(home=HOME)
+    sql = tmp_path / "migrate.sql"
+    sql.write_text("SELECT 1;")
+    command = f"psql -f {sql}"
+    assert check_cached(command, str(tmp_path), options) is None
+    sql.write_text("DROP TABLE users;")  # the same command now drops a table
+    found = check_cached(command, str(tmp_path), options)
+    assert found is not None
+    assert found.category == "database"
+    assert check_cached("rm -rf /etc", CWD, options) is check_cached("rm -rf /etc", CWD, options)

@@ -17,9 +17,14 @@ it could not tell.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
+from interlock.policies import guard_fs as fs
 from interlock.policies.guard_code import (
+    DB_CLIENTS,
     DOWNLOADERS,
     SQL_CLIENTS,
     database,
@@ -27,7 +32,6 @@ from interlock.policies.guard_code import (
     pipe_exec,
     record_writes,
 )
-from interlock.policies.guard_fs import RULES as FS_RULES
 from interlock.policies.guard_model import (
     CATEGORIES,
     PROTECTED_BRANCHES,
@@ -41,7 +45,7 @@ from interlock.policies.guard_model import (
 from interlock.policies.shell import Command, ShellParseError, parse
 
 __all__ = ["CATEGORIES", "DOWNLOADERS", "PROTECTED_BRANCHES", "SQL_CLIENTS", "SUSPICIOUS",
-           "SYSTEM_DIRS", "Finding", "GuardOptions", "check"]
+           "SYSTEM_DIRS", "Finding", "GuardOptions", "check", "check_cached"]
 
 SUSPICIOUS = re.compile(
     r"\brm\b|\bmkfs|\bdd\b|\bchmod\b|\bchown\b|\bgit\b.*\bpush\b|\bcurl\b|\bwget\b|"
@@ -72,6 +76,36 @@ def check(command: str, *, home: str = "/root", cwd: str = "",
     return _check(command, cwd, Context(options), env)
 
 
+_CACHE_SIZE = 1024
+_decisions: OrderedDict[tuple[Any, ...], Finding | None] = OrderedDict()
+_cache_lock = threading.Lock()
+
+
+def check_cached(command: str, cwd: str, options: GuardOptions) -> Finding | None:
+    """:func:`check`, with verdicts kept for commands seen before (an agent retries
+    and the same command comes through every hook).
+
+    A verdict depends on the command, the directory and the options, and on two
+    things outside them: the branch checked out (for ``git push``), which is part
+    of the key, and SQL files read by a client, whose verdicts are never kept.
+    """
+    branch = options.current_branch(cwd) if options.current_branch is not None and \
+        "push" in command else None
+    key = (command, cwd, options, branch)
+    with _cache_lock:
+        if key in _decisions:
+            _decisions.move_to_end(key)
+            return _decisions[key]
+    ctx = Context(options)
+    found = _check(command, cwd, ctx)
+    if not ctx.volatile[0]:
+        with _cache_lock:
+            _decisions[key] = found
+            if len(_decisions) > _CACHE_SIZE:
+                _decisions.popitem(last=False)
+    return found
+
+
 def _check(command: str, cwd: str, ctx: Context,
            env: Mapping[str, str] | None = None) -> Finding | None:
     try:
@@ -82,14 +116,15 @@ def _check(command: str, cwd: str, ctx: Context,
                               f"dangerous ({exc}); rewrite it plainly")
         return None
     for cmd in commands:
-        for rule in _RULES:
+        for rule in _rules_for(cmd):
             found = rule(cmd, ctx)
             if found is not None:
                 return found
         found = pipe_exec(cmd, ctx, _nested_check)
         if found is not None:
             return found
-        record_writes(cmd, ctx)
+        if cmd.redirects or cmd.name in _WRITERS:
+            record_writes(cmd, ctx)
     return _fork_bomb_text(command, ctx)
 
 
@@ -97,7 +132,8 @@ def _nested_check(text: str, cwd: str, ctx: Context) -> Finding | None:
     """Shell text found inside code (``os.system("...")``), checked like a command."""
     if ctx.depth >= MAX_NESTED_CHECKS:
         return None
-    return _check(text, cwd, Context(ctx.options, dict(ctx.written), ctx.depth + 1))
+    return _check(text, cwd, Context(ctx.options, dict(ctx.written), ctx.depth + 1,
+                                     ctx.volatile))
 
 
 def _unparsed(cmd: Command, ctx: Context) -> Finding | None:
@@ -119,7 +155,43 @@ def _opaque_name(cmd: Command, ctx: Context) -> Finding | None:
     return None
 
 
-_RULES = (_unparsed, *FS_RULES, _opaque_name, database, fork_bomb)
+Rule = Callable[[Command, Context], "Finding | None"]
+# Which rules can fire on a command, by its name: checking only those keeps a
+# long script cheap. The case table and tests/test_guard.py (one command per
+# category) fail if a rule is missing for a name it handles.
+_BY_NAME: dict[str, tuple[Rule, ...]] = {}
+for _rule, _names in (
+        (fs.rm, fs.REMOVERS),
+        (fs.find, {"find"} | fs.DELETERS),
+        (fs.mv, {"mv"}),
+        (fs.chmod, {"chmod", "chown", "chgrp", "setfacl"}),
+        (fs.disk, fs.DISK_TOOLS),
+        (fs.files, fs.FILE_WRITERS),
+        (fs.rsync, {"rsync"}),
+        (fs.kill, {"kill", "killall5"}),
+        (fs.git_push, {"git"}),
+        (database, DB_CLIENTS)):
+    for _name in _names:
+        _BY_NAME[_name] = (*_BY_NAME.get(_name, ()), _rule)
+_WRITERS = frozenset({"tee", *DOWNLOADERS})
+
+
+def _rules_for(cmd: Command) -> tuple[Rule, ...]:
+    name = cmd.name
+    rules = _BY_NAME.get(name, ())
+    if name.startswith(fs.FORMATTERS) and fs.disk not in rules:
+        rules = (*rules, fs.disk)
+    if cmd.redirects:
+        rules = (*rules, *(r for r in (fs.disk, fs.files) if r not in rules))
+    if cmd.unparsed is not None:
+        rules = (_unparsed, *rules)
+    if cmd.opaque and cmd.opaque[0]:
+        rules = (*rules, _opaque_name)
+    if cmd.fork_bomb:
+        rules = (*rules, fork_bomb)
+    if ("xargs" in cmd.wrappers or "parallel" in cmd.wrappers) and fs.find not in rules:
+        rules = (*rules, fs.find)
+    return rules
 
 
 def _fork_bomb_text(command: str, ctx: Context) -> Finding | None:

@@ -11,6 +11,7 @@ just downloaded is always blocked.
 
 from __future__ import annotations
 
+import functools
 import os
 import posixpath
 import re
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 
 from interlock.policies import shell_words as words
 from interlock.policies.guard_model import Context, Finding, critical_dir, critical_file
-from interlock.policies.shell import SHELLS, Command
+from interlock.policies.shell import Command, is_shell
 from interlock.policies.shell_output import UNKNOWN_OUTPUT, literal_output
 
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lwp-request",
@@ -70,8 +71,10 @@ class Program:
     """The code or the file name came from an expansion the guard cannot see."""
 
 
+@functools.lru_cache(maxsize=512)
 def language(name: str) -> str | None:
-    if name in SHELLS or re.fullmatch(r"(ba|z|da|k)?sh\d*(\.\d+)?", name):
+    """The language a command named ``name`` runs code in, if it is an interpreter."""
+    if is_shell(name):
         return "shell"
     if name in ("source", "."):
         return "source"
@@ -457,6 +460,7 @@ SQL_CLIENTS: dict[str, tuple[str, ...]] = {
     "duckdb": ("-c",),
     "sqlcmd": ("-Q", "-q"),
 }
+DB_CLIENTS = frozenset({*SQL_CLIENTS, "mongosh", "mongo", "redis-cli", "dropdb", "mysqladmin"})
 _SQL_FILES = {"psql": ("-f", "--file"), "sqlcmd": ("-i",)}
 _SQL_DANGER = re.compile(
     r"\b(?:DROP\s+(?:TABLE|DATABASE|SCHEMA|VIEW|INDEX|USER|ROLE|OWNED|TABLESPACE|"
@@ -505,6 +509,7 @@ def database(cmd: Command, ctx: Context) -> Finding | None:
     name = cmd.name
     ops = [a for a in cmd.args if not a.startswith("-")]
     if name in SQL_CLIENTS:
+        ctx.volatile[0] = True  # `psql -f FILE`, `mysql < FILE`: the file may change
         for text in _sql_text(cmd):
             bare = _SQL_STRINGS.sub(" ", text)
             m = _SQL_DANGER.search(bare)

@@ -36,8 +36,11 @@ def is_device(path: str) -> bool:
 
 # -- deleting --------------------------------------------------------------------
 
+REMOVERS = frozenset({"rm", "unlink", "trash", "trash-put", "srm", "rmdir"})
+
+
 def rm(cmd: Command, ctx: Context) -> Finding | None:
-    if cmd.name not in ("rm", "unlink", "trash", "trash-put", "srm", "rmdir"):
+    if cmd.name not in REMOVERS:
         return None
     recursive = cmd.name in ("trash", "trash-put", "srm") or recursive_flag(cmd.args)
     no_preserve = "--no-preserve-root" in cmd.args
@@ -165,12 +168,16 @@ def _flags(args: list[str]) -> set[str]:
     return out
 
 
-_FORMATTERS = ("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "mkfs.")
+FORMATTERS = ("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "mkfs.")
+DISK_TOOLS = frozenset({"wipefs", "blkdiscard", "cryptsetup", "sgdisk", "gdisk", "fdisk",
+                        "sfdisk", "parted", "cfdisk", "hdparm", "nvme", "dd", "cp", "mv",
+                        "install", "rsync", "tee", "shred", "pv"})
+FILE_WRITERS = frozenset({"truncate", "cp", "mv", "install", "ln", "tee", "dd", "shred"})
 
 
 def _wipes(name: str, ops: list[str], flags: set[str]) -> str | None:
     """What a disk tool would do to its device, when it writes."""
-    if name.startswith(_FORMATTERS):
+    if name.startswith(FORMATTERS):
         return "formats"
     if name == "wipefs" and flags & {"-a", "--all", "-o", "--offset"}:
         return "erases the filesystem signatures of"
@@ -387,5 +394,3 @@ def git_push(cmd: Command, ctx: Context) -> Finding | None:
                                target)
     return None
 
-
-RULES = (rm, find, mv, chmod, disk, files, rsync, kill, git_push)

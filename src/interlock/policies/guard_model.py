@@ -156,6 +156,9 @@ class Context:
     """Files written earlier in the command: path -> text, or None when downloaded."""
     depth: int = 0
     """Inline code inside inline code: how deep (bounded)."""
+    volatile: list[bool] = field(default_factory=lambda: [False])
+    """Set (``[True]``, shared with nested checks) when the verdict read a file, so it
+    must not be reused from a cache."""
 
     @property
     def home(self) -> str:

@@ -131,9 +131,13 @@ class Sandbox:
                     token in command for token in ("~", "..", "/", "$")):
                 return f"could not parse the command ({exc}), and it names paths"
             return None
+        # One command line names the same words again and again (`cd a && make && cd ..`):
+        # each (word, directory) is resolved once per call, never across calls, as
+        # the file system may change between them.
+        memo: dict[tuple[str, str, bool], str | None] = {}
         for cmd in commands:
             why = self._check_unparsed(cmd) if cmd.unparsed is not None else \
-                self._check_words(cmd)
+                self._check_words(cmd, memo)
             if why:
                 return why
         return None
@@ -173,7 +177,8 @@ class Sandbox:
                                 f"`{cmd.name}` would reach them")
         return None
 
-    def _check_words(self, cmd: Command) -> str | None:
+    def _check_words(self, cmd: Command, memo: dict[tuple[str, str, bool], str | None]
+                     ) -> str | None:
         if _recursive(cmd):
             why = self._contains_denied(cmd)
             if why:
@@ -184,19 +189,31 @@ class Sandbox:
             # Paths inside inline scripts (python -c "open('/x')"): deny lists only.
             for embedded in _EMBEDDED.findall(word):
                 if embedded != word:
-                    why = self.check_path(embedded, cmd.cwd, require_allow=False)
+                    why = self._check_once(memo, embedded, cmd.cwd, False)
                     if why:
                         return why
+            if i == 0 and "/" not in word and not word.startswith("~"):
+                # A program name without a slash is looked up on PATH, not in the
+                # working directory: only its name can be denied.
+                if _matches(word, self.deny_names) and not _matches(word, self.allow_names):
+                    return f"{word!r} is a protected file ({word!r})"
+                continue
             for candidate in _path_candidates(word):
                 looks_like_path = "/" in candidate or candidate.startswith(("~", "."))
                 for path in self._globbed(candidate, cmd.cwd):
                     # Program names and plain words are only checked against the
                     # deny lists; allow roots apply to things written as paths.
-                    why = self.check_path(path, cmd.cwd,
-                                          require_allow=looks_like_path and i > 0)
+                    why = self._check_once(memo, path, cmd.cwd, looks_like_path and i > 0)
                     if why:
                         return why
         return None
+
+    def _check_once(self, memo: dict[tuple[str, str, bool], str | None], path: str, cwd: str,
+                    require_allow: bool) -> str | None:
+        key = (path, cwd, require_allow)
+        if key not in memo:
+            memo[key] = self.check_path(path, cwd, require_allow=require_allow)
+        return memo[key]
 
     def _globbed(self, word: str, cwd: str) -> list[str]:
         if not _GLOB.search(word):

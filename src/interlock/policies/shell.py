@@ -93,7 +93,7 @@ class ShellParseError(ValueError):
         """The part of the script that failed ('' when not one part)."""
 
 
-@dataclass
+@dataclass(slots=True)
 class Command:
     """One simple command as it would run."""
 
@@ -127,7 +127,7 @@ class Command:
     @property
     def name(self) -> str:
         """Basename of argv[0] (``/bin/rm`` -> ``rm``); '' when empty."""
-        return posixpath.basename(self.argv[0]) if self.argv else ""
+        return _basename(self.argv[0]) if self.argv else ""
 
     @property
     def args(self) -> list[str]:
@@ -190,6 +190,11 @@ def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Comman
     if scope.misread > misread and not root.has_error:
         yield Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via,
                       unparsed=script, error="misread: an unquoted word spans lines")
+
+
+@functools.lru_cache(maxsize=1024)
+def _basename(word: str) -> str:
+    return posixpath.basename(word)
 
 
 def _text(node: Any) -> str:
@@ -257,11 +262,30 @@ def _node(node: Any, scope: _Scope, depth: int, via: str,
         subs = []
         _expand(node, scope, depth, subs)
         yield from subs
+    elif kind == "list":
+        # `a && b && c` nests to the left, one level per operator: walked flat, so a
+        # long chain costs no deeper generator stack than a short one.
+        for part in _flatten_list(node):
+            yield from _node(part, scope, depth, via, upstream)
     elif kind in _CONTAINERS or node.named_child_count:
         # Unknown kinds are walked too: a command inside one still counts.
         for child in node.named_children:
             if child.type not in ("comment", "variable_name"):
                 yield from _node(child, scope, depth, via, upstream)
+
+
+def _flatten_list(node: Any) -> list[Any]:
+    parts: list[Any] = []
+    while node.type == "list":
+        children = [c for c in node.named_children if c.type != "comment"]
+        if not children:
+            break
+        parts[:0] = children[1:]
+        node = children[0]
+    else:
+        parts.insert(0, node)
+        return parts
+    return parts
 
 
 def _pipeline(parts: list[Any], scope: _Scope, depth: int, via: str,
@@ -609,6 +633,7 @@ def _command(node: Any, redirects: list[Any], scope: _Scope, depth: int, via: st
     yield from _continue(then, cmd, scope, depth, via)
 
 
+_SPECIAL = re.compile(r"[\\~{}$`'\"\n]")
 _SPLIT_KINDS = frozenset({"simple_expansion", "expansion", "command_substitution"})
 
 
@@ -617,9 +642,13 @@ def _word_fields(node: Any, cmd: Command, scope: _Scope, depth: int,
     """Append the words ``node`` becomes to ``cmd``: bash splits an unquoted
     expansion on IFS (``c="rm -rf ~"; $c``), expands braces (``/{etc,usr}``),
     and ``"$@"`` / ``"${a[@]}"`` become one word per element."""
-    value, unknown = _expand(node, scope, depth, subs)
     kind = node.type
     text = _text(node)
+    if kind == "word" and not _SPECIAL.search(text):
+        cmd.argv.append(text)  # a plain word is itself: most words of most commands
+        cmd.opaque.append(False)
+        return
+    value, unknown = _expand(node, scope, depth, subs)
     parts = [kind] if kind != "concatenation" else [c.type for c in node.named_children]
     fields = [value]
     if any(p in _SPLIT_KINDS for p in parts) and value != UNKNOWN_OUTPUT:
@@ -901,6 +930,12 @@ def _decode_ansi_c(raw: str) -> str:
         return raw
 
 
+@functools.lru_cache(maxsize=512)
+def is_shell(name: str) -> bool:
+    """``bash``, ``sh``, ``zsh5.9``, ``dash`` ..."""
+    return name in SHELLS or re.fullmatch(r"(ba|z|da|k)?sh\d*(\.\d+)?", name) is not None
+
+
 def shell_script_of(cmd: Command) -> tuple[str, str] | None:
     """The script a shell/eval command runs, with how it got it; None if unknown."""
     name = cmd.name
@@ -908,7 +943,7 @@ def shell_script_of(cmd: Command) -> tuple[str, str] | None:
         return " ".join(cmd.args), "eval"
     # `$SHELL -c ...` / `$(which bash) -c ...`: a computed name with -c is a shell.
     computed = bool(cmd.opaque and cmd.opaque[0]) and "-c" in cmd.args
-    if computed or name in SHELLS or re.fullmatch(r"(ba|z|da|k)?sh\d*(\.\d+)?", name):
+    if computed or is_shell(name):
         args = cmd.args
         for i, word in enumerate(args):
             if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:

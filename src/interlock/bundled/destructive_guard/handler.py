@@ -44,7 +44,7 @@ def handle(event: Event) -> Decision | None:
     if not isinstance(command, str) or not command.strip():
         return None
     guard = _guard or GuardOptions(home=os.path.expanduser("~"), current_branch=current_branch)
-    finding = destructive.check(command, cwd=event.cwd, options=guard)
+    finding = destructive.check_cached(command, event.cwd, guard)
     if finding is None:
         return None
     return block(f"destructive command blocked ({finding}); to allow it, set the "
