@@ -33,124 +33,39 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from interlock.policies import shell_words as words
+from interlock.policies.shell_model import (
+    _ASSIGNMENT,
+    INSTALL_HINT,
+    MAX_DEPTH,
+    SHELLS,
+    Command,
+    Scope,
+    ShellParseError,
+    apply_state,
+    assign,
+    decode_ansi_c,
+    find_roots,
+    is_shell,
+    listed,
+    positional_value,
+    read_into,
+    read_names,
+    require_parser,
+    shell_script_of,
+)
 from interlock.policies.shell_output import UNKNOWN_OUTPUT, joined_output, literal_output
 from interlock.policies.shell_wrappers import unwrap
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh", "fish"})
-MAX_DEPTH = 8
-"""Nested scripts (bash -c inside eval inside ...) deeper than this are a parse error."""
+__all__ = ["INSTALL_HINT", "MAX_DEPTH", "SHELLS", "Command", "ShellParseError", "find_roots",
+           "is_shell", "parse", "require_parser", "shell_script_of"]
 
 _ASSIGNING = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?(?:(:?[-=?+])([^}]*))?\}"
                   r"|\$([A-Za-z_][A-Za-z0-9_]*)")
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
-
-
-INSTALL_HINT = "pip install 'interlock[shell]'"
-_local = threading.local()
-
-
-def require_parser() -> Any:
-    """A tree-sitter parser for bash (one per thread: parsers are not thread-safe).
-
-    A ConfigError with the install hint when tree-sitter or its bash grammar
-    is missing. The import is checked on every call (a cheap lookup in
-    ``sys.modules``) so an uninstalled parser is noticed even after a first use.
-    """
-    try:
-        import tree_sitter
-        import tree_sitter_bash
-    except ImportError:
-        from interlock._errors import ConfigError
-
-        raise ConfigError("the shell parser (tree-sitter with tree-sitter-bash) is not "
-                          "installed; the destructive-command guard and the path sandbox "
-                          "need it", fix=INSTALL_HINT) from None
-    parser = getattr(_local, "parser", None)
-    if parser is None:
-        parser = tree_sitter.Parser(_language(tree_sitter, tree_sitter_bash))
-        _local.parser = parser
-    return parser
-
-
-@functools.cache
-def _language(tree_sitter: Any, tree_sitter_bash: Any) -> Any:
-    return tree_sitter.Language(tree_sitter_bash.language())
-
-
-class ShellParseError(ValueError):
-    """The script could not be checked (nesting too deep)."""
-
-    def __init__(self, message: str, text: str = "") -> None:
-        super().__init__(message)
-        self.text = text
-        """The part of the script that failed ('' when not one part)."""
-
-
-@dataclass(slots=True)
-class Command:
-    """One simple command as it would run."""
-
-    argv: list[str]
-    """Words after expansion and unwrapping; unknown expansions became ''."""
-    opaque: list[bool]
-    """Per word of argv: True when part of it came from an unknown expansion."""
-    cwd: str
-    """The directory it would run in (``cd`` earlier in the script is tracked)."""
-    redirects: list[tuple[str, str]] = field(default_factory=list)
-    """(operator, expanded target) for file redirections, e.g. ('>', '/dev/sda')."""
-    stdin_text: str | None = None
-    """Literal text on stdin: a heredoc, a here-string, or ``echo ... |``."""
-    upstream: list[Command] = field(default_factory=list)
-    """Commands earlier in the same pipeline (they feed this one's stdin)."""
-    substitutions: list[Command] = field(default_factory=list)
-    """Commands run by $(...), `...` or <(...) inside this command's words."""
-    wrappers: list[str] = field(default_factory=list)
-    """Wrappers that were stripped (sudo, env, xargs ...)."""
-    depth: int = 0
-    """0 for the top-level script; +1 per nested script (bash -c, eval ...)."""
-    via: str = ""
-    """How a nested script was reached: 'bash -c', 'eval', 'heredoc' ..."""
-    fork_bomb: bool = False
-    """A function definition (argv ``["name()"]``) whose body spawns itself."""
-    unparsed: str | None = None
-    """Text the parser could not understand (argv is empty); callers judge it."""
-    error: str = ""
-    """Why it could not be parsed."""
-
-    @property
-    def name(self) -> str:
-        """Basename of argv[0] (``/bin/rm`` -> ``rm``); '' when empty."""
-        return _basename(self.argv[0]) if self.argv else ""
-
-    @property
-    def args(self) -> list[str]:
-        return self.argv[1:]
-
-
-@dataclass
-class _Scope:
-    env: dict[str, str]
-    home: str
-    cwd: str
-    unknown: set[str] = field(default_factory=set)
-    """Variables whose value came (in part) from an unknown expansion."""
-    functions: dict[str, Any] = field(default_factory=dict)
-    aliases: dict[str, str] = field(default_factory=dict)
-    positional: list[str] | None = None
-    """``$1 ...`` inside a called function or after ``set --``; None when unknown."""
-    calling: tuple[str, ...] = ()
-    """Functions and aliases being expanded (a call inside itself is not followed)."""
-    misread: int = 0
-    """Signs that tree-sitter misread the script without reporting an error."""
-
-
 def parse(script: str, *, env: Mapping[str, str] | None = None, home: str = "~",
           cwd: str = "") -> list[Command]:
     """Every simple command ``script`` would run, in order.
@@ -164,7 +79,7 @@ def parse(script: str, *, env: Mapping[str, str] | None = None, home: str = "~",
 @functools.lru_cache(maxsize=512)
 def _parse_cached(script: str, env: tuple[tuple[str, str], ...], home: str,
                   cwd: str) -> tuple[Command, ...]:
-    scope = _Scope(env=dict(env), home=home, cwd=cwd)
+    scope = Scope(env=dict(env), home=home, cwd=cwd)
     try:
         return tuple(_script(script, scope, 0, ""))
     except RecursionError:
@@ -172,7 +87,7 @@ def _parse_cached(script: str, env: tuple[tuple[str, str], ...], home: str,
         raise ShellParseError("the script is nested too deeply to check", script) from None
 
 
-def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _script(script: str, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     if depth > MAX_DEPTH:
         raise ShellParseError(f"scripts nested more than {MAX_DEPTH} deep")
     if not script.strip():
@@ -190,11 +105,6 @@ def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Comman
     if scope.misread > misread and not root.has_error:
         yield Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via,
                       unparsed=script, error="misread: an unquoted word spans lines")
-
-
-@functools.lru_cache(maxsize=1024)
-def _basename(word: str) -> str:
-    return posixpath.basename(word)
 
 
 def _text(node: Any) -> str:
@@ -232,7 +142,7 @@ _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
                        "[[", "]]"})
 
 
-def _node(node: Any, scope: _Scope, depth: int, via: str,
+def _node(node: Any, scope: Scope, depth: int, via: str,
           upstream: list[Command]) -> Iterator[Command]:
     kind = node.type
     if kind == "command":
@@ -248,7 +158,7 @@ def _node(node: Any, scope: _Scope, depth: int, via: str,
     elif kind in ("variable_assignment", "variable_assignments"):
         subs: list[Command] = []
         for name, op, value, unknown in _assignments(node, scope, depth, subs):
-            _assign(scope, name, op, value, unknown)
+            assign(scope, name, op, value, unknown)
         yield from subs
     elif kind == "function_definition":
         yield from _function(node, scope, depth, via, upstream)
@@ -288,7 +198,7 @@ def _flatten_list(node: Any) -> list[Any]:
     return parts
 
 
-def _pipeline(parts: list[Any], scope: _Scope, depth: int, via: str,
+def _pipeline(parts: list[Any], scope: Scope, depth: int, via: str,
               seen: list[Command]) -> Iterator[Command]:
     """Each part, knowing the commands earlier in the pipeline (they feed its stdin)."""
     for part in parts:
@@ -299,14 +209,14 @@ def _pipeline(parts: list[Any], scope: _Scope, depth: int, via: str,
         seen.extend(c for c in out if c.depth == depth and c.via == via)
 
 
-def _redirected(node: Any, scope: _Scope, depth: int, via: str,
+def _redirected(node: Any, scope: Scope, depth: int, via: str,
                 upstream: list[Command]) -> Iterator[Command]:
     body = node.child_by_field_name("body")
     redirects = [c for c in node.named_children if c.type in _REDIRECTS]
     yield from _with_redirects(body, redirects, scope, depth, via, upstream)
 
 
-def _with_redirects(body: Any, redirects: list[Any], scope: _Scope, depth: int, via: str,
+def _with_redirects(body: Any, redirects: list[Any], scope: Scope, depth: int, via: str,
                     upstream: list[Command]) -> Iterator[Command]:
     """``body`` run with ``redirects``.
 
@@ -354,7 +264,7 @@ def _with_redirects(body: Any, redirects: list[Any], scope: _Scope, depth: int, 
     yield from _continue(then, bare, scope, depth, via)
 
 
-def _redirect(node: Any, cmd: Command, scope: _Scope, depth: int, subs: list[Command],
+def _redirect(node: Any, cmd: Command, scope: Scope, depth: int, subs: list[Command],
               then: list[Any]) -> None:
     """Record one redirection on ``cmd``; words after a file redirection's target
     are more arguments (``cat > out file``); what follows a heredoc's opening
@@ -392,7 +302,7 @@ def _redirect(node: Any, cmd: Command, scope: _Scope, depth: int, subs: list[Com
         cmd.opaque.append(unknown)
 
 
-def _continue(then: list[Any], cmd: Command, scope: _Scope, depth: int,
+def _continue(then: list[Any], cmd: Command, scope: Scope, depth: int,
               via: str) -> Iterator[Command]:
     for node in then:
         if node.type == "pipeline":
@@ -401,7 +311,7 @@ def _continue(then: list[Any], cmd: Command, scope: _Scope, depth: int,
             yield from _node(node, scope, depth, via, [])
 
 
-def _function(node: Any, scope: _Scope, depth: int, via: str,
+def _function(node: Any, scope: Scope, depth: int, via: str,
               upstream: list[Command]) -> Iterator[Command]:
     name_node = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
@@ -436,7 +346,7 @@ def _spawns_self(body: Any, name: str) -> bool:
     return calls >= 2 or (calls >= 1 and (piped or background))
 
 
-def _for(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _for(node: Any, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     var_node = node.child_by_field_name("variable")
     var = _text(var_node) if var_node is not None else ""
     subs: list[Command] = []
@@ -453,7 +363,7 @@ def _for(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
             yield from _node(body, scope, depth, via, [])
 
 
-def _stdin_of(redirects: list[Any], scope: _Scope, depth: int,
+def _stdin_of(redirects: list[Any], scope: Scope, depth: int,
               subs: list[Command]) -> str | None:
     """The text a compound command reads on stdin: ``<<< text``, ``< <(echo /)``."""
     for redirect in redirects:
@@ -473,32 +383,7 @@ def _stdin_of(redirects: list[Any], scope: _Scope, depth: int,
     return None
 
 
-def _listed(cmd: Command) -> str | None:
-    """What a ``while read`` loop fed by ``find ROOT`` or ``ls DIR`` reads, as a stand-in:
-    find's root (its entries are paths under it) or ``*`` (ls prints names)."""
-    if cmd.name == "find":
-        roots = find_roots(cmd.args)
-        return roots[0] if roots else cmd.cwd or None
-    if cmd.name == "ls":
-        return "*"
-    return None
-
-
-def find_roots(args: list[str]) -> list[str]:
-    """The starting points of ``find [-H|-L|-P|-D x|-Ox] ROOT... EXPR``."""
-    i = 0
-    while (i < len(args) and args[i] in ("-H", "-L", "-P", "-D")) or \
-            (i < len(args) and re.fullmatch(r"-O\d*", args[i])):
-        i += 2 if args[i] == "-D" else 1
-    roots: list[str] = []
-    for a in args[i:]:
-        if a.startswith(("-", "(", "!", ")")) or a == ",":
-            break
-        roots.append(a)
-    return roots
-
-
-def _while(node: Any, scope: _Scope, depth: int, via: str, upstream: list[Command],
+def _while(node: Any, scope: Scope, depth: int, via: str, upstream: list[Command],
            stdin: str | None) -> Iterator[Command]:
     """``... | while read x; do ...; done``: the body once per line read, when known."""
     cond = node.child_by_field_name("condition")
@@ -510,7 +395,7 @@ def _while(node: Any, scope: _Scope, depth: int, via: str, upstream: list[Comman
             probe = Command(argv=[], opaque=[], cwd=scope.cwd)
             for child in cond.children_by_field_name("argument"):
                 _word_fields(child, probe, scope, depth, [])
-            names = _read_names(probe.argv)
+            names = read_names(probe.argv)
     if names is None or body is None:
         for child in node.named_children:
             if child.type != "comment":
@@ -520,15 +405,15 @@ def _while(node: Any, scope: _Scope, depth: int, via: str, upstream: list[Comman
     if stdin is None and upstream:
         stdin = literal_output(upstream[-1])
         if stdin is None:
-            stdin = _listed(upstream[-1])
+            stdin = listed(upstream[-1])
     if stdin is not None:
         lines = [*[line for line in stdin.splitlines() if line.strip()][:16]] or [None]
     for line in lines:
-        _read_into(scope, names, line)
+        read_into(scope, names, line)
         yield from _node(body, scope, depth, via, [])
 
 
-def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _test(node: Any, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     """``[[ -f x ]]`` runs nothing, but its words name paths (seen as ``test ...``)."""
     subs: list[Command] = []
     argv, opaque = ["test"], [False]
@@ -551,7 +436,7 @@ def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
     yield Command(argv=argv, opaque=opaque, cwd=scope.cwd, depth=depth, via=via)
 
 
-def _assignments(node: Any, scope: _Scope, depth: int,
+def _assignments(node: Any, scope: Scope, depth: int,
                  subs: list[Command]) -> Iterator[tuple[str, str, str, bool]]:
     """(name, '=' or '+=', expanded value, unknown) of each variable_assignment in ``node``."""
     nodes = [node] if node.type == "variable_assignment" else [
@@ -570,15 +455,7 @@ def _assignments(node: Any, scope: _Scope, depth: int,
         yield name, op, value, unknown
 
 
-def _assign(scope: _Scope, name: str, op: str, value: str, unknown: bool = False) -> None:
-    scope.env[name] = scope.env.get(name, "") + value if op == "+=" else value
-    if unknown:
-        scope.unknown.add(name)
-    else:
-        scope.unknown.discard(name)
-
-
-def _declaration(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _declaration(node: Any, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     """``export X=1``, ``local -r Y=$(pwd)``, ``unset X``: a command like any other."""
     argv = [_text(node.children[0])]
     opaque = [False]
@@ -601,7 +478,7 @@ def _declaration(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Com
     yield from _finish(cmd, scope, depth)
 
 
-def _command(node: Any, redirects: list[Any], scope: _Scope, depth: int, via: str,
+def _command(node: Any, redirects: list[Any], scope: Scope, depth: int, via: str,
              upstream: list[Command]) -> Iterator[Command]:
     cmd = Command(argv=[], opaque=[], cwd=scope.cwd, upstream=upstream, depth=depth, via=via)
     subs: list[Command] = []
@@ -621,7 +498,7 @@ def _command(node: Any, redirects: list[Any], scope: _Scope, depth: int, via: st
     for redirect in redirects:
         _redirect(redirect, cmd, scope, depth, subs, then)
     for name, op, value, unknown in assignments:
-        _assign(scope, name, op, value, unknown)
+        assign(scope, name, op, value, unknown)
     yield from subs
     cmd.substitutions = subs
     if cmd.argv:
@@ -637,7 +514,7 @@ _SPECIAL = re.compile(r"[\\~{}$`'\"\n]")
 _SPLIT_KINDS = frozenset({"simple_expansion", "expansion", "command_substitution"})
 
 
-def _word_fields(node: Any, cmd: Command, scope: _Scope, depth: int,
+def _word_fields(node: Any, cmd: Command, scope: Scope, depth: int,
                  subs: list[Command]) -> None:
     """Append the words ``node`` becomes to ``cmd``: bash splits an unquoted
     expansion on IFS (``c="rm -rf ~"; $c``), expands braces (``/{etc,usr}``),
@@ -664,7 +541,7 @@ def _word_fields(node: Any, cmd: Command, scope: _Scope, depth: int,
         cmd.opaque.append(unknown)
 
 
-def _finish(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+def _finish(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
     """Unwrap ``cmd``, apply what it does to the shell's state, then its nested script."""
     unwrap(cmd)
     if cmd.wrappers[-1:] == ["coproc"]:
@@ -685,62 +562,21 @@ def _finish(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
         for word, unknown in zip(cmd.args, cmd.opaque[1:], strict=False):
             m = _ASSIGNMENT.match(word)
             if m:
-                _assign(scope, m.group(1), m.group(2), m.group(3), unknown)
+                assign(scope, m.group(1), m.group(2), m.group(3), unknown)
     if cmd.name == "cd" and cmd.args:
         target = cmd.args[-1]
         scope.cwd = posixpath.normpath(posixpath.join(scope.cwd or "/", target))
     elif cmd.name == "unset":
         for word in cmd.args:
             scope.env.pop(word, None)
-    _state(cmd, scope)
+    apply_state(cmd, scope)
     yield cmd
     if cmd.argv and cmd.argv[0] in scope.functions and not cmd.opaque[0]:
         yield from _call(cmd, scope, depth)
     yield from _nested(cmd, scope, depth)
 
 
-def _state(cmd: Command, scope: _Scope) -> None:
-    """What ``alias``, ``set --`` and ``read`` do to the shell's state."""
-    name, args = cmd.name, cmd.args
-    if name == "alias":
-        for word in args:
-            alias, eq, value = word.partition("=")
-            if eq:
-                scope.aliases[alias] = value
-    elif name == "set" and args and (args[0] == "--" or not args[0].startswith(("-", "+"))):
-        scope.positional = args[1:] if args[0] == "--" else list(args)
-    elif name == "read":
-        names = _read_names(args)
-        line = (cmd.stdin_text or "").split("\n", 1)[0] if cmd.stdin_text is not None \
-            else None
-        _read_into(scope, names, line)
-
-
-def _read_names(args: list[str]) -> list[str]:
-    names: list[str] = []
-    i = 0
-    while i < len(args):
-        a = args[i]
-        if a in ("-a", "-d", "-i", "-n", "-N", "-p", "-t", "-u"):
-            i += 2
-            continue
-        if not a.startswith("-"):
-            names.append(a)
-        i += 1
-    return names or ["REPLY"]
-
-
-def _read_into(scope: _Scope, names: list[str], line: str | None) -> None:
-    if line is None:
-        for n in names:
-            _assign(scope, n, "=", "", unknown=True)
-        return
-    fields = line.split(None, len(names) - 1) if len(names) > 1 else [line.strip()]
-    for i, n in enumerate(names):
-        _assign(scope, n, "=", fields[i] if i < len(fields) else "")
-
-
-def _alias(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+def _alias(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
     """An alias defined earlier, expanded as bash would (its text, then the words)."""
     import shlex
 
@@ -754,7 +590,7 @@ def _alias(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
         scope.calling = outer
 
 
-def _call(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+def _call(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
     """A function defined earlier, run with its arguments as ``$1 ...``."""
     name = cmd.argv[0]
     if name in scope.calling or depth + len(scope.calling) > MAX_DEPTH:
@@ -777,7 +613,7 @@ _UNQUOTED_ESCAPE = re.compile(r"\\(.)", re.S)
 _SIMPLE_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
-def _expand(word: Any, scope: _Scope, depth: int,
+def _expand(word: Any, scope: Scope, depth: int,
             subs: list[Command] | None = None) -> tuple[str, bool]:
     """A word's value and whether part of it is unknown."""
     state = _Word(scope, depth, subs if subs is not None else [])
@@ -787,7 +623,7 @@ def _expand(word: Any, scope: _Scope, depth: int,
     return value, state.opaque
 
 
-def _expand_inner(node: Any, scope: _Scope, depth: int, subs: list[Command]) -> None:
+def _expand_inner(node: Any, scope: Scope, depth: int, subs: list[Command]) -> None:
     """Walk the substitutions inside ``node`` (a heredoc body) for what they run."""
     for child in node.named_children:
         if child.type in ("command_substitution", "process_substitution"):
@@ -797,7 +633,7 @@ def _expand_inner(node: Any, scope: _Scope, depth: int, subs: list[Command]) -> 
 class _Word:
     """One word's expansion: its text, gathered piece by piece."""
 
-    def __init__(self, scope: _Scope, depth: int, subs: list[Command]) -> None:
+    def __init__(self, scope: Scope, depth: int, subs: list[Command]) -> None:
         self.scope = scope
         self.depth = depth
         self.subs = subs
@@ -817,7 +653,7 @@ class _Word:
         if kind == "raw_string":
             return _text(node)[1:-1]
         if kind == "ansi_c_string":
-            return _decode_ansi_c(_text(node)[2:-1])
+            return decode_ansi_c(_text(node)[2:-1])
         if kind == "string_content":
             return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1),
                                   _text(node))
@@ -861,7 +697,7 @@ class _Word:
     def variable(self, node: Any) -> str:
         text = _text(node)
         scope = self.scope
-        positional = _positional(text, scope.positional)
+        positional = positional_value(text, scope.positional)
         if positional is not None:
             return positional
         m = _VAR.fullmatch(text)
@@ -906,62 +742,11 @@ class _Word:
         return known.strip()
 
 
-_POSITIONAL = re.compile(r"\$(?:(\d)|\{(\d+)\}|([@*])|\{([@*])\})")
-
-
-def _positional(text: str, positional: list[str] | None) -> str | None:
-    """``$1``, ``${2}``, ``$@``, ``$*`` when the parameters are known."""
-    if positional is None:
-        return None
-    m = _POSITIONAL.fullmatch(text)
-    if m is None:
-        return None
-    digit = m.group(1) or m.group(2)
-    if digit is not None:
-        i = int(digit)
-        return positional[i - 1] if 0 < i <= len(positional) else ""
-    return " ".join(positional)
-
-
-def _decode_ansi_c(raw: str) -> str:
-    try:
-        return raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except UnicodeDecodeError:
-        return raw
-
-
-@functools.lru_cache(maxsize=512)
-def is_shell(name: str) -> bool:
-    """``bash``, ``sh``, ``zsh5.9``, ``dash`` ..."""
-    return name in SHELLS or re.fullmatch(r"(ba|z|da|k)?sh\d*(\.\d+)?", name) is not None
-
-
-def shell_script_of(cmd: Command) -> tuple[str, str] | None:
-    """The script a shell/eval command runs, with how it got it; None if unknown."""
-    name = cmd.name
-    if name == "eval":
-        return " ".join(cmd.args), "eval"
-    # `$SHELL -c ...` / `$(which bash) -c ...`: a computed name with -c is a shell.
-    computed = bool(cmd.opaque and cmd.opaque[0]) and "-c" in cmd.args
-    if computed or is_shell(name):
-        args = cmd.args
-        for i, word in enumerate(args):
-            if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-                return (args[i + 1], f"{name} -c") if i + 1 < len(args) else None
-            if not word.startswith("-"):
-                return None  # a script file: not ours to read
-        if cmd.stdin_text is not None:
-            return cmd.stdin_text, f"{name} <stdin>"
-    if name in ("source", ".") and cmd.stdin_text is not None:
-        return cmd.stdin_text, name
-    return None
-
-
-def _nested(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+def _nested(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
     found = shell_script_of(cmd)
     if found is None:
         return
     script, via = found
-    inner = _Scope(env=dict(scope.env), home=scope.home, cwd=scope.cwd,
+    inner = Scope(env=dict(scope.env), home=scope.home, cwd=scope.cwd,
                    functions=dict(scope.functions))
     yield from _script(script, inner, depth + 1, via)
