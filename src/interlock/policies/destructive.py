@@ -168,7 +168,7 @@ for _rule, _names in (
         (fs.disk, fs.DISK_TOOLS),
         (fs.files, fs.FILE_WRITERS),
         (fs.rsync, {"rsync"}),
-        (fs.kill, {"kill", "killall5"}),
+        (fs.kill, fs.KILLERS),
         (fs.git_push, {"git"}),
         (database, DB_CLIENTS)):
     for _name in _names:

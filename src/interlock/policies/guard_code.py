@@ -108,7 +108,10 @@ def program_of(cmd: Command) -> Program | None:
             return Program("shell", "arg", nxt, opaque=nxt_unknown)
         if lang == "shell" and a.startswith("-") and "s" in a[1:] and not a.startswith("--"):
             return Program("shell", "stdin", cmd.stdin_text)
-        if a in code_opts or (lang == "perl" and re.fullmatch(r"-[a-zA-Z0-9]*[eE]", a)):
+        if a in code_opts or (lang in ("perl", "ruby", "node") and
+                              re.fullmatch(r"-[a-zA-Z0-9]*[eE]", a)):
+            return Program(lang, "arg", nxt, opaque=nxt_unknown)
+        if lang == "python" and re.fullmatch(r"-[a-zA-Z]*c", a):  # -c, -Ic, -uc
             return Program(lang, "arg", nxt, opaque=nxt_unknown)
         if lang == "python" and a.startswith("-c") and len(a) > 2:
             return Program(lang, "arg", a[2:], opaque=unknown)
@@ -310,6 +313,9 @@ _SHELL_CALL = re.compile(
     r"getoutput|getstatusoutput)|execSync|execFileSync|spawnSync|exec|spawn|execFile|system|"
     r"shell_exec|passthru|popen|proc_open|os\.execute|io\.popen|IO\.popen|Open3\.\w+|"
     r"Deno\.run|Bun\.spawnSync|Bun\.spawn)\s*\(")
+_EVAL = re.compile(r"\b(?:exec|eval|compile|runInThisContext|Function)\b\s*[(),]|\.then\(\s*eval")
+_FETCH = re.compile(r"\b(?:urlopen|urlretrieve|requests\.get|httpx\.get|fetch\s*\(|https?\.get|"
+                    r"Net::HTTP|open-uri|URI\.open|LWP::|file_get_contents\(\s*['\"]https?:)")
 _BARE_SYSTEM = re.compile(r"\b(?:system|exec|qx)\s*[\"'({]|\bsystem\s*\(")
 _BACKTICKS = re.compile(r"`([^`]*)`|%x\{([^}]*)\}|qx\{([^}]*)\}|qx\(([^)]*)\)")
 _RECURSIVE_DELETE = re.compile(
@@ -396,6 +402,9 @@ def analyse(lang: str, code: str, cmd: Command, ctx: Context,
     """Inline code: fork bombs, shell commands it runs, deletions of protected targets."""
     if _FORK_BOMB.search(code):
         return ctx.finding("fork-bomb", f"`{cmd.name}` code forks without end", cmd.name)
+    if _EVAL.search(code) and _FETCH.search(code):
+        return ctx.finding("download-exec", f"`{cmd.name}` code runs what it downloads",
+                           next((lit for lit in _literals(code) if "://" in lit), ""))
     shell_texts: list[str] = []
     for m in _SHELL_CALL.finditer(code):
         args = _args_at(code, m.end())

@@ -58,10 +58,16 @@ def rm(cmd: Command, ctx: Context) -> Finding | None:
     return None
 
 
+_ACTIONS = frozenset({"-delete", "-exec", "-execdir", "-ok", "-okdir"})
+
+
 def _narrow(expr: list[str]) -> bool:
-    """A ``-name``/``-iname`` filter on one literal name (or a junk pattern), with no ``-o``."""
+    """A ``-name``/``-iname`` filter on one literal name (or a junk pattern), with no
+    ``-o``, before the action (``find ~ -delete -name x`` deletes everything first)."""
     if any(a in ("-o", "-or", ",", "-not", "!") for a in expr):
         return False
+    first_action = next((i for i, a in enumerate(expr) if a in _ACTIONS), len(expr))
+    expr = expr[:first_action]
     names = [expr[i + 1] for i, a in enumerate(expr[:-1]) if a in ("-name", "-iname")]
     return bool(names) and all(_NARROW_NAME.fullmatch(n) for n in names)
 
@@ -169,6 +175,7 @@ def _flags(args: list[str]) -> set[str]:
 
 
 FORMATTERS = ("mkfs", "mke2fs", "mkswap", "mkdosfs", "mkntfs", "mkexfatfs", "mkfs.")
+KILLERS = frozenset({"kill", "killall5", "pkill", "killall"})
 DISK_TOOLS = frozenset({"wipefs", "blkdiscard", "cryptsetup", "sgdisk", "gdisk", "fdisk",
                         "sfdisk", "parted", "cfdisk", "hdparm", "nvme", "dd", "cp", "mv",
                         "install", "rsync", "tee", "shred", "pv"})
@@ -285,6 +292,22 @@ def rsync(cmd: Command, ctx: Context) -> Finding | None:
 def kill(cmd: Command, ctx: Context) -> Finding | None:
     if cmd.name == "killall5":
         return ctx.finding("kill-all", "`killall5` signals every process", "all processes")
+    if cmd.name in ("pkill", "killall"):
+        # `pkill -u alice`, `killall -u alice`: every process of a user, the agent's too.
+        args = cmd.args
+        takes = {"-u", "-U", "--user", "--uid", "-s", "--signal", "-g", "-G", "-t", "-P",
+                 "--parent", "-o", "-y", "--older-than", "--younger-than", "-n"}
+        rest: list[str] = []
+        i = 0
+        while i < len(args):
+            i, word = (i + 2, "") if args[i] in takes else (i + 1, args[i])
+            if word and not word.startswith("-"):
+                rest.append(word)
+        user = any(a in ("-u", "-U", "--user", "--uid") for a in args)
+        if user and (not rest or all(r in (".", ".*", "") for r in rest)):
+            return ctx.finding("kill-all", f"`{cmd.name} -u` signals every process of a user",
+                               "all of a user's processes")
+        return None
     if cmd.name != "kill":
         return None
     args = cmd.args
