@@ -563,7 +563,7 @@ def _finish(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
             m = _ASSIGNMENT.match(word)
             if m:
                 assign(scope, m.group(1), m.group(2), m.group(3), unknown)
-    if cmd.name == "cd" and cmd.args:
+    if cmd.name in ("cd", "pushd") and cmd.args and not cmd.args[-1].startswith(("-", "+")):
         target = cmd.args[-1]
         scope.cwd = posixpath.normpath(posixpath.join(scope.cwd or "/", target))
     elif cmd.name == "unset":
