@@ -122,6 +122,12 @@ def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
 
 
+def as_text(value: Any) -> str:
+    """A tool result as the text a host shows the model in its place (never empty)."""
+    text = value if isinstance(value, str) else dumps(value)
+    return text or "[tool output removed by policy]"
+
+
 def tool_name(system: str, name: Any) -> str:
     """Interlock's name for the host's tool, so one matcher such as ``terminal``
     covers every agent's shell; arguments keep the host's shape."""

@@ -11,6 +11,7 @@ from interlock.bridge._common import (
     Reply,
     Result,
     as_args,
+    as_text,
     common_fields,
     dumps,
     tool_name,
@@ -148,8 +149,13 @@ def answer(host: str, payload: dict[str, Any], r: Result, *, strict: bool = Fals
         if event in ("before_stop", "subagent_stop") and r.decision == "block":
             # Block means "keep working"; the reason is the next instruction.
             return Reply(dumps({"decision": "block", "reason": r.reason or r.block_text()}))
+        if strict and host in _CODEX_STOP_BLOCKS:
+            # Codex's schemas for these have no `decision`, and it fails open on
+            # one; `continue: false` is what stops them.
+            text = r.block_text()
+            return Reply(dumps({"continue": False, "stopReason": text}), text + "\n", 0)
         reply = deny(host, r.block_text())
-        if r.decision == "stop" and not strict:  # the run ends (Codex rejects `continue`)
+        if r.decision == "stop" and not (strict and host in _CODEX_NO_CONTINUE):
             import json
 
             body = {**json.loads(reply.stdout), "continue": False, "stopReason": r.block_text()}
@@ -165,8 +171,13 @@ def answer(host: str, payload: dict[str, Any], r: Result, *, strict: bool = Fals
             return Reply(dumps(_specific(host, decision=decision)))
         problem = unapplied(r, ("args",) if not strict else ())
         return deny(host, problem) if problem else Reply()
-    return _other_answer(host, r, ctx)
+    return _other_answer(host, r, ctx, strict)
 
+
+# Codex rejects `continue` / `stopReason` only here; elsewhere they stop the run.
+_CODEX_NO_CONTINUE = frozenset({"PreToolUse", "PermissionRequest"})
+# Codex events whose only way to refuse is `continue: false`.
+_CODEX_STOP_BLOCKS = frozenset({"PreCompact", "SessionStart", "SubagentStart"})
 
 _REWRITE_ASK = "Interlock: policy changed this call's arguments; confirm the changed call"
 _REWRITE_DENY = ("Interlock: policy changed this call's arguments and nothing approved the "
@@ -202,9 +213,18 @@ def _tool_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     return Reply(dumps(_specific(host, **out)) if out else "")
 
 
-def _other_answer(host: str, r: Result, ctx: str) -> Reply:
+def _other_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     event = r.event
     out: dict[str, Any] = {}
+    if strict and event == "after_tool_call" and "result" in r.changes:
+        # Codex has no updatedToolOutput (its PostToolUse schema rejects it and
+        # then lets the original output through); a block's reason is what the
+        # model sees in place of the output, so the rewritten result goes there.
+        body: dict[str, Any] = {"decision": "block", "reason": as_text(r.changes["result"])}
+        if ctx:
+            body.update(_specific(host, additionalContext=ctx))
+        problem = unapplied(r, ("result",))
+        return deny(host, problem) if problem else Reply(dumps(body))
     mapping = {"after_tool_call": {"result": "updatedToolOutput"},
                "session_start": {"initial_message": "initialUserMessage",
                                  "watch_paths": "watchPaths"}}.get(event, {})

@@ -8,7 +8,7 @@ be expressed, so it is denied. Sources: docs/dialects.md and docs/one-policy.md.
 from __future__ import annotations
 
 from interlock.bridge import claude
-from interlock.bridge._common import Reply, Result, dumps, merge_covers, unapplied
+from interlock.bridge._common import Reply, Result, as_text, dumps, merge_covers, unapplied
 
 # typing is not imported at run time: it costs the bridge ~3 ms at start-up.
 TYPE_CHECKING = False
@@ -28,6 +28,10 @@ NO_EFFECT = frozenset({
     'AfterAgent', 'Notification', 'SessionEnd'})
 
 host_event = claude.host_event
+
+# Events where Gemini reads `decision` and `continue` (elsewhere it ignores them).
+_FLOW = frozenset({"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "BeforeModel",
+                   "AfterModel", "BeforeToolSelection"})
 
 
 def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -50,6 +54,11 @@ def deny(host: str, text: str) -> Reply:
 
 
 def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
+    if r.decision == "stop" and host in _FLOW:
+        # continue: false ends the agent's run (a deny on AfterAgent would
+        # instead send the reason back as a new prompt: the opposite).
+        text = r.block_text()
+        return Reply(dumps({"continue": False, "stopReason": text}), text + "\n", 0)
     if r.ends or r.decision in ("respond", "ask"):
         # Gemini's "ask" is not documented everywhere; a person may not be there.
         if r.event == "before_stop" and r.decision == "block":
@@ -59,15 +68,18 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
     problem = unapplied(r, fields)
     if problem:
         return deny(host, problem)
+    ctx = r.context_text()
+    if "result" in r.changes:
+        # Gemini never reads a rewritten tool output; the reason of an AfterTool
+        # deny is what the model gets instead of the result, so it carries it.
+        text = as_text(r.changes["result"])
+        return Reply(dumps({"decision": "deny", "reason": f"{text}\n\n{ctx}" if ctx else text}))
     specific: dict[str, Any] = {}
     if "args" in r.changes:
         if not merge_covers(payload.get("tool_input"), r.changes["args"]):
             return deny(host, "Interlock: policy removed tool arguments, which Gemini's "
                               "merge cannot express; denied rather than run unchanged")
         specific["tool_input"] = r.changes["args"]
-    if "result" in r.changes:
-        specific["tool_output"] = r.changes["result"]
-    ctx = r.context_text()
     if ctx:
         specific["additionalContext"] = ctx
     out: dict[str, Any] = {}

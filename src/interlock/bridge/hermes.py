@@ -30,6 +30,16 @@ NO_EFFECT = frozenset({
     'on_session_finalize', 'on_session_reset', 'post_approval_response',
     'post_llm_call', 'pre_verify', 'session:compress', 'subagent_stop'})
 
+# Host events where Hermes reads nothing but `context` from a shell hook: a
+# block or a rewrite the bridge answers there has no effect (a rewrite there
+# is refused at `bridge install`).
+DENY_IGNORED = frozenset({
+    "post_tool_call", "transform_terminal_output", "transform_tool_result",
+    "transform_llm_output", "pre_llm_call", "post_llm_call", "pre_api_request",
+    "post_api_request", "api_request_error", "on_session_start", "on_session_end",
+    "on_session_finalize", "on_session_reset", "subagent_start", "subagent_stop",
+    "pre_gateway_dispatch", "pre_approval_request", "post_approval_response"})
+
 
 def host_event(payload: dict[str, Any]) -> str:
     return str(payload.get("hook_event_name") or "")
@@ -78,6 +88,12 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
         return deny(host, r.block_text())
     problem = unapplied(r, ())
     if problem:
+        if host != "pre_tool_call":
+            # Hermes reads only `context` here, so nothing can stop the original
+            # (a post_tool_call result, say) going on: `bridge install hermes`
+            # refuses such a policy; this is the loud last resort.
+            text = f"{problem} (Hermes cannot apply it on {host}; the original went on)"
+            return Reply(dumps({"context": text}), text + "\n", 0)
         return deny(host, problem)
     ctx = r.context_text()
     return Reply(dumps({"context": ctx}) if ctx else "")

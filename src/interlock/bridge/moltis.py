@@ -26,6 +26,13 @@ NO_EFFECT = frozenset({
     'AfterCompaction', 'AgentEnd', 'GatewayStart', 'GatewayStop', 'MessageSent',
     'SessionEnd'})
 
+# Events Moltis runs read-only: it ignores exit 1 and `modify` there, so a
+# rewrite the bridge answers is lost (refused at `bridge install`). A tool
+# result is rewritten on ToolResultPersist, never on AfterToolCall.
+DENY_IGNORED = frozenset({
+    "AfterToolCall", "SessionStart", "SessionEnd", "AgentEnd", "AfterCompaction",
+    "MessageSent", "Command", "GatewayStart", "GatewayStop"})
+
 
 def host_event(payload: dict[str, Any]) -> str:
     return str(payload.get("event") or "")
@@ -90,8 +97,8 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
         return deny(host, problem)
     if field and field in r.changes:
         value = r.changes[field]
-        data = value if field == "args" else {"content": value}
-        if field == "result":
-            data = {"result": value}
+        # BeforeToolCall and ToolResultPersist take the new value itself as
+        # `data`; the message events take {"content": ...}.
+        data = value if field in ("args", "result") else {"content": value}
         return Reply(dumps({"action": "modify", "data": data}))
     return Reply("")
