@@ -45,7 +45,8 @@ def test_codex_structured_result_rewrite_is_sent_as_json_text() -> None:
 def test_codex_result_rewrite_to_nothing_still_hides_the_output() -> None:
     # An empty reason is a failure in Codex, which then fails open.
     body = json.loads(host("codex").answer("PostToolUse", {}, rewrite("")).stdout)
-    assert body["decision"] == "block" and body["reason"]
+    assert body["decision"] == "block"
+    assert body["reason"]
 
 
 def test_codex_result_rewrite_keeps_context() -> None:
@@ -80,7 +81,8 @@ def test_moltis_tool_result_persist_data_is_the_result_itself() -> None:
 
 def test_moltis_after_tool_call_rewrite_is_never_a_silent_pass() -> None:
     reply = host("moltis").answer("AfterToolCall", {}, rewrite(REDACTED))
-    assert reply.code == 1 and "cannot" in reply.stderr  # logged by Moltis, not applied
+    assert reply.code == 1  # logged by Moltis, not applied
+    assert "cannot" in reply.stderr
     assert "AfterToolCall" in host("moltis").DENY_IGNORED
 
 
@@ -109,7 +111,8 @@ def test_install_refuses_a_result_rewrite_the_agent_would_drop(
     with pytest.raises(ConfigError) as err:
         install(agent, root)
     text = str(err.value)
-    assert "redact-output" in text and "after_tool_call" in text and "post_tool_call" in text
+    for needle in ("redact-output", "after_tool_call", "post_tool_call"):
+        assert needle in text
     assert not (tmp_path / "hermes" / "config.yaml").exists()  # nothing half-written
 
 

@@ -22,7 +22,7 @@ def unfit(agent: str, project: Path, host_events: tuple[str, ...]) -> list[str]:
     cannot apply there, one line per hook and event."""
     from interlock.bridge import host
 
-    ignored = getattr(host(agent), "DENY_IGNORED", frozenset())
+    ignored: frozenset[str] = getattr(host(agent), "DENY_IGNORED", frozenset())
     watched = {spec.name: (he, spec.mutable) for he in host_events if he in ignored
                for spec in from_alias(agent, he) if spec.mutable}
     if not watched:
