@@ -55,6 +55,10 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["turn_id"] = p.get("prompt_id")
     if "tool_name" in p:
         out["tool_name"] = tool_name(system, p["tool_name"])
+        if system == "gemini" and "mcp_context" in p:  # mcp_<server>_<tool> is ambiguous
+            from interlock.toolnames import gemini_mcp_name
+
+            out["tool_name"] = gemini_mcp_name(out["tool_name"], p["mcp_context"])
         out["args"] = as_args(p.get("tool_input"))
         out["tool_call_id"] = p.get("tool_use_id") or p.get("tool_call_id") or ""
     if event == "after_tool_call":

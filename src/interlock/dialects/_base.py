@@ -12,7 +12,7 @@ import msgspec
 from interlock._catalog import BY_NAME, COMMON, names_in
 from interlock._decisions import RANK, Decision, Verdict, context, modify
 from interlock._errors import ContractError
-from interlock.toolnames import host_names, to_host, to_ours
+from interlock.toolnames import args_to_host, args_to_ours, host_names, to_host, to_ours
 
 if TYPE_CHECKING:
     from interlock._hooks import Invocation
@@ -49,6 +49,17 @@ class BaseDialect:
     def tool_from_host(self, tool: str) -> str:
         """Interlock's name for a host tool name (interlock.toolnames)."""
         return to_ours(self.system, tool)
+
+    def host_args(self, invocation: Invocation) -> dict[str, Any]:
+        """The event's tool arguments with the host's argument names (``file_path``...)."""
+        ev = invocation.event
+        return args_to_host(self.system, getattr(ev, "tool_name", ""), getattr(ev, "args", {}))
+
+    def our_args(self, invocation: Invocation, answer: dict[str, Any]) -> dict[str, Any]:
+        """A rewrite of the arguments the script answered, back in Interlock's names."""
+        ev = invocation.event
+        return args_to_ours(self.system, getattr(ev, "tool_name", ""),
+                            getattr(ev, "args", {}), answer)
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:

@@ -108,6 +108,8 @@ class ClaudeDialect(BaseDialect):
         body.update(extra_fields(invocation, _RENAMES.get(ev.name, {}), _SKIP))
         if "tool_name" in body:
             body["tool_name"] = self.tool_name(body["tool_name"])
+            if isinstance(body.get("tool_input"), dict):
+                body["tool_input"] = self.host_args(invocation)
         self.adapt(invocation, body)
         return dump(body)
 
@@ -258,7 +260,7 @@ class ClaudeDialect(BaseDialect):
         if updated is not None:
             require_modifies(invocation, name, "updatedInput")
             self.check_rewrite(invocation)
-            changes["args"] = updated
+            changes["args"] = self.our_args(invocation, updated)
         if verdict is None or verdict == "defer":
             return
         if verdict == "deny":

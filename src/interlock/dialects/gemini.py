@@ -58,7 +58,12 @@ class GeminiDialect(BaseDialect):
         name = ev.name
         if "tool_name" in data:
             body["tool_name"] = self.tool_name(data["tool_name"])
-            body["tool_input"] = data["args"]
+            body["tool_input"] = self.host_args(invocation)
+            server, sep, tool = data["tool_name"].removeprefix("mcp__").partition("__")
+            if data["tool_name"].startswith("mcp__") and sep:
+                # Gemini names MCP tools mcp_<server>_<tool> and says which is which.
+                body["tool_name"] = f"mcp_{server}_{tool}"
+                body["mcp_context"] = {"server_name": server, "tool_name": tool}
         if name == "after_tool_call":
             result = data["result"]
             body["tool_response"] = {
@@ -146,7 +151,7 @@ class GeminiDialect(BaseDialect):
             require_modifies(invocation, name, "hookSpecificOutput.tool_input")
             new = need_object(invocation, name, hso["tool_input"], "tool_input")
             # Gemini merges these keys over the model's arguments.
-            changes["args"] = {**getattr(ev, "args", {}), **new}
+            changes["args"] = {**getattr(ev, "args", {}), **self.our_args(invocation, new)}
         elif ev.name == "after_tool_call" and "tool_output" in hso:
             require_modifies(invocation, name, "hookSpecificOutput.tool_output")
             changes["result"] = hso["tool_output"]

@@ -61,7 +61,7 @@ class HermesDialect(BaseDialect):
         body = {
             "hook_event_name": event,
             "tool_name": self.tool_name(tool) if tool is not None else None,
-            "tool_input": getattr(ev, "args", None) if tool is not None else None,
+            "tool_input": self.host_args(invocation) if tool is not None else None,
             "session_id": session_id(invocation),
             "cwd": ev.cwd or project_dir,
             "profile": "default",
@@ -144,7 +144,8 @@ class HermesDialect(BaseDialect):
         require_modifies(invocation, self.name, f"modify ({key})")
         new = need_object(invocation, self.name, new, key)
         # Hermes merges a modify over the arguments, key by key.
-        changes["args"] = {**getattr(invocation.event, "args", {}), **new}
+        changes["args"] = {**getattr(invocation.event, "args", {}),
+                           **self.our_args(invocation, new)}
 
 
 HERMES = HermesDialect()

@@ -71,7 +71,7 @@ class MoltisDialect(BaseDialect):
             out["tool_call_id"] = d["tool_call_id"]
             out["tool_name"] = self.tool_name(d["tool_name"])
         if name == "before_tool_call":
-            out["arguments"] = d["args"]
+            out["arguments"] = self.host_args(invocation)
             out["channel"] = channel
         elif name == "after_tool_call":
             out["success"] = d["status"] == "ok"
@@ -154,9 +154,12 @@ class MoltisDialect(BaseDialect):
                                    f"hook may not change (it may change: {', '.join(names)})")
             if not changes:
                 return None  # the payload echoed back unchanged
+            if isinstance(changes.get("args"), dict):
+                changes["args"] = self.our_args(invocation, changes["args"])
         elif isinstance(mutable, tuple):
             if mutable[1] == "args":
-                data = need_object(invocation, self.name, data, "data (the new arguments)")
+                data = self.our_args(invocation, need_object(
+                    invocation, self.name, data, "data (the new arguments)"))
             changes = {mutable[1]: data}
         else:
             data = need_object(invocation, self.name, data, "data")
