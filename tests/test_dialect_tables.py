@@ -193,8 +193,27 @@ def test_codex_exit_2():
     assert decode("codex", code=2, err="no").reason == "no"
     with pytest.raises(ContractError, match="nothing on stderr"):
         decode("codex", code=2)
+    # Codex blocks a prompt on exit 2 (stderr is the reason) ...
+    assert decode("codex", "user_input", code=2, err="x", text="hi").verdict is Verdict.BLOCK
+    # ... but not a compaction.
     with pytest.raises(HookCrash, match="honours exit 2 only"):
-        decode("codex", "user_input", code=2, err="x", text="hi")
+        decode("codex", "before_compaction", code=2, err="x")
+
+
+@pytest.mark.parametrize("event", ["before_stop", "user_input", "after_tool_call",
+                                   "before_compaction", "session_start"])
+def test_codex_continue_false_stops_where_codex_accepts_it(event):
+    out = decode("codex", event, out={"continue": False, "stopReason": "enough"},
+                 **({"text": "hi"} if event == "user_input" else {}))
+    assert out.verdict is Verdict.STOP
+    assert out.reason == "enough"
+
+
+@pytest.mark.parametrize("event", ["before_compaction", "session_start", "subagent_start"])
+def test_codex_decision_block_is_not_in_these_schemas(event):
+    with pytest.raises(ContractError, match="continue: false"):
+        decode("codex", event, out={"decision": "block", "reason": "no"},
+               **({"task": "t"} if event == "subagent_start" else {}))
 
 
 def test_codex_sees_edits_as_apply_patch():
@@ -231,7 +250,10 @@ def test_gemini_table():
         decode("gemini", out="hello")  # silence is mandatory
     assert decode("gemini", code=2, err="no").reason == "no"
     assert decode("gemini", "session_start", code=2, err="no") is None
-    assert decode("gemini", out={"decision": "allow"}).verdict is Verdict.APPROVE
+    # allow is Gemini's pass-through, and approve is accepted: neither approves.
+    assert decode("gemini", out={"decision": "allow"}) is None
+    assert decode("gemini", out={"decision": "approve", "reason": "ok"}) is None
+    assert decode("gemini", out={"decision": "ask"}).verdict is Verdict.ASK
     assert decode("gemini", out={"decision": "block", "reason": "b"}).reason == "b"
     assert decode("gemini", out={"continue": False}).verdict is Verdict.STOP
     with pytest.raises(ContractError, match="decision 'perhaps'"):
@@ -256,7 +278,13 @@ def test_hermes_stdin():
     assert (body["tool_name"], body["tool_input"]) == ("terminal", {"command": "ls"})
     assert body["extra"] == {"tool_call_id": "c1", "turn_id": "t1"}
     assert body["profile"] == "default"
-    assert encode("hermes", "command", command="model")["hook_event_name"] == "command:model"
+    command = encode("hermes", "command", command="model", arguments="gpt-5")
+    assert command["hook_event_name"] == "pre_command"  # command:NAME is a gateway hook
+    assert command["extra"] == {"command": "model", "args_raw": "gpt-5"}
+    prompt = encode("hermes", "user_input", text="hi", platform="telegram")
+    assert prompt["extra"] == {"user_message": "hi", "platform": "telegram"}
+    child = encode("hermes", "subagent_start", task="review", child_session_id="c")
+    assert child["extra"] == {"child_goal": "review", "child_session_id": "c"}
     llm = encode("hermes", "user_input", text="hi")
     assert (llm["tool_name"], llm["tool_input"]) == (None, None)
     assert llm["extra"]["user_message"] == "hi"

@@ -32,10 +32,15 @@ PROJECT_ENV = "CLAUDE_PROJECT_DIR"
 # Host events where a failing bridge must have no effect: observe events, and
 # those where "block" means "keep working" (DESIGN.md, What "fail closed"
 # means). A test holds this equal to what the catalog says.
+# Claude's events with no Interlock event: those it reads no verdict from (or
+# where a block means "keep working") get no effect; the rest fail closed.
+UNMAPPED_OBSERVE = frozenset({
+    'Elicitation', 'ElicitationResult', 'InstructionsLoaded', 'MessageDisplay',
+    'PostToolBatch', 'Setup', 'TeammateIdle', 'WorktreeRemove'})
+UNMAPPED_GATE = frozenset({'WorktreeCreate'})
 NO_EFFECT = frozenset({
     'CwdChanged', 'FileChanged', 'Notification', 'PermissionDenied', 'PostCompact',
-    'PostToolUseFailure', 'PreModelSwitch', 'SessionEnd', 'Stop', 'StopFailure',
-    'SubagentStop'})
+    'PostToolUseFailure', 'SessionEnd', 'Stop', 'StopFailure', 'SubagentStop'}) | UNMAPPED_OBSERVE
 
 # Events where Claude reads a top-level {"decision": "block", "reason"}.
 TOP_LEVEL_BLOCK = frozenset({

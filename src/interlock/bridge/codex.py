@@ -27,8 +27,10 @@ PROJECT_ENV = ""
 # Host events where a failing bridge must have no effect: observe events, and
 # those where "block" means "keep working" (DESIGN.md, What "fail closed"
 # means). A test holds this equal to what the catalog says.
+UNMAPPED_OBSERVE = frozenset({'Interrupt'})
+UNMAPPED_GATE: frozenset[str] = frozenset()
 NO_EFFECT = frozenset({
-    'PostCompact', 'SessionEnd', 'Stop', 'StopFailure', 'SubagentStop'})
+    'PostCompact', 'SessionEnd', 'Stop', 'SubagentStop'}) | UNMAPPED_OBSERVE
 
 host_event = claude.host_event
 

@@ -24,8 +24,10 @@ PROJECT_ENV = "GEMINI_PROJECT_DIR"
 # Host events where a failing bridge must have no effect: observe events, and
 # those where "block" means "keep working" (DESIGN.md, What "fail closed"
 # means). A test holds this equal to what the catalog says.
+UNMAPPED_OBSERVE: frozenset[str] = frozenset()
+UNMAPPED_GATE = frozenset({'BeforeToolSelection'})
 NO_EFFECT = frozenset({
-    'AfterAgent', 'Notification', 'SessionEnd'})
+    'AfterAgent', 'Notification', 'SessionEnd'}) | UNMAPPED_OBSERVE
 
 host_event = claude.host_event
 

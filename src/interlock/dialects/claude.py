@@ -76,6 +76,11 @@ _CLAUDE_EXIT2_BLOCKS = frozenset({
     "model_select"})
 _CLAUDE_EXIT2_FEEDBACK = frozenset({"tool_error"})
 
+# Codex rejects continue: false / stopReason here (elsewhere they stop the run),
+# and has no `decision` in these events' schemas.
+_CODEX_NO_STOP = frozenset({"before_tool_call", "permission_request"})
+_CODEX_NO_DECISION = frozenset({"before_compaction", "session_start", "subagent_start"})
+
 _TOP_KEYS = frozenset({"continue", "stopReason", "suppressOutput", "systemMessage",
                        "terminalSequence", "decision", "reason", "hookSpecificOutput"})
 
@@ -154,13 +159,14 @@ class ClaudeDialect(BaseDialect):
             raise contract(invocation, name, f"answered unknown field(s) {sorted(unknown)}")
         need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
         if self.strict:
-            for key, bad in (("continue", False), ("suppressOutput", True)):
-                if answer.get(key) is bad:
-                    raise contract(invocation, name, f"answered {key}: {str(bad).lower()}, "
-                                   "which codex does not support")
-            if "stopReason" in answer:
-                raise contract(invocation, name, "answered stopReason, which codex rejects")
-        elif answer.get("continue") is False:
+            if answer.get("suppressOutput") is True:
+                raise contract(invocation, name, "answered suppressOutput: true, which codex "
+                               "does not support")
+            if event in _CODEX_NO_STOP and (answer.get("continue") is False
+                                            or "stopReason" in answer):
+                raise contract(invocation, name, "answered continue: false or stopReason, "
+                               f"which codex rejects on {self.host_event(invocation)}")
+        if answer.get("continue") is False:
             why = need_str(invocation, name, answer.get("stopReason"), "stopReason")
             return stop(why or f"stopped by hook {label(invocation)}")
 
@@ -182,6 +188,10 @@ class ClaudeDialect(BaseDialect):
         top = answer.get("decision")
         reason = need_str(invocation, name, answer.get("reason"), "reason")
         if top is not None:
+            if top == "block" and self.strict and event in _CODEX_NO_DECISION:
+                raise contract(invocation, name, "answered decision \"block\", which is not "
+                               f"in codex's {self.host_event(invocation)} schema (codex fails "
+                               "open on it; block with continue: false)")
             if top == "block":
                 if self.strict and not reason:
                     raise contract(invocation, name, 'answered decision "block" with no '

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from interlock.executors._process import Completed
 
 _EXIT2_BLOCKS = frozenset({"before_tool_call", "permission_request", "after_tool_call",
-                           "before_stop", "subagent_stop"})
+                           "before_stop", "subagent_stop", "user_input"})
 _EDIT_TOOLS = frozenset({"write_file", "edit_file", "patch", "Write", "Edit", "MultiEdit"})
 
 

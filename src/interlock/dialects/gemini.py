@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
-from interlock._decisions import Decision, approve, ask, block, respond, stop
+from interlock._decisions import Decision, ask, block, respond, stop
 from interlock._errors import HookCrash
 from interlock.dialects._base import (
     BaseDialect,
@@ -125,9 +125,8 @@ class GeminiDialect(BaseDialect):
         if verdict is not None and flow:
             if verdict in ("deny", "block"):
                 decisions.append(block(reason or f"denied by hook {label(invocation)}"))
-            elif verdict == "allow":
-                if event == "before_tool_call":
-                    decisions.append(approve(reason))
+            elif verdict in ("allow", "approve"):
+                pass  # Gemini's pass-through: no opinion, never an approval
             elif verdict == "ask" and event == "before_tool_call":
                 decisions.append(ask(reason))
             else:
