@@ -121,8 +121,10 @@ def test_claude_permission_decisions():
 def test_claude_rewrites():
     mod = decode("claude", modifies=True, out=hso(permissionDecision="allow",
                                                   updatedInput={"command": "ls"}))
-    assert mod.verdict is Verdict.MODIFY
+    assert mod.verdict is Verdict.APPROVE  # approves and rewrites, not a bare rewrite
     assert mod.changes == {"args": {"command": "ls"}}
+    bare = decode("claude", modifies=True, out=hso(updatedInput={"command": "ls"}))
+    assert bare.verdict is Verdict.MODIFY
     with pytest.raises(ContractError, match="cannot do both"):
         decode("claude", modifies=True, out=hso(permissionDecision="ask",
                                                 updatedInput={"command": "ls"}))

@@ -128,7 +128,7 @@ def test_a_claude_scripts_rewrite_comes_back_in_interlocks_names() -> None:
                          "new_string": "x = 3"}}})
     decision = DIALECTS["claude"].decode(inv, Completed(0, out.encode(), b""))
     assert decision is not None
-    assert decision.verdict is Verdict.MODIFY
+    assert decision.verdict is Verdict.APPROVE
     assert decision.changes["args"] == {"path": "/p/a.py", "old": "x = 1", "new": "x = 3"}
 
 

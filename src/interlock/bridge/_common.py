@@ -91,6 +91,31 @@ class Result:
         return "\n".join(parts)
 
 
+def logs_off_stderr() -> None:
+    """Send the engine's log lines to the state dir's ``bridge.log``, never to stderr.
+
+    Hosts read a hook's stderr as its reason (Claude's and Codex's exit 2), so a
+    warning logged while hooks load ("approving 1 hook(s) because of
+    --accept-hooks ...") would reach the model as policy. In process only: the
+    fast path imports no logging.
+    """
+    import logging
+
+    from interlock.paths import state_dir
+
+    handler: logging.Handler
+    try:
+        path = state_dir() / "bridge.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    logger = logging.getLogger("interlock")
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 def redact_reasons(record: dict[str, Any]) -> None:
     """Block reasons and hints headed for a model lose their secrets (DESIGN.md, Redaction).
 

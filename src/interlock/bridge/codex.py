@@ -12,7 +12,7 @@ docs/dialects.md and docs/one-policy.md (codex-rs/hooks output_parser.rs).
 from __future__ import annotations
 
 from interlock.bridge import claude
-from interlock.bridge._common import Reply, Result
+from interlock.bridge._common import Reply, Result, dumps
 
 # typing is not imported at run time: it costs the bridge ~3 ms at start-up.
 TYPE_CHECKING = False
@@ -43,7 +43,11 @@ def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def deny(host: str, text: str) -> Reply:
-    return claude.deny(host, text or "denied by Interlock")
+    text = text or "denied by Interlock"
+    if host in ("PreCompact", "SessionStart", "SubagentStart"):
+        # No `decision` in these schemas (Codex fails open on one): stop instead.
+        return Reply(dumps({"continue": False, "stopReason": text}), text + "\n", 0)
+    return claude.deny(host, text)
 
 
 def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:

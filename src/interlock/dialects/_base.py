@@ -144,15 +144,19 @@ def combine(invocation: Invocation, dialect: str, decisions: list[Decision],
     """Fold what one answer said into one decision.
 
     Interlock runs rewrites (modify phase) and verdicts (check phase)
-    separately, so one hook answers one of them. A rewrite paired with allow
-    is a rewrite (the allow is implied by not blocking); a rewrite paired with
+    separately, so one hook answers one of them, except that an approval may
+    carry the rewrite it approves (allow + updatedInput). A rewrite paired with
     a block is a block. A rewrite paired with ask cannot be honoured either
     way without dropping something (nor can one with respond), so it is a failure.
     """
     best = max(decisions, key=lambda d: RANK[d.verdict], default=None)
     if changes:
-        if best is None or best.verdict is Verdict.APPROVE:
+        if best is None:
             return modify(context=ctx, **changes)
+        if best.verdict is Verdict.APPROVE:
+            # Claude's allow + updatedInput approves the changed call: both stand.
+            return Decision(verdict=Verdict.APPROVE, reason=best.reason, changes=changes,
+                            context=ctx)
         if best.verdict not in (Verdict.BLOCK, Verdict.STOP):
             raise contract(invocation, dialect, f"answered a rewrite together with "
                            f"{best.verdict.value}; Interlock cannot do both in one hook (fix: "

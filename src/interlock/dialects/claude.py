@@ -157,7 +157,10 @@ class ClaudeDialect(BaseDialect):
         unknown = set(answer) - _TOP_KEYS
         if unknown and self.strict:
             raise contract(invocation, name, f"answered unknown field(s) {sorted(unknown)}")
-        need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
+        # What the person is shown; a deny with no reason of its own (hookify's
+        # shape) is explained by it.
+        shown = need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
+        why = shown or f"denied by hook {label(invocation)}"
         if self.strict:
             if answer.get("suppressOutput") is True:
                 raise contract(invocation, name, "answered suppressOutput: true, which codex "
@@ -167,8 +170,8 @@ class ClaudeDialect(BaseDialect):
                 raise contract(invocation, name, "answered continue: false or stopReason, "
                                f"which codex rejects on {self.host_event(invocation)}")
         if answer.get("continue") is False:
-            why = need_str(invocation, name, answer.get("stopReason"), "stopReason")
-            return stop(why or f"stopped by hook {label(invocation)}")
+            stop_why = need_str(invocation, name, answer.get("stopReason"), "stopReason")
+            return stop(stop_why or shown or f"stopped by hook {label(invocation)}")
 
         decisions: list[Decision] = []
         changes: dict[str, Any] = {}
@@ -183,7 +186,7 @@ class ClaudeDialect(BaseDialect):
                                f"{hso.get('hookEventName')!r}; this event is {expected!r}")
             ctx = need_str(invocation, name, hso.get("additionalContext"),
                            "additionalContext")
-            self._specific(invocation, hso, decisions, changes)
+            self._specific(invocation, hso, decisions, changes, why)
 
         top = answer.get("decision")
         reason = need_str(invocation, name, answer.get("reason"), "reason")
@@ -196,7 +199,7 @@ class ClaudeDialect(BaseDialect):
                 if self.strict and not reason:
                     raise contract(invocation, name, 'answered decision "block" with no '
                                    "reason; codex treats that as a failure")
-                decisions.append(block(reason or f"blocked by hook {label(invocation)}"))
+                decisions.append(block(reason or why))
             elif top == "approve" and not self.strict and event == "before_tool_call":
                 decisions.append(approve(reason))  # the legacy PreToolUse shape
             else:
@@ -207,11 +210,11 @@ class ClaudeDialect(BaseDialect):
         return combine(invocation, name, decisions, changes, ctx)
 
     def _specific(self, invocation: Invocation, hso: dict[str, Any],
-                  decisions: list[Decision], changes: dict[str, Any]) -> None:
+                  decisions: list[Decision], changes: dict[str, Any], why: str) -> None:
         name = self.name
         event = invocation.event.name
         if event == "before_tool_call":
-            self._pre_tool(invocation, hso, decisions, changes)
+            self._pre_tool(invocation, hso, decisions, changes, why)
         elif event == "permission_request":
             raw = hso.get("decision")
             if raw is None:
@@ -227,7 +230,7 @@ class ClaudeDialect(BaseDialect):
             if behavior == "allow":
                 decisions.append(approve(message))
             elif behavior == "deny":
-                decisions.append(block(message or f"denied by hook {label(invocation)}"))
+                decisions.append(block(message or why))
             else:
                 raise contract(invocation, name, f"answered decision.behavior {behavior!r}; "
                                'use "allow" or "deny"')
@@ -246,7 +249,7 @@ class ClaudeDialect(BaseDialect):
                 changes["watch_paths"] = hso["watchPaths"]
 
     def _pre_tool(self, invocation: Invocation, hso: dict[str, Any],
-                  decisions: list[Decision], changes: dict[str, Any]) -> None:
+                  decisions: list[Decision], changes: dict[str, Any], why: str) -> None:
         name = self.name
         verdict = hso.get("permissionDecision")
         reason = need_str(invocation, name, hso.get("permissionDecisionReason"),
@@ -274,7 +277,7 @@ class ClaudeDialect(BaseDialect):
         if verdict is None or verdict == "defer":
             return
         if verdict == "deny":
-            decisions.append(block(reason or f"denied by hook {label(invocation)}"))
+            decisions.append(block(reason or why))
         elif verdict == "ask":
             decisions.append(ask(reason))
         elif verdict == "allow":

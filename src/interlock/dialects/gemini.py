@@ -114,17 +114,17 @@ class GeminiDialect(BaseDialect):
         name = self.name
         event = invocation.event.name
         flow = event in _FLOW
-        need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
+        shown = need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
         if flow and answer.get("continue") is False:
             why = need_str(invocation, name, answer.get("stopReason"), "stopReason")
-            return stop(why or f"stopped by hook {label(invocation)}")
+            return stop(why or shown or f"stopped by hook {label(invocation)}")
         decisions: list[Decision] = []
         changes: dict[str, Any] = {}
         reason = need_str(invocation, name, answer.get("reason"), "reason")
         verdict = answer.get("decision")
         if verdict is not None and flow:
             if verdict in ("deny", "block"):
-                decisions.append(block(reason or f"denied by hook {label(invocation)}"))
+                decisions.append(block(reason or shown or f"denied by hook {label(invocation)}"))
             elif verdict in ("allow", "approve"):
                 pass  # Gemini's pass-through: no opinion, never an approval
             elif verdict == "ask" and event == "before_tool_call":
