@@ -191,6 +191,9 @@ async def test_gemini_variables(tmp_path):
     env = json.loads(out.read_text())["env"]
     assert env["GEMINI_PROJECT_DIR"] == str(tmp_path)
     assert env["GEMINI_SESSION_ID"] == "s-9"
+    # Gemini's hook runner also sets these (CLAUDE_PROJECT_DIR for Claude scripts).
+    assert env["GEMINI_CWD"] == str(tmp_path)
+    assert env["CLAUDE_PROJECT_DIR"] == str(tmp_path)
 
 
 async def test_hermes_splits_without_a_shell_and_claude_uses_one():

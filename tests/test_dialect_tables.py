@@ -241,8 +241,25 @@ def test_gemini_stdin():
     assert body["tool_name"] == "run_shell_command"
     assert body["timestamp"].endswith("Z")
     llm = encode("gemini", "before_llm_call", model="m",
-                 messages=[{"role": "user", "content": "hi"}])
-    assert llm["llm_request"]["messages"] == [{"role": "user", "content": "hi"}]
+                 messages=[{"role": "user", "content": "hi"},
+                           {"role": "assistant", "content": "hello"}])
+    # Gemini's roles are user / model / system.
+    assert llm["llm_request"]["messages"] == [{"role": "user", "content": "hi"},
+                                              {"role": "model", "content": "hello"}]
+    reply = encode("gemini", "after_llm_call", model="m", text="done", finish_reason="stop")
+    assert reply["llm_response"]["candidates"] == [
+        {"content": {"role": "model", "parts": ["done"]}, "index": 0, "finishReason": "STOP"}]
+
+
+def test_gemini_llm_answers_in_gemini_shape():
+    changed = decode("gemini", "after_llm_call", modifies=True, model="m", text="a", out={
+        "hookSpecificOutput": {"llm_response": {"candidates": [
+            {"content": {"role": "model", "parts": ["redacted ", "reply"]}}]}}})
+    assert changed.changes == {"text": "redacted reply"}
+    req = decode("gemini", "before_llm_call", modifies=True, model="m", out={
+        "hookSpecificOutput": {"llm_request": {"messages": [
+            {"role": "model", "content": "x"}]}}})
+    assert req.changes == {"messages": [{"role": "assistant", "content": "x"}]}
 
 
 def test_gemini_table():

@@ -87,7 +87,8 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["instructions"] = p.get("custom_instructions")
     elif event == "notification":
         out["message"] = str(p.get("message") or "")
-        out["kind"] = str(p.get("notification_type") or "info")
+        kind = str(p.get("notification_type") or "info")
+        out["kind"] = "permission_prompt" if kind == "ToolPermission" else kind  # Gemini's
     elif event == "subagent_start":
         out["task"] = str(p.get("prompt") or p.get("agent_type") or "")
         out["child_session_id"] = str(p.get("agent_id") or "")

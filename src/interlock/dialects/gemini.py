@@ -43,7 +43,9 @@ class GeminiDialect(BaseDialect):
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:
-        return {"GEMINI_PROJECT_DIR": project_dir, "GEMINI_SESSION_ID": session_id(invocation)}
+        # As Gemini's hook runner sets them (CLAUDE_PROJECT_DIR for Claude scripts).
+        return {"GEMINI_PROJECT_DIR": project_dir, "GEMINI_CWD": project_dir,
+                "GEMINI_SESSION_ID": session_id(invocation), "CLAUDE_PROJECT_DIR": project_dir}
 
     def encode(self, invocation: Invocation, *, project_dir: str) -> bytes:
         ev = invocation.event
@@ -78,12 +80,12 @@ class GeminiDialect(BaseDialect):
             body["prompt_response"] = data["last_message"]
             body["stop_hook_active"] = data["stop_hook_active"]
         elif name == "before_llm_call":
-            body["llm_request"] = {"model": data["model"], "messages": data["messages"],
+            body["llm_request"] = {"model": data["model"],
+                                   "messages": to_gemini_messages(data["messages"]),
                                    "config": data["params"]}
         elif name == "after_llm_call":
-            body["llm_request"] = {"model": data["model"]}
-            body["llm_response"] = {"text": data["text"], "tool_calls": data["tool_calls"],
-                                    "finish_reason": data["finish_reason"]}
+            body["llm_request"] = {"model": data["model"], "messages": []}
+            body["llm_response"] = gemini_response(data["text"], data["finish_reason"])
         elif name in ("session_start", "before_compaction"):
             key = "source" if name == "session_start" else "trigger"
             body[key] = data[key]
@@ -91,7 +93,10 @@ class GeminiDialect(BaseDialect):
             body["reason"] = data["reason"]
         elif name == "notification":
             body["message"] = data["message"]
-            body["notification_type"] = data["kind"]
+            # Gemini's only type is ToolPermission; details carry the call, if any.
+            body["notification_type"] = ("ToolPermission" if data["kind"] == "permission_prompt"
+                                         else data["kind"])
+            body["details"] = {}
         return dump(body)
 
     def decode(self, invocation: Invocation, result: Completed) -> Decision | None:
@@ -159,23 +164,62 @@ class GeminiDialect(BaseDialect):
                 require_modifies(invocation, name, "hookSpecificOutput.llm_request")
                 req = need_object(invocation, name, hso["llm_request"], "llm_request")
                 if "messages" in req:
-                    changes["messages"] = req["messages"]
+                    changes["messages"] = from_gemini_messages(req["messages"])
                 if "config" in req:
                     changes["params"] = req["config"]
             if "llm_response" in hso:
                 resp = need_object(invocation, name, hso["llm_response"], "llm_response")
-                text = need_str(invocation, name, resp.get("text"), "llm_response.text")
+                text = response_text(resp)
                 if text is None:
-                    raise contract(invocation, name, "answered llm_response without text")
-                return respond({"text": text, "tool_calls": resp.get("tool_calls") or []})
+                    raise contract(invocation, name, "answered llm_response without text or "
+                                   "candidates[].content.parts")
+                return respond({"text": text, "tool_calls": []})
         elif ev.name == "after_llm_call" and "llm_response" in hso:
             require_modifies(invocation, name, "hookSpecificOutput.llm_response")
             resp = need_object(invocation, name, hso["llm_response"], "llm_response")
-            if "text" in resp:
-                changes["text"] = need_str(invocation, name, resp["text"], "llm_response.text")
-            if "tool_calls" in resp:
-                changes["tool_calls"] = resp["tool_calls"]
+            text = response_text(resp)
+            if text is not None:
+                changes["text"] = text
         return None
+
+
+# Gemini's hook LLM shapes (its hookTranslator's decoupled LLMRequest and
+# LLMResponse): roles user / model / system, reply text in
+# candidates[].content.parts. Interlock's messages are in OpenAI's shape.
+_TO_GEMINI_ROLE = {"assistant": "model", "tool": "user", "developer": "system"}
+
+
+def to_gemini_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": _TO_GEMINI_ROLE.get(str(m.get("role")), m.get("role") or "user"),
+             "content": m.get("content") if m.get("content") is not None else ""}
+            for m in messages]
+
+
+def from_gemini_messages(messages: Any) -> Any:
+    if not isinstance(messages, list):
+        return messages  # the engine's schema check reports it
+    return [{**m, "role": "assistant" if m.get("role") == "model" else m.get("role")}
+            if isinstance(m, dict) else m for m in messages]
+
+
+def gemini_response(text: str, finish_reason: str | None) -> dict[str, Any]:
+    finish = {"stop": "STOP", "length": "MAX_TOKENS", "content_filter": "SAFETY"}
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [text]}, "index": 0}
+    if finish_reason:
+        candidate["finishReason"] = finish.get(finish_reason, "OTHER")
+    return {"text": text, "candidates": [candidate]}
+
+
+def response_text(resp: dict[str, Any]) -> str | None:
+    """The reply text of an LLMResponse: its candidates' parts, else its text."""
+    candidates = resp.get("candidates")
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        parts = (candidates[0].get("content") or {}).get("parts")
+        if isinstance(parts, list):
+            return "".join(p if isinstance(p, str) else str(p.get("text", ""))
+                           if isinstance(p, dict) else "" for p in parts)
+    text = resp.get("text")
+    return text if isinstance(text, str) else None
 
 
 GEMINI = GeminiDialect()
