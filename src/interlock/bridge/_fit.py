@@ -21,10 +21,17 @@ def unfit(agent: str, project: Path, host_events: tuple[str, ...]) -> list[str]:
     """What the project's configured hooks rewrite on ``host_events`` that ``agent``
     cannot apply there, one line per hook and event."""
     from interlock.bridge import host
+    from interlock.bridge.conformance import applies
 
     ignored: frozenset[str] = getattr(host(agent), "DENY_IGNORED", frozenset())
-    watched = {spec.name: (he, spec.mutable) for he in host_events if he in ignored
-               for spec in from_alias(agent, he) if spec.mutable}
+    watched: dict[str, tuple[str, list[str]]] = {}
+    for he in host_events:
+        if he not in ignored:
+            continue  # a rewrite the host cannot apply is denied there, not dropped
+        for spec in from_alias(agent, he):
+            dropped = [f for f in spec.mutable if not applies(agent, he, spec.name, f)]
+            if dropped:
+                watched[spec.name] = (he, dropped)
     if not watched:
         return []
     from interlock.registry import close_engine, open_engine

@@ -42,6 +42,10 @@ NO_EFFECT = frozenset({
     'CwdChanged', 'FileChanged', 'Notification', 'PermissionDenied', 'PostCompact',
     'PostToolUseFailure', 'SessionEnd', 'Stop', 'StopFailure', 'SubagentStop'}) | UNMAPPED_OBSERVE
 
+# Events where Claude honours no block (it shows exit 2's stderr to the user
+# only); a rewrite it cannot apply there is refused at `bridge install`.
+DENY_IGNORED = frozenset({"SessionStart", "SubagentStart"})
+
 # Events where Claude reads a top-level {"decision": "block", "reason"}.
 TOP_LEVEL_BLOCK = frozenset({
     "UserPromptSubmit", "UserPromptExpansion", "PostToolUse", "PostToolUseFailure",
@@ -159,17 +163,13 @@ def answer(host: str, payload: dict[str, Any], r: Result, *, strict: bool = Fals
         if event in ("before_stop", "subagent_stop") and r.decision == "block":
             # Block means "keep working"; the reason is the next instruction.
             return Reply(dumps({"decision": "block", "reason": r.reason or r.block_text()}))
-        if strict and host in _CODEX_STOP_BLOCKS:
-            # Codex's schemas for these have no `decision`, and it fails open on
-            # one; `continue: false` is what stops them.
-            text = r.block_text()
-            return Reply(dumps({"continue": False, "stopReason": text}), text + "\n", 0)
-        reply = deny(host, r.block_text())
+        reply = _deny(host, r.block_text(), strict)
         if r.decision == "stop" and not (strict and host in _CODEX_NO_CONTINUE):
             import json
 
+            # Exit 0: the host reads JSON (and so `continue`) only then.
             body = {**json.loads(reply.stdout), "continue": False, "stopReason": r.block_text()}
-            return Reply(dumps(body), reply.stderr, reply.code)
+            return Reply(dumps(body), reply.stderr, 0)
         return reply
     if event == "before_tool_call":
         return _tool_answer(host, r, ctx, strict)
@@ -223,6 +223,14 @@ def _tool_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     return Reply(dumps(_specific(host, **out)) if out else "")
 
 
+def _deny(host: str, text: str, strict: bool) -> Reply:
+    if strict and host in _CODEX_STOP_BLOCKS:
+        # Codex's schemas for these have no `decision`, and it fails open on
+        # one; `continue: false` is what stops them.
+        return Reply(dumps({"continue": False, "stopReason": text}), text + "\n", 0)
+    return deny(host, text)
+
+
 def _other_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     event = r.event
     out: dict[str, Any] = {}
@@ -238,9 +246,11 @@ def _other_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     mapping = {"after_tool_call": {"result": "updatedToolOutput"},
                "session_start": {"initial_message": "initialUserMessage",
                                  "watch_paths": "watchPaths"}}.get(event, {})
+    if strict:
+        mapping = {}  # Codex's schemas take neither (and it fails open on them)
     problem = unapplied(r, tuple(mapping))
     if problem:
-        return deny(host, problem)
+        return _deny(host, problem, strict)
     for ours, theirs in mapping.items():
         if ours in r.changes:
             out[theirs] = r.changes[ours]

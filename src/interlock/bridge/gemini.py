@@ -31,6 +31,10 @@ NO_EFFECT = frozenset({
 
 host_event = claude.host_event
 
+# Events where Gemini ignores `decision` and `continue` (a rewrite it cannot
+# apply there is refused at `bridge install`).
+DENY_IGNORED = frozenset({"SessionStart", "PreCompress"})
+
 # Events where Gemini reads `decision` and `continue` (elsewhere it ignores them).
 _FLOW = frozenset({"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "BeforeModel",
                    "AfterModel", "BeforeToolSelection"})
