@@ -351,11 +351,19 @@ def test_hermes_exit_codes():
 def test_moltis_stdin():
     body = encode("moltis", args={"command": "ls -la"}, tool_call_id="call_1",
                   session_id="telegram:bot:1", platform="telegram")
+    # Moltis's HookPayload has no tool_call_id.
     assert body == {"event": "BeforeToolCall", "session_key": "telegram:bot:1",
-                    "tool_call_id": "call_1", "tool_name": "exec",
+                    "tool_name": "exec",
                     "arguments": {"command": "ls -la"}, "channel": {"surface": "telegram"}}
-    msg = encode("moltis", "message_received", text="hi", channel="c")
+    msg = encode("moltis", "message_received", text="hi", channel="c", sender_id="u1")
     assert (msg["content"], msg["channel"]) == ("hi", "c")
+    assert msg["channel_binding"] == {"surface": "cli", "sender_id": "u1"}
+    assert "sender_id" not in msg
+    llm = encode("moltis", "before_llm_call", model="m", messages=[], params={"t": 1})
+    assert "params" not in llm
+    assert llm["tool_count"] == 0
+    assert set(encode("moltis", "before_agent_start", prompt="p")) == {
+        "event", "session_key", "model"}
 
 
 def test_moltis_exit_codes():
@@ -369,7 +377,7 @@ def test_moltis_exit_codes():
 def test_moltis_modify_data_forms():
     part = decode("moltis", modifies=True, out={"action": "modify", "data": {"command": "x"}})
     assert part.changes == {"args": {"command": "x"}}
-    whole = {"event": "BeforeToolCall", "session_key": "sess-1", "tool_call_id": "",
+    whole = {"event": "BeforeToolCall", "session_key": "sess-1",
              "tool_name": "exec", "arguments": {"command": "set -e; ls"},
              "channel": {"surface": "cli"}}
     out = decode("moltis", modifies=True, out={"action": "modify", "data": whole})

@@ -61,9 +61,11 @@ def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         key = "text" if name == "message_received" else "content"
         out[key] = str(p.get("content") or "")
         out["channel"] = channel if isinstance(channel, str) else ""
-        if isinstance(channel, dict):
-            out["sender_id"] = str(channel.get("sender_id") or "")
-            out["channel"] = str(channel.get("chat_id") or "")
+        binding = p.get("channel_binding")
+        if isinstance(binding, dict):  # MessageReceived's provenance
+            out["platform"] = str(binding.get("surface") or SYSTEM)
+            out["sender_id"] = str(binding.get("sender_id") or "")
+            out["channel"] = out["channel"] or str(binding.get("chat_id") or "")
     elif name in ("before_llm_call", "after_llm_call", "before_agent_start"):
         out["model"] = str(p.get("model") or "")
         if name == "before_llm_call":
