@@ -106,7 +106,8 @@ def _cell(system: str, mod: Any, host_event: str, event: str, what: str) -> str:
         wanted = native.get(what, set())
     elif what == "context":
         reply = mod.answer(host_event, {}, Result(event, "none", context=(("h", "note"),)))
-        if "note" not in reply.stdout:
+        read = getattr(mod, "CONTEXT_READ", None)
+        if "note" not in reply.stdout or (read is not None and host_event not in read):
             return "dropped (the host has no channel for it)"
         wanted = native.get("context", set())
     else:

@@ -35,6 +35,9 @@ host_event = claude.host_event
 # apply there is refused at `bridge install`).
 DENY_IGNORED = frozenset({"SessionStart", "PreCompress"})
 
+# Events where Gemini shows hookSpecificOutput.additionalContext to the model.
+CONTEXT_READ = frozenset({"AfterTool", "BeforeAgent", "SessionStart"})
+
 # Events where Gemini reads `decision` and `continue` (elsewhere it ignores them).
 _FLOW = frozenset({"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "BeforeModel",
                    "AfterModel", "BeforeToolSelection"})
