@@ -89,3 +89,51 @@ def test_interlocks_log_lines_never_become_the_block_reason(tmp_path: Path) -> N
     assert proc.stderr == "Interlock [project:guard]: no rm\n"
     # The warning still exists; it went to the log, not to the model.
     assert "approving 1 hook(s)" in (state / "bridge.log").read_text()
+
+
+RULE = {"type": "addRules", "behavior": "allow", "destination": "session",
+        "rules": [{"toolName": "Bash", "ruleContent": "npm test"}]}
+
+
+def test_permission_suggestions_in_claudes_shape_both_ways() -> None:
+    inv = invocation("permission_request", modifies=True, tool_name="terminal",
+                     args={"command": "npm test"},
+                     permission_updates=[{"tool": "terminal", "pattern": "npm test",
+                                          "action": "allow"}])
+    body = json.loads(DIALECTS["claude"].encode(inv, project_dir="/p"))
+    assert body["permission_suggestions"] == [RULE]
+    out = json.dumps({"hookSpecificOutput": {
+        "hookEventName": "PermissionRequest",
+        "decision": {"behavior": "allow", "updatedPermissions": [RULE]}}})
+    decision = DIALECTS["claude"].decode(inv, Completed(0, out.encode(), b""))
+    assert decision.verdict is Verdict.APPROVE
+    assert decision.changes == {"permission_updates": [
+        {"tool": "terminal", "pattern": "npm test", "action": "allow"}]}
+
+
+def test_the_claude_bridge_carries_permission_rules_both_ways() -> None:
+    from interlock.bridge._events import build_event
+
+    event = build_event("claude", {"hook_event_name": "PermissionRequest", "session_id": "s",
+                                   "tool_name": "Bash", "tool_input": {"command": "npm test"},
+                                   "permission_suggestions": [RULE]})
+    updates = [{"tool": "terminal", "pattern": "npm test", "action": "allow"}]
+    assert event.permission_updates == updates  # type: ignore[attr-defined]
+    reply = host("claude").answer("PermissionRequest", {}, Result(
+        "permission_request", "approve", changes={"permission_updates": updates}))
+    decision = json.loads(reply.stdout)["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "allow", "updatedPermissions": [RULE]}
+    # Codex takes no rule changes: denied, not dropped.
+    codex = host("codex").answer("PermissionRequest", {}, Result(
+        "permission_request", "approve", changes={"permission_updates": updates}))
+    assert json.loads(codex.stdout)["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+
+
+def test_claude_subagent_and_common_fields() -> None:
+    inv = invocation("subagent_start", task="Explore", child_session_id="a1", turn_id="p1",
+                     depth=1, session_id="child")
+    body = json.loads(DIALECTS["claude"].encode(inv, project_dir="/p"))
+    assert (body["agent_type"], body["agent_id"], body["prompt_id"]) == ("Explore", "a1", "p1")
+    top = json.loads(DIALECTS["claude"].encode(invocation("user_input", text="hi"),
+                                               project_dir="/p"))
+    assert "agent_id" not in top  # only inside a subagent

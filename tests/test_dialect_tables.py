@@ -157,8 +157,11 @@ def test_claude_permission_request():
     no = decode("claude", "permission_request", **pr,
                 out=hso("PermissionRequest", decision={"behavior": "deny", "message": "m"}))
     assert (no.verdict, no.reason) == (Verdict.BLOCK, "m")
-    with pytest.raises(ContractError, match="updatedPermissions"):
+    with pytest.raises(ContractError, match="declare `modifies = true`"):
         decode("claude", "permission_request", **pr, out=hso(
+            "PermissionRequest", decision={"behavior": "allow", "updatedPermissions": []}))
+    with pytest.raises(ContractError, match="updatedPermissions"):  # not in Codex's shape
+        decode("codex", "permission_request", modifies=True, **pr, out=hso(
             "PermissionRequest", decision={"behavior": "allow", "updatedPermissions": []}))
 
 

@@ -76,6 +76,8 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["error"] = str(p.get("error") or "")
     elif event == "permission_denied":
         out["reason"] = p.get("reason")
+    elif event == "permission_request":
+        out["permission_updates"] = to_updates(system, p.get("permission_suggestions"))
     elif event == "user_input":
         out["text"] = str(p.get("prompt") or "")
     elif event in ("before_stop", "subagent_stop"):
@@ -115,6 +117,32 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["command"] = str(p.get("command_name") or p.get("command") or "")
         out["arguments"] = str(p.get("command_args") or p.get("arguments") or "")
     return out
+
+
+def to_updates(system: str, suggestions: Any) -> list[dict[str, Any]]:
+    """Claude's permission suggestions (``addRules`` entries) as Interlock's
+    ``permission_updates`` ({tool, pattern, action}); other kinds are skipped."""
+    out: list[dict[str, Any]] = []
+    for item in suggestions if isinstance(suggestions, list) else ():
+        if not (isinstance(item, dict) and item.get("type") == "addRules"):
+            continue
+        for rule in item.get("rules") or ():
+            if isinstance(rule, dict) and rule.get("toolName"):
+                out.append({"tool": tool_name(system, rule["toolName"]),
+                            "pattern": str(rule.get("ruleContent") or "*"),
+                            "action": str(item.get("behavior") or "allow")})
+    return out
+
+
+def to_suggestions(system: str, updates: Any) -> list[dict[str, Any]]:
+    """Interlock's ``permission_updates`` in Claude's PermissionUpdate shape."""
+    from interlock.toolnames import to_host
+
+    return [{"type": "addRules", "behavior": str(u.get("action") or "allow"),
+             "destination": "session",
+             "rules": [{"toolName": to_host(system, str(u.get("tool") or "")),
+                        "ruleContent": str(u.get("pattern") or "*")}]}
+            for u in (updates if isinstance(updates, list) else ()) if isinstance(u, dict)]
 
 
 def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -174,13 +202,22 @@ def answer(host: str, payload: dict[str, Any], r: Result, *, strict: bool = Fals
     if event == "before_tool_call":
         return _tool_answer(host, r, ctx, strict)
     if event == "permission_request":
+        # Claude applies updatedPermissions with an allow; Codex takes neither.
+        problem = unapplied(r, () if strict else ("permission_updates",))
+        if problem:
+            return deny(host, problem)
         if r.decision == "approve":
             decision: dict[str, Any] = {"behavior": "allow"}
-            if "args" in r.changes and not strict:
-                decision["updatedInput"] = r.changes["args"]
+            if "permission_updates" in r.changes:
+                decision["updatedPermissions"] = to_suggestions(
+                    SYSTEM, r.changes["permission_updates"])
             return Reply(dumps(_specific(host, decision=decision)))
-        problem = unapplied(r, ("args",) if not strict else ())
-        return deny(host, problem) if problem else Reply()
+        if r.changes:
+            # A rule change with nobody approving the call: Claude applies
+            # updatedPermissions only together with an allow.
+            return deny(host, "Interlock: policy changed the permission rules without "
+                              "approving the call; denied rather than dropped")
+        return Reply()
     return _other_answer(host, r, ctx, strict)
 
 

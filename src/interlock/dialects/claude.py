@@ -56,7 +56,7 @@ _RENAMES: dict[str, dict[str, str]] = {
     "user_input": {"text": "prompt"},
     "before_stop": {"last_message": "last_assistant_message"},
     "subagent_stop": {"result": "last_assistant_message", "child_session_id": "agent_id"},
-    "subagent_start": {"task": "prompt", "child_session_id": "agent_id"},
+    "subagent_start": {"task": "agent_type", "child_session_id": "agent_id"},
     "before_compaction": {"instructions": "custom_instructions"},
     "after_compaction": {"summary": "compact_summary"},
     "notification": {"kind": "notification_type"},
@@ -110,7 +110,16 @@ class ClaudeDialect(BaseDialect):
         }
         if "tool_name" in type(ev).__struct_fields__:
             body["permission_mode"] = "default"
+        if ev.turn_id is not None:
+            body["prompt_id"] = ev.turn_id
+        if ev.depth > 0:  # inside a subagent, Claude names it on every event
+            body["agent_id"] = ev.session_id
         body.update(extra_fields(invocation, _RENAMES.get(ev.name, {}), _SKIP))
+        if "permission_suggestions" in body:
+            from interlock.bridge.claude import to_suggestions
+
+            body["permission_suggestions"] = to_suggestions(self.system,
+                                                            body["permission_suggestions"])
         if "tool_name" in body:
             body["tool_name"] = self.tool_name(body["tool_name"])
             if isinstance(body.get("tool_input"), dict):
@@ -220,7 +229,14 @@ class ClaudeDialect(BaseDialect):
             if raw is None:
                 return
             dec = need_object(invocation, name, raw, "hookSpecificOutput.decision")
-            for reserved in ("updatedInput", "updatedPermissions", "interrupt"):
+            if "updatedPermissions" in dec and not self.strict:
+                require_modifies(invocation, name, "decision.updatedPermissions")
+                from interlock.bridge.claude import to_updates
+
+                changes["permission_updates"] = to_updates(self.system,
+                                                           dec["updatedPermissions"])
+            for reserved in ("updatedInput", "interrupt") + (
+                    ("updatedPermissions",) if self.strict else ()):
                 if reserved in dec:
                     raise contract(invocation, name, f"answered decision.{reserved}; "
                                    "Interlock's permission_request cannot take it (fix: "
