@@ -121,3 +121,15 @@ def test_codex_stop_uses_continue_except_on_tool_and_permission_events() -> None
     tool = json.loads(host("codex").answer("PreToolUse", {}, Result(
         "before_tool_call", "stop", reason="halt")).stdout)
     assert "continue" not in tool
+
+
+def test_gemini_llm_payloads_reach_interlocks_shape() -> None:
+    request = {"model": "gemini-x", "messages": [{"role": "user", "content": "hi"},
+                                                 {"role": "model", "content": "hello"}]}
+    before = build_event("gemini", {"hook_event_name": "BeforeModel", "session_id": "s",
+                                    "llm_request": request})
+    assert before.messages[1]["role"] == "assistant"  # type: ignore[attr-defined]
+    after = build_event("gemini", {"hook_event_name": "AfterModel", "session_id": "s",
+                                   "llm_request": request, "llm_response": {"candidates": [
+                                       {"content": {"role": "model", "parts": ["a", "b"]}}]}})
+    assert after.text == "ab"  # type: ignore[attr-defined]

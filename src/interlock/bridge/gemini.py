@@ -51,11 +51,25 @@ def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     request = payload.get("llm_request")
     if isinstance(request, dict):
         fields["model"] = str(request.get("model") or "")
-        fields["messages"] = request.get("messages") or []
+        # Gemini's roles are user / model / system; ours are OpenAI's.
+        fields["messages"] = [
+            {**m, "role": "assistant" if m.get("role") == "model" else m.get("role")}
+            for m in request.get("messages") or [] if isinstance(m, dict)]
     response = payload.get("llm_response")
     if name == "after_llm_call" and isinstance(response, dict):
-        fields["text"] = str(response.get("text") or "")
+        fields["text"] = _response_text(response)
     return name, fields
+
+
+def _response_text(response: dict[str, Any]) -> str:
+    """An LLMResponse's text: its first candidate's parts, else ``text``."""
+    candidates = response.get("candidates")
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        content = candidates[0].get("content")
+        parts = content.get("parts") if isinstance(content, dict) else None
+        if isinstance(parts, list):
+            return "".join(p if isinstance(p, str) else "" for p in parts)
+    return str(response.get("text") or "")
 
 
 def deny(host: str, text: str) -> Reply:
