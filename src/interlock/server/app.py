@@ -18,6 +18,8 @@ Who may call what:
 - ``POST /v1/chat``, ``POST /v1/chat/answer``, ``/v1/chat/ws``: a ``chat`` (or
   ``admin``) token on every transport; the sender is the token's (see
   :mod:`~interlock.server.gateway`).
+- ``/ui/`` and ``/ui/api/...``: the web console; a ``read`` or ``admin`` token
+  exchanged for a session cookie (see :mod:`~interlock.server.console`).
 
 Every request first passes :class:`~interlock.server.security.Guard`
 (Host and Origin), and a request naming a project root other than the
@@ -47,6 +49,7 @@ from interlock.server.auth import Role, TokenInfo, TokenStore
 from interlock.server.security import Guard
 
 if TYPE_CHECKING:
+    from interlock.server.console import Console
     from interlock.server.gateway import Gateway
 
 MAX_BODY = 1 << 20
@@ -352,11 +355,13 @@ def create_app(
     max_body: int = MAX_BODY,
     gateway: Gateway | None = None,
     metrics: Exposition | None = None,
+    console: Console | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
     ``gateway``: the chat gateway (built over the same engine); started and
     stopped with the app's lifespan. ``metrics``: served at ``GET /metrics``.
+    ``console``: the web console's routes under ``/ui/`` (docs/console.md).
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -408,6 +413,7 @@ def create_app(
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/metrics", api.metrics_text, methods=["GET"]),
         *chat_routes(api, gateway),
+        *(console.routes() if console is not None else []),
     ])
     app.router.redirect_slashes = False  # a redirect is never what an API client wants
     app.state.api = api
