@@ -168,7 +168,10 @@ def test_the_guards_of_an_extension_that_cannot_load_block_everywhere(world: Wor
     code, answer, err = world.bridge(PRE_TOOL, "--local")
     assert code == 2
     assert "broken.unavailable" in _pre_tool_reason(answer)
-    assert "its policy server is down" in err  # logged, with why
+    # Logged, with why, to the state dir's bridge.log: never to the stderr
+    # Claude reads as the block reason.
+    assert "its policy server is down" in (world.home / "state" / "bridge.log").read_text()
+    assert "its policy server is down" not in err
     code, answer, _ = world.bridge(PROMPT, "--local")
     assert code == 2
     assert answer["decision"] == "block"

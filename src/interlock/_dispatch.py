@@ -477,7 +477,11 @@ class Engine:
             restored, failure = check_mutation(hook, current, run.snaps, failure)
             if restored is not current:
                 current, decision = restored, None
-        if failure is None and decision is not None and decision.verdict is Verdict.MODIFY:
+        # An approval may carry the rewrite it approves (a Claude script's allow
+        # with updatedInput): the changes apply and the approval stands.
+        if failure is None and decision is not None and (
+                decision.verdict is Verdict.MODIFY
+                or (decision.verdict is Verdict.APPROVE and decision.changes)):
             try:
                 current = apply_changes(spec, current, decision.changes or {},
                                         self._validators.get(spec.name, ()))

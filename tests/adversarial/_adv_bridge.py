@@ -99,6 +99,12 @@ class Project:
             "XDG_RUNTIME_DIR": str(self.runtime),
         }
 
+    def logged(self) -> str:
+        """What in-process bridges logged: bridge.log in the state dir (never their
+        stderr, which hosts read as the block reason)."""
+        log = self.home / "state" / "bridge.log"
+        return log.read_text() if log.exists() else ""
+
     def install(self, agent: str, *args: str) -> dict[str, str]:
         """Run `interlock bridge install AGENT`; the command written per host event."""
         done = subprocess.run([INTERLOCK, "bridge", "install", agent, "--project",

@@ -125,6 +125,31 @@ class Result:
         return "\n".join(parts)
 
 
+def logs_off_stderr() -> None:
+    """Send the engine's log lines to the state dir's ``bridge.log``, never to stderr.
+
+    Hosts read a hook's stderr as its reason (Claude's and Codex's exit 2), so a
+    warning logged while hooks load ("approving 1 hook(s) because of
+    --accept-hooks ...") would reach the model as policy. In process only: the
+    fast path imports no logging.
+    """
+    import logging
+
+    from interlock.paths import state_dir
+
+    handler: logging.Handler
+    try:
+        path = state_dir() / "bridge.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    logger = logging.getLogger("interlock")
+    logger.addHandler(handler)
+    logger.propagate = False
+
+
 def redact_reasons(record: dict[str, Any]) -> None:
     """Block reasons and hints headed for a model lose their secrets (DESIGN.md, Redaction).
 
@@ -154,6 +179,12 @@ def merge_covers(old: Any, new: Any) -> bool:
 
 def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def as_text(value: Any) -> str:
+    """A tool result as the text a host shows the model in its place (never empty)."""
+    text = value if isinstance(value, str) else dumps(value)
+    return text or "[tool output removed by policy]"
 
 
 def tool_name(system: str, name: Any) -> str:

@@ -169,6 +169,9 @@ def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: 
 
 
 def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str, Any]:
+    from interlock.bridge._common import logs_off_stderr
+
+    logs_off_stderr()  # hosts read stderr as the block reason
     try:
         from interlock.host import Host
     except ImportError as exc:

@@ -172,6 +172,9 @@ def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
     if timeout < 5:
         raise ConfigError("timeout must be at least 5 seconds", field="--timeout")
     project = project.resolve()
+    from interlock.bridge._fit import check
+
+    check(agent, project, EVENTS[agent])  # a rewrite the agent would drop: refused
     deadline = max(2, timeout - 3)
     target = path or config_path(agent, project, user=user)
     check_importable()

@@ -25,6 +25,7 @@ from interlock._hooks import Executor, Hook, HookFn, Invocation, Matcher, OnErro
 from interlock.config import kinds
 from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.sources import Declared
+from interlock.dialects._matchers import for_dialect as dialect_matcher
 from interlock.reliability import Policy
 
 MAX_RETRIES = 10
@@ -211,7 +212,7 @@ def make_hook(decl: Declared, digest: str, *, fn: HookFn | None = None,
         executor=executor,
         priority=d.priority,
         source=decl.source,
-        matcher=Matcher.parse(d.matcher),
+        matcher=Matcher.parse(dialect_matcher(d.dialect, d.matcher)),
         # A refusal is a plain check that always fails: it must never be queued
         # (background) or shadowed, or nothing would be blocked.
         modifies=False if refusal else d.modifies,

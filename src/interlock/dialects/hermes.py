@@ -38,7 +38,14 @@ if TYPE_CHECKING:
     from interlock._hooks import Invocation
     from interlock.executors._process import Completed
 
-_RENAMES = {"user_input": {"text": "user_message"}}
+# Our field -> Hermes's kwarg, per event (the kwargs its call sites pass).
+_RENAMES = {
+    "user_input": {"text": "user_message"},
+    "subagent_start": {"task": "child_goal"},
+    "subagent_stop": {"result": "child_summary"},
+    "command": {"arguments": "args_raw"},
+    "llm_error": {"error": "error_message"},
+}
 _DEFAULT_BLOCK = "Blocked by shell hook."
 
 
@@ -53,14 +60,14 @@ class HermesDialect(BaseDialect):
                              frozenset({"tool_name", "args"}))
         if ev.turn_id is not None:
             extra["turn_id"] = ev.turn_id
+        if ev.name == "user_input":
+            extra["platform"] = ev.platform  # pre_llm_call passes it
         tool = getattr(ev, "tool_name", None)
         event = self.host_event(invocation)
-        if event == "command:*":  # Hermes fires the concrete command:NAME
-            event = f"command:{getattr(ev, 'command', '')}"
         body = {
             "hook_event_name": event,
             "tool_name": self.tool_name(tool) if tool is not None else None,
-            "tool_input": getattr(ev, "args", None) if tool is not None else None,
+            "tool_input": self.host_args(invocation) if tool is not None else None,
             "session_id": session_id(invocation),
             "cwd": ev.cwd or project_dir,
             "profile": "default",
@@ -143,7 +150,8 @@ class HermesDialect(BaseDialect):
         require_modifies(invocation, self.name, f"modify ({key})")
         new = need_object(invocation, self.name, new, key)
         # Hermes merges a modify over the arguments, key by key.
-        changes["args"] = {**getattr(invocation.event, "args", {}), **new}
+        changes["args"] = {**getattr(invocation.event, "args", {}),
+                           **self.our_args(invocation, new)}
 
 
 HERMES = HermesDialect()
