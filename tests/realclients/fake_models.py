@@ -9,8 +9,8 @@ One HTTP server speaks three wires, by path:
 
 The model is a :class:`Turn` script, answered from the conversation itself
 rather than from a queue: a main-loop request (one that offers the agent's
-shell tool) whose last message is not a tool result gets a call of that tool
-with ``command``; once a tool result is in, the model answers ``final``.
+shell tool) gets a call of that tool with ``command`` until a tool result is
+in the conversation; from then on the model answers ``final``.
 Side requests (titles, summaries, quota probes: no shell tool offered) get a
 short text. So a client that makes extra calls, or retries, still meets the
 same model, and the test reads what came back from :attr:`FakeModels.requests`.
@@ -150,11 +150,10 @@ def _decide(turn: Turn | None, shell: str | None, after_tool: bool) -> tuple[Say
 def _anthropic(body: dict[str, Any], turn: Turn | None) -> tuple[Say, bool]:
     names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     shell = next((n for n in SHELL_TOOLS["anthropic"] if n in names), None)
-    messages = body.get("messages") or []
-    last = messages[-1] if messages else {}
-    content = last.get("content") if isinstance(last, dict) else None
-    after = isinstance(content, list) and any(
-        isinstance(b, dict) and b.get("type") == "tool_result" for b in content)
+    # Anywhere in the conversation: a hook's context may follow the result.
+    after = any(isinstance(b, dict) and b.get("type") == "tool_result"
+                for m in body.get("messages") or [] if isinstance(m, dict)
+                for b in (m.get("content") if isinstance(m.get("content"), list) else []))
     return _decide(turn, shell, after)
 
 
@@ -204,9 +203,8 @@ def _openai(body: dict[str, Any], turn: Turn | None) -> tuple[Say, bool]:
     tools = [t for t in body.get("tools") or [] if isinstance(t, dict)]
     names = {t.get("name") or t.get("type") for t in tools}
     shell = next((n for n in SHELL_TOOLS["openai"] if n in names), None)
-    items = [i for i in body.get("input") or [] if isinstance(i, dict)]
-    last = items[-1] if items else {}
-    after = str(last.get("type", "")).endswith("_output")
+    after = any(isinstance(i, dict) and str(i.get("type", "")).endswith("_output")
+                for i in body.get("input") or [])
     say, main = _decide(turn, shell, after)
     if say.tool:
         say.args = _openai_args(say.tool, say.args["command"])
@@ -250,9 +248,9 @@ def _gemini(body: dict[str, Any], turn: Turn | None) -> tuple[Say, bool]:
     names = {d.get("name") for t in body.get("tools") or [] if isinstance(t, dict)
              for d in t.get("functionDeclarations") or [] if isinstance(d, dict)}
     shell = next((n for n in SHELL_TOOLS["gemini"] if n in names), None)
-    contents = [c for c in body.get("contents") or [] if isinstance(c, dict)]
-    parts = contents[-1].get("parts") or [] if contents else []
-    after = any(isinstance(p, dict) and "functionResponse" in p for p in parts)
+    after = any(isinstance(p, dict) and "functionResponse" in p
+                for c in body.get("contents") or [] if isinstance(c, dict)
+                for p in c.get("parts") or [])
     say, main = _decide(turn, shell, after)
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")

@@ -206,27 +206,21 @@ class Workspace:
 # -- what the client sent back to the model ---------------------------------------------
 
 def tool_results(req: Request) -> list[str]:
-    """The tool results in the last turn of a request, as text, in any wire."""
+    """The tool results in a request (the whole conversation), as text, in any wire."""
     body: Any = req.body or {}
     out: list[str] = []
     if req.wire == "anthropic":
-        messages = body.get("messages") or []
-        content = messages[-1].get("content") if messages else None
-        for block in content if isinstance(content, list) else []:
-            if isinstance(block, dict) and block.get("type") == "tool_result":
-                out.append(_text(block.get("content")))
+        for message in body.get("messages") or []:
+            content = message.get("content") if isinstance(message, dict) else None
+            for block in content if isinstance(content, list) else []:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    out.append(_text(block.get("content")))
     elif req.wire == "openai":
-        items = [i for i in body.get("input") or [] if isinstance(i, dict)]
-        tail: list[dict[str, Any]] = []
-        for item in reversed(items):
-            if not str(item.get("type", "")).endswith("_output"):
-                break
-            tail.insert(0, item)
-        out += [_text(i.get("output")) for i in tail]
+        out += [_text(i.get("output")) for i in body.get("input") or []
+                if isinstance(i, dict) and str(i.get("type", "")).endswith("_output")]
     elif req.wire == "gemini":
-        contents = body.get("contents") or []
-        parts = contents[-1].get("parts") or [] if contents else []
-        out += [json.dumps(p["functionResponse"]) for p in parts
+        out += [json.dumps(p["functionResponse"]) for c in body.get("contents") or []
+                if isinstance(c, dict) for p in c.get("parts") or []
                 if isinstance(p, dict) and "functionResponse" in p]
     return out
 
