@@ -59,14 +59,29 @@ class Agent:
         pins: dict[str, str] = json.loads(PINS.read_text())["dependencies"]
         return pins[self.package]
 
+    def installed_version(self) -> str | None:
+        manifest = CLIENTS / "node_modules" / self.package / "package.json"
+        try:
+            return str(json.loads(manifest.read_text())["version"])
+        except (OSError, ValueError, KeyError):
+            return None
+
     @property
     def path(self) -> Path:
         return CLIENTS / "node_modules" / ".bin" / self.binary
 
     def require(self) -> Path:
         """The installed binary, or a skip that says why it is missing."""
-        if self.path.exists():
+        installed = self.installed_version()
+        if installed == self.version and self.path.exists():
             return self.path
+        found = f"version {installed} is" if installed else "it is not"
+        if os.environ.get("INTERLOCK_REALCLIENTS_REQUIRED"):
+            pytest.fail(f"{self.package}@{self.version} is pinned but {found} installed in "
+                        f"{CLIENTS}, although .ci/clients.sh reported the clients installed")
+        if installed:
+            pytest.skip(f"{self.package}@{self.version} is pinned but {found} installed in "
+                        f"{CLIENTS}; `bash .ci/clients.sh` installs the pinned clients")
         why = CLIENTS / "UNREACHABLE"
         if why.exists():
             pytest.skip(f"{self.package}@{self.version} is not installed: "
