@@ -16,6 +16,8 @@ short text. So a client that makes extra calls, or retries, still meets the
 same model, and the test reads what came back from :attr:`FakeModels.requests`.
 
 Every request is recorded (path, headers, JSON body) before it is answered.
+A request for another host (through ``HTTPS_PROXY``, which the tests point
+here) is refused and recorded as ``wire == "escape"``.
 """
 
 from __future__ import annotations
@@ -63,17 +65,12 @@ class Request:
         return json.dumps(self.body)
 
 
-@dataclass
-class _State:
-    turn: Turn | None = None
-    requests: list[Request] = field(default_factory=list)
-
-
 class FakeModels:
     """The server; ``with FakeModels() as fake: fake.turn = Turn("ls")``."""
 
     def __init__(self) -> None:
-        self._state = _State()
+        self.turn: Turn | None = None
+        self._requests: list[Request] = []
         self._lock = threading.Lock()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
         self._server.daemon_threads = True
@@ -88,28 +85,16 @@ class FakeModels:
         return f"http://127.0.0.1:{self.port}"
 
     @property
-    def turn(self) -> Turn | None:
-        return self._state.turn
-
-    @turn.setter
-    def turn(self, value: Turn) -> None:
-        self._state.turn = value
-
-    @property
     def requests(self) -> list[Request]:
         with self._lock:
-            return list(self._state.requests)
+            return list(self._requests)
 
     def main_requests(self) -> list[Request]:
         return [r for r in self.requests if r.main]
 
-    def reset(self) -> None:
-        with self._lock:
-            self._state.requests.clear()
-
     def record(self, req: Request) -> None:
         with self._lock:
-            self._state.requests.append(req)
+            self._requests.append(req)
 
     def __enter__(self) -> FakeModels:
         self._thread.start()
