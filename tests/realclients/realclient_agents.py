@@ -196,20 +196,31 @@ class Workspace:
             **self.extra_env,
         }
 
-    def interlock(self, *args: str, python: str | None = None) -> subprocess.CompletedProcess[str]:
+    def interlock(self, *args: str, python: str | None = None,
+                  check: bool = True) -> subprocess.CompletedProcess[str]:
         """``interlock ARGS`` in the project, as the person setting it up runs it."""
         proc = subprocess.run([python or self.python, "-m", "interlock", *args],
                               cwd=self.project, env=self.env(), capture_output=True,
                               text=True, timeout=120)
-        assert proc.returncode == 0, f"interlock {' '.join(args)}:\n{proc.stdout}{proc.stderr}"
+        if check:
+            assert proc.returncode == 0, (f"interlock {' '.join(args)}:\n"
+                                          f"{proc.stdout}{proc.stderr}")
         return proc
 
-    def install(self, *, timeout: int = 20, python: str | None = None) -> None:
-        """Approve the project's hooks, then `interlock bridge install <agent>`."""
+    def install(self, *, timeout: int = 20, python: str | None = None,
+                check: bool = True) -> subprocess.CompletedProcess[str]:
+        """Approve the project's hooks, then `interlock bridge install <agent>`.
+
+        ``check=False``: a refused install is returned, not raised (the agent is
+        then left unconfigured).
+        """
         self.interlock("hooks", "approve", "--all")
-        self.interlock("bridge", "install", self.agent.name, "--project", str(self.project),
-                       "--timeout", str(timeout), python=python)
-        self.extra_env.update(self.agent.configure(self.home, self.project, self.fake))
+        proc = self.interlock("bridge", "install", self.agent.name, "--project",
+                              str(self.project), "--timeout", str(timeout), python=python,
+                              check=check)
+        if proc.returncode == 0:
+            self.extra_env.update(self.agent.configure(self.home, self.project, self.fake))
+        return proc
 
     def run(self, prompt: str = "Run the command, please.") -> Run:
         argv = self.agent.argv(prompt)

@@ -153,7 +153,14 @@ def test_context_from_after_the_tool_reaches_the_model(ws: Workspace) -> None:
     indirect=True)
 def test_a_secret_the_tool_prints_never_reaches_the_model(ws: Workspace) -> None:
     _configure(ws, '[[hooks]]\nname = "secret-redaction"\nenabled = true\n')
-    ws.install()
+    installed = ws.install(check=False)
+    if installed.returncode != 0:
+        # Also acceptable: a bridge that cannot express the rewrite refuses to
+        # install, saying why (never a silent drop).
+        message = installed.stdout + installed.stderr
+        assert "Traceback" not in message, message
+        assert "secret-redaction" in message or "output" in message.lower(), message
+        return
     # The secret is only in the file, never in the command the model wrote.
     token = "ghp_" + secrets.token_hex(18)
     (ws.project / "deploy.env").write_text(f"GITHUB_TOKEN={token}\n")
@@ -163,7 +170,10 @@ def test_a_secret_the_tool_prints_never_reaches_the_model(ws: Workspace) -> None
     sent = followup(ws.fake, run)
     leaked = [r.path for r in ws.fake.requests if token in r.text()]
     assert not leaked, f"the secret reached the model in {leaked}\n{tool_results(sent)}"
-    assert any("[REDACTED" in r for r in tool_results(sent)), tool_results(sent)
+    # The model is told what happened: the redacted output, or Interlock's
+    # reason where the host could only replace the result (failing closed).
+    assert any("[REDACTED" in r or "Interlock" in r for r in tool_results(sent)), (
+        tool_results(sent))
 
 
 # -- approved rewrite ---------------------------------------------------------------------
@@ -252,7 +262,8 @@ def test_a_frozen_server_blocks_the_command_at_the_deadline(
     run = _run(ws, f"touch {marker}", before_tool=lambda: os.kill(server.pid, signal.SIGSTOP))
     assert not marker.exists(), f"the command ran while the server was frozen\n{run}"
     results = tool_results(followup(ws.fake, run))
-    assert any(FAILED_CLOSED in r and "no answer within" in r for r in results), results
+    timed_out = ("no answer", "did not answer", "timed out", "deadline")
+    assert any(FAILED_CLOSED in r and any(t in r for t in timed_out) for r in results), results
 
 
 _NO_PYTHON = ("known bridge bug: the installed hook command starts the bridge's Python "
