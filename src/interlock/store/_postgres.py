@@ -17,6 +17,7 @@ _LOCK_ID = 0x1A7E_10C4  # advisory lock: concurrent first starts create the sche
 
 class PostgresBackend(SQLBackend):
     ph = "%s"
+    name = "postgresql"
     id_type = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
     audit_id_type = id_type
     type_names = {"REAL": "DOUBLE PRECISION", "INT": "BIGINT", "TEXT": "TEXT"}

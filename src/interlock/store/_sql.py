@@ -50,6 +50,8 @@ class SQLBackend:
     """Audit IDs only order rows; plain rowids insert faster."""
     type_names = {"REAL": "REAL", "INT": "INTEGER", "TEXT": "TEXT"}
     location = ""
+    name = ""
+    """``sqlite`` or ``postgresql`` (shown in status)."""
 
     def __init__(self) -> None:
         self._write: Any = None
@@ -208,11 +210,14 @@ class SQLBackend:
         return [AuditEntry(**dict(zip(names, r, strict=True))) for r in reversed(rows)]
 
     def dead_letters(self, *, unresolved: bool = False, hook: str | None = None,
-                     limit: int = 100) -> list[DeadLetter]:
+                     limit: int = 100, before: int | None = None) -> list[DeadLetter]:
         where: list[str] = []
         params: list[Any] = []
         if unresolved:
             where.append("resolved_at IS NULL")
+        if before is not None:
+            where.append(f"id < {self.ph}")
+            params.append(before)
         if hook is not None:
             where.append(f"hook = {self.ph}")
             params.append(hook)
@@ -230,12 +235,18 @@ class SQLBackend:
             out.append(DeadLetter(**data))
         return out
 
-    def resolve(self, ident: int, *, by: str, note: str | None, at: float) -> bool:
-        """Mark one dead letter operator-resolved (kept, never deleted); False if unknown."""
+    def resolve(self, ident: int, *, by: str, note: str | None,
+                at: float) -> tuple[str, str] | None:
+        """Mark one dead letter operator-resolved (kept, never deleted); returns its
+        (hook, mode), or None if unknown or already resolved."""
         ph = self.ph
-        return self._change(
-            f"UPDATE {DL} SET resolved_at = {ph}, resolved_by = {ph}, note = {ph} "
-            f"WHERE id = {ph} AND resolved_at IS NULL", (at, by, note, ident)) > 0
+        rows = self._query(f"SELECT hook, mode FROM {DL} WHERE id = {ph} "
+                           "AND resolved_at IS NULL", (ident,))
+        if not rows or not self._change(
+                f"UPDATE {DL} SET resolved_at = {ph}, resolved_by = {ph}, note = {ph} "
+                f"WHERE id = {ph} AND resolved_at IS NULL", (at, by, note, ident)):
+            return None
+        return str(rows[0][0]), str(rows[0][1])
 
     def exists(self, ident: int) -> bool:
         return bool(self._query(f"SELECT 1 FROM {DL} WHERE id = {self.ph}", (ident,)))
@@ -251,6 +262,12 @@ class SQLBackend:
         (audit_total,), = self._query(f"SELECT COUNT(*) FROM {AUDIT}")
         return {"dead_letters": int(dl_total), "unresolved": int(dl_open),
                 "audit": int(audit_total)}
+
+    def unresolved_by_key(self) -> dict[tuple[str, str], int]:
+        """Unresolved dead letters by (hook, mode)."""
+        rows = self._query(f"SELECT hook, mode, COUNT(*) FROM {DL} WHERE resolved_at IS NULL "
+                           "GROUP BY hook, mode")
+        return {(str(h), str(m)): int(n) for h, m, n in rows}
 
     def unresolved_by_hook(self) -> dict[str, int]:
         rows = self._query(f"SELECT hook, COUNT(*) FROM {DL} WHERE resolved_at IS NULL "

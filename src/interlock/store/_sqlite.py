@@ -12,6 +12,7 @@ from interlock.store._sql import SQLBackend
 
 class SQLiteBackend(SQLBackend):
     ph = "?"
+    name = "sqlite"
 
     def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
         """``synchronous``: FULL makes a committed batch survive power loss, not only a
