@@ -73,7 +73,10 @@ class Serve:
         line = self.proc.stderr.readline()
         while "listening on" not in line:
             self.log.append(line)
-            assert line, "serve exited before listening:\n" + "".join(self.log)
+            if not line:
+                self.proc.stderr.close()
+                self.proc.wait(30)
+                raise AssertionError("serve exited before listening:\n" + "".join(self.log))
             line = self.proc.stderr.readline()
         self.port = int(line.split("http://127.0.0.1:")[1].split()[0].rstrip(",/"))
         # Keep draining stderr so the server never blocks on a full pipe.

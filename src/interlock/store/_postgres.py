@@ -51,6 +51,9 @@ class PostgresBackend(SQLBackend):
     def ensure_schema(self, conn: Any) -> None:
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
-        for sql in self.ddl():
-            cur.execute(sql)
+        self.create(cur)
         conn.commit()
+
+    def existing_tables(self, cur: Any) -> set[str]:
+        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        return {str(r[0]) for r in cur.fetchall()}

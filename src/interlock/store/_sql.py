@@ -17,6 +17,11 @@ from interlock.store._records import AuditEntry, AuditQuery, BreakerRecord, Dead
 DL = "interlock_dead_letters"
 AUDIT = "interlock_audit"
 BREAKERS = "interlock_breakers"
+META = "interlock_meta"
+TABLES = (DL, AUDIT, BREAKERS)
+
+SCHEMA_VERSION = 1
+"""Kept in ``interlock_meta``; a store written by a newer Interlock is refused."""
 
 DL_COLS = ("at", "hook", "event", "subject", "session_id", "attempts", "mode",
            "contract_version", "invocation_id", "invocation_digest", "digest", "error",
@@ -64,9 +69,41 @@ class SQLBackend:
 
     def ensure_schema(self, conn: Any) -> None:
         cur = conn.cursor()
+        self.create(cur)
+        conn.commit()
+
+    def existing_tables(self, cur: Any) -> set[str]:
+        raise NotImplementedError
+
+    def create(self, cur: Any) -> None:
+        """Create what is missing, after checking that nothing was lost: a store
+        whose version row says it held tables that are now gone is refused, as
+        is one written by a newer Interlock."""
+        from interlock._errors import ConfigError
+
+        found = self.existing_tables(cur)
+        version = None
+        if META in found:
+            cur.execute(f"SELECT value FROM {META} WHERE key = 'schema_version'")
+            row = cur.fetchone()
+            version = int(row[0]) if row else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"the store {self.location} has schema version {version}, newer than this "
+                f"Interlock's ({SCHEMA_VERSION})", field="store",
+                fix="upgrade Interlock, or point --store at another store")
+        gone = [t for t in TABLES if t not in found]
+        if version is not None and gone:
+            raise ConfigError(
+                f"the store {self.location} has lost its table(s) {', '.join(gone)}: its "
+                "records are gone", field="store",
+                fix="restore it from a backup; `interlock store export` saves what is left "
+                    "and `interlock store repair` starts it afresh")
         for sql in self.ddl():
             cur.execute(sql)
-        conn.commit()
+        if version is None:
+            cur.execute(f"INSERT INTO {META} (key, value) VALUES ('schema_version', "
+                        f"'{SCHEMA_VERSION}')")
 
     def ddl(self) -> list[str]:
         def table(name: str, cols: Sequence[str], key: str | None, ident: str = "") -> str:
@@ -79,6 +116,7 @@ class SQLBackend:
             return f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(defs)})"
 
         return [
+            f"CREATE TABLE IF NOT EXISTS {META} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
             table(DL, DL_COLS, None),
             table(AUDIT, AUDIT_COLS, None, self.audit_id_type),
             table(BREAKERS, BREAKER_COLS, "hook, digest"),

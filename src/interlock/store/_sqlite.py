@@ -1,4 +1,9 @@
-"""SQLite backend: one file in WAL mode, created 0600 in a 0700 directory."""
+"""SQLite backend: one file in WAL mode, created 0600 in a 0700 directory.
+
+Opening checks the file (``PRAGMA quick_check``, about 0.25 s per 100 MB): a
+damaged or emptied store is a one-line error naming the file and the fix,
+never a traceback, and never silently replaced by a fresh one.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+from interlock._errors import ConfigError
 from interlock.store._sql import SQLBackend
+
+REPAIR = ("run `interlock store check` to see it, `interlock store export` to keep what "
+          "can be read, and `interlock store repair` to move it aside and start afresh "
+          "with the readable records")
 
 
 class SQLiteBackend(SQLBackend):
@@ -25,11 +35,29 @@ class SQLiteBackend(SQLBackend):
         if not self.path.exists():
             # The state directory holds audit and dead letters: others may not read it.
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
-        conn = self.connect(writer=True)
+        elif self.path.stat().st_size == 0 and not _has_wal(self.path):
+            # We create a store and its tables in one step: an existing empty file
+            # (and no WAL holding its pages) is a store whose contents were lost.
+            raise ConfigError(f"the store {self.path} is empty (0 bytes): its records are "
+                              "gone", field="store",
+                              fix="restore it from a backup, or " + REPAIR)
         try:
-            self.ensure_schema(conn)
-        finally:
-            conn.close()
+            conn = self.connect(writer=True)
+            try:
+                problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)")]
+                if problems != ["ok"]:
+                    raise sqlite3.DatabaseError("; ".join(problems))
+                self.ensure_schema(conn)
+            finally:
+                conn.close()
+        except sqlite3.DatabaseError as exc:
+            why = " ".join(str(exc).split())[:300]
+            raise ConfigError(f"the store {self.path} is damaged: {why}",
+                              field="store", fix=REPAIR) from None
+
+    def existing_tables(self, cur: Any) -> set[str]:
+        cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+        return {str(r[0]) for r in cur.fetchall()}
 
     def connect(self, *, writer: bool) -> Any:
         conn = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False,
@@ -38,3 +66,8 @@ class SQLiteBackend(SQLBackend):
         conn.execute(f"PRAGMA synchronous={self.synchronous}")
         conn.execute("PRAGMA busy_timeout=30000")
         return conn
+
+
+def _has_wal(path: Path) -> bool:
+    wal = path.with_name(path.name + "-wal")
+    return wal.exists() and wal.stat().st_size > 0
