@@ -299,3 +299,9 @@ def _store_families(health: dict[str, Any]) -> Iterator[Any]:
                 "Unix time of the last committed write", health["last_commit_at"] or 0.0)
     yield counter("interlock_store_dropped", "Records refused because the backlog was full",
                   health["dropped"])
+    overflow = CounterMetricFamily("interlock_dead_letters_overflow",
+                                   "Failures counted but not stored: past the cap per hook "
+                                   "and failure mode", labels=["hook", "mode"])
+    for entry in health["dead_letter_overflow"]:
+        overflow.add_metric([entry["hook"], entry["mode"]], entry["count"])
+    yield overflow

@@ -109,6 +109,8 @@ def _summary(backend: Any, since: float) -> dict[str, Any]:
         "dead_letters": letters,
         "hooks": hooks,
         "breakers": msgspec.to_builtins(backend.breakers()),
+        "dead_letter_overflow": [{"hook": h, "mode": m, "count": n, "first_at": f,
+                                  "last_at": la} for h, m, n, f, la in backend.overflow()],
     }
 
 
@@ -128,6 +130,11 @@ def _render(summary: dict[str, Any], since: str) -> str:
         out.append(table(["HOOK", "STATE", "FAILURES", "OPENS", "NEXT PROBE"],
                          [[b["hook"], b["state"], str(b["failures"]), str(b["opens"]),
                            when(b["retry_at"])] for b in open_breakers]))
+    if summary["dead_letter_overflow"]:
+        out.append("\nfloods: failures counted past the cap, not stored one by one:")
+        out.append(table(["HOOK", "MODE", "COUNTED", "FIRST", "LAST"],
+                         [[o["hook"], o["mode"], str(o["count"]), when(o["first_at"]),
+                           when(o["last_at"])] for o in summary["dead_letter_overflow"]]))
     pending = [d for d in summary["dead_letters"] if d["unresolved"]]
     if pending:
         out.append("\nunresolved dead letters (`interlock deadletter list --unresolved`):")

@@ -18,6 +18,8 @@ DL = "interlock_dead_letters"
 AUDIT = "interlock_audit"
 BREAKERS = "interlock_breakers"
 META = "interlock_meta"
+OVERFLOW = "interlock_dead_letter_overflow"
+"""Per hook and failure mode: failures past the per-key cap, counted, not stored."""
 TABLES = (DL, AUDIT, BREAKERS)
 
 SCHEMA_VERSION = 1
@@ -30,17 +32,20 @@ DL_COLS = ("at", "hook", "event", "subject", "session_id", "attempts", "mode",
 AUDIT_COLS = ("at", "dispatch_id", "session_id", "event", "subject", "hook", "verdict",
               "status", "reason", "latency_ms", "revision", "outcome", "failure", "error")
 BREAKER_COLS = ("hook", "digest", "state", "failures", "opens", "updated_at", "retry_at")
+OVERFLOW_COLS = ("hook", "mode", "overflow", "first_at", "last_at")
 
 # Column types, written once; each backend maps them to its own names.
 _TYPES = {
     "at": "REAL", "resolved_at": "REAL", "updated_at": "REAL", "retry_at": "REAL",
     "latency_ms": "REAL", "attempts": "INT", "contract_version": "INT",
     "fail_closed": "INT", "revision": "INT", "failures": "INT", "opens": "INT",
+    "overflow": "INT", "first_at": "REAL", "last_at": "REAL",
 }
 _NOT_NULL = {
     DL: {"at", "hook", "event", "session_id", "mode", "error", "digest"},
     AUDIT: {"at", "dispatch_id", "session_id", "event", "hook", "verdict", "status", "outcome"},
     BREAKERS: {"hook", "digest", "state"},
+    OVERFLOW: set(OVERFLOW_COLS),
 }
 
 
@@ -120,6 +125,7 @@ class SQLBackend:
             table(DL, DL_COLS, None),
             table(AUDIT, AUDIT_COLS, None, self.audit_id_type),
             table(BREAKERS, BREAKER_COLS, "hook, digest"),
+            table(OVERFLOW, OVERFLOW_COLS, "hook, mode"),
             f"CREATE INDEX IF NOT EXISTS {DL}_at ON {DL} (at)",
             f"CREATE INDEX IF NOT EXISTS {DL}_unresolved ON {DL} (resolved_at, hook)",
             f"CREATE INDEX IF NOT EXISTS {AUDIT}_at ON {AUDIT} (at)",
@@ -129,8 +135,10 @@ class SQLBackend:
 
     # -- writing (writer thread only) ------------------------------------------
     def write(self, audit: Sequence[tuple[Any, ...]], letters: Sequence[DeadLetter],
-              breakers: Sequence[BreakerRecord]) -> None:
-        """Write one batch in one transaction; returns once it has committed."""
+              breakers: Sequence[BreakerRecord],
+              overflow: Sequence[tuple[str, str, int, float, float]] = ()) -> None:
+        """Write one batch in one transaction; returns once it has committed.
+        ``overflow``: (hook, mode, count, first at, last at) added to the counts."""
         if self._write is None:
             self._write = self.connect(writer=True)
         conn = self._write
@@ -154,10 +162,37 @@ class SQLBackend:
                     f"VALUES ({', '.join([ph] * len(BREAKER_COLS))}) "
                     f"ON CONFLICT (hook, digest) DO UPDATE SET {updates}",
                     [tuple(getattr(b, c) for c in BREAKER_COLS) for b in breakers])
+            if overflow:
+                cur.executemany(
+                    f"INSERT INTO {OVERFLOW} ({', '.join(OVERFLOW_COLS)}) "
+                    f"VALUES ({', '.join([ph] * len(OVERFLOW_COLS))}) "
+                    f"ON CONFLICT (hook, mode) DO UPDATE SET "
+                    f"overflow = {OVERFLOW}.overflow + excluded.overflow, "
+                    f"last_at = excluded.last_at", overflow)
             conn.commit()
         except BaseException:
             self._drop_writer()
             raise
+
+    def prune_dead_letters(self, max_rows: int, oldest: float) -> int:
+        """Delete resolved dead letters older than ``oldest``, then the oldest resolved
+        ones while there are more than ``max_rows``. Unresolved ones are never deleted."""
+        ph = self.ph
+        removed = self._change(f"DELETE FROM {DL} WHERE resolved_at IS NOT NULL AND at < {ph}",
+                               (oldest,))
+        (total,), = self._query(f"SELECT COUNT(*) FROM {DL}")
+        excess = int(total) - max_rows
+        if excess > 0:
+            removed += self._change(
+                f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
+                f"NULL ORDER BY id LIMIT {ph})", (excess,))
+        return removed
+
+    def overflow(self) -> list[tuple[str, str, int, float, float]]:
+        """(hook, mode, failures counted but not stored, first at, last at)."""
+        rows = self._query(f"SELECT {', '.join(OVERFLOW_COLS)} FROM {OVERFLOW} "
+                           "ORDER BY hook, mode")
+        return [(str(h), str(m), int(n), float(f), float(la)) for h, m, n, f, la in rows]
 
     def prune(self, table: str, max_rows: int, oldest: float) -> int:
         """Delete rows older than ``oldest`` and all but the newest ``max_rows``."""

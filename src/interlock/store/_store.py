@@ -36,7 +36,7 @@ from interlock.store._records import (
     audit_rows,
     breaker_record,
 )
-from interlock.store._sql import AUDIT, DL, SQLBackend
+from interlock.store._sql import AUDIT, SQLBackend
 
 if TYPE_CHECKING:
     from interlock._outcome import Outcome
@@ -85,6 +85,8 @@ class Store:
         self._counts_lock = threading.Lock()
         self._unresolved: collections.Counter[tuple[str, str]] = collections.Counter(
             backend.unresolved_by_key())
+        self._overflow: collections.Counter[tuple[str, str]] = collections.Counter(
+            {(h, m): n for h, m, n, _, _ in backend.overflow()})
         self._ids = itertools.count(1)
         self._prefix = os.urandom(4).hex()
         self._next_prune = 0.0
@@ -119,6 +121,8 @@ class Store:
             problems.append(f"{self.dropped} records were refused: the backlog was full")
         with self._counts_lock:
             unresolved = sum(self._unresolved.values())
+            overflow = [{"hook": h, "mode": m, "count": n}
+                        for (h, m), n in sorted(self._overflow.items()) if n]
         return {
             "ok": not problems, "problems": problems, "backend": self.backend.name,
             "location": self.location, "backlog": backlog, "oldest_unwritten_age_s": age,
@@ -128,7 +132,7 @@ class Store:
             "last_commit_age_s": (round(now - self.last_commit_at, 3)
                                   if self.last_commit_at is not None else None),
             "dropped": self.dropped, "unresolved_dead_letters": unresolved,
-            "audit": self.audit_mode,
+            "dead_letter_overflow": overflow, "audit": self.audit_mode,
         }
 
     # -- submitting (any thread; quick) -----------------------------------------
@@ -241,7 +245,7 @@ class Store:
             self._inflight = pending
             if pending:
                 try:
-                    added = self._write(pending)
+                    added, over = self._write(pending)
                 except Exception as exc:
                     self.write_errors += 1
                     self.failing = True
@@ -259,6 +263,7 @@ class Store:
                 self.last_commit_at = time.time()
                 with self._counts_lock:
                     self._unresolved.update(added)
+                    self._overflow.update(over)
                 with self._cond:
                     self._committed += len(pending)
                     self._cond.notify_all()
@@ -274,10 +279,16 @@ class Store:
             if time.monotonic() >= self._next_prune:
                 self._prune()
 
-    def _write(self, items: list[tuple[int, Any, float]]) -> collections.Counter[
-            tuple[str, str]]:
-        """Write one batch; returns the unresolved dead letters it added, by key."""
+    def _write(self, items: list[tuple[int, Any, float]]) -> tuple[
+            collections.Counter[tuple[str, str]], collections.Counter[tuple[str, str]]]:
+        """Write one batch; returns the dead letters it stored and those it only
+        counted (past ``retention.dead_letters_per_key``), by (hook, mode)."""
         added: collections.Counter[tuple[str, str]] = collections.Counter()
+        over: collections.Counter[tuple[str, str]] = collections.Counter()
+        spans: dict[tuple[str, str], tuple[float, float]] = {}
+        cap = self.retention.dead_letters_per_key
+        with self._counts_lock:
+            stored = collections.Counter(self._unresolved)
         audit: list[tuple[Any, ...]] = []
         names = self._names
         if len(names) > 10_000:  # hooks come and go with reloads
@@ -288,13 +299,20 @@ class Store:
             if kind == _OUTCOME:
                 audit.extend(audit_rows(item, at, f"{self._prefix}-{next(self._ids)}", names))
             elif kind == _FAILURE:
-                letter = DeadLetter.from_failure(item)
-                letters.append(letter)
-                added[(letter.hook, letter.mode)] += 1
+                key = (item.hook, str(item.mode))
+                if stored[key] + added[key] >= cap:
+                    # A flood: the first `cap` tell the story; the rest are counted.
+                    over[key] += 1
+                    first, _ = spans.get(key, (item.at, item.at))
+                    spans[key] = (first, item.at)
+                    continue
+                letters.append(DeadLetter.from_failure(item))
+                added[key] += 1
             else:
                 breakers.append(item)
-        self.backend.write(audit, letters, breakers)
-        return added
+        overflow = [(h, m, n, *spans[(h, m)]) for (h, m), n in over.items()]
+        self.backend.write(audit, letters, breakers, overflow)
+        return added, over
 
     def _prune(self) -> None:
         r = self.retention
@@ -302,7 +320,7 @@ class Store:
         now = time.time()
         try:
             self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-            self.backend.prune(DL, r.dead_letter_rows, now - r.dead_letter_age)
+            self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
             # Other processes (the CLI, other servers on one PostgreSQL) resolve too.
             counts = self.backend.unresolved_by_key()
             with self._counts_lock:
@@ -355,7 +373,7 @@ class Store:
         r = self.retention
         now = time.time()
         self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-        self.backend.prune(DL, r.dead_letter_rows, now - r.dead_letter_age)
+        self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
 
 
 def _resolve(future: asyncio.Future[bool]) -> None:
