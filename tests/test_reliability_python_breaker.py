@@ -25,7 +25,7 @@ CRASH = textwrap.dedent("""\
     """)
 
 
-def _project(tmp_path: Path, on_error: str) -> Path:
+def _project(tmp_path: Path, on_error: str, extra: str = "") -> Path:
     root = tmp_path / "project"
     (root / ".interlock").mkdir(parents=True)
     (root / ".interlock" / "crash.py").write_text(CRASH)
@@ -35,7 +35,7 @@ def _project(tmp_path: Path, on_error: str) -> Path:
         events = ["before_tool_call"]
         handler = "crash.py"
         on_error = "{on_error}"
-        """))
+        """) + extra)
     return root
 
 
@@ -59,6 +59,23 @@ def test_a_crashing_python_hook_opens_its_breaker(tmp_path: Path, monkeypatch: p
         assert registry.breakers.snapshot()[0].state is BreakerState.OPEN
         # Fail closed: every call blocked, before and after the breaker opened.
         assert [o.blocked for o in outcomes] == [on_error == "closed"] * 10
+    finally:
+        close_engine(engine, registry)
+
+
+def test_a_python_hooks_breaker_settings_apply(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = tmp_path / "calls"
+    for name, value in (("CALLS", str(calls)), ("INTERLOCK_HOME", str(tmp_path / "home")),
+                        ("INTERLOCK_MANAGED", str(tmp_path / "managed")),
+                        ("INTERLOCK_ACCEPT_HOOKS", "1")):
+        monkeypatch.setenv(name, value)
+    root = _project(tmp_path, "open", "breaker_threshold = 1\nbreaker_cooldown = 600\n")
+    engine, registry = open_engine(root)
+    try:
+        for _ in range(4):
+            fire(engine, "before_tool_call", tool_name="terminal", args={"command": "ls"})
+        assert len(calls.read_text()) == 1
     finally:
         close_engine(engine, registry)
 
