@@ -197,3 +197,29 @@ def test_interlock_status_shows_the_servers_store_and_fails_when_unhealthy(
         other.close()
     finally:
         serve.stop()
+
+
+def test_checkpoints_run_beside_the_writer_and_keep_the_log_bounded(tmp_path: Path) -> None:
+    from interlock.store._sql import AUDIT_COLS
+    from interlock.store._sqlite import CHECKPOINT_BYTES, FORCE_BYTES, SQLiteBackend
+
+    path = tmp_path / "interlock.db"
+    backend = SQLiteBackend(path)
+    now = time.time()
+    start_size = path.stat().st_size
+    wal = Path(str(path) + "-wal")
+    biggest = 0
+    for batch in range(60):
+        rows = [(now, f"d-{batch}-{i}", f"s-{batch}-{i}", "before_tool_call", "terminal",
+                 "project:guard", "none", "applied", "x" * 200, 0.1, 1, "none", None, None)
+                for i in range(2000)]
+        assert len(rows[0]) == len(AUDIT_COLS)
+        backend.write(rows, [], [])
+        biggest = max(biggest, wal.stat().st_size)
+    conn = backend._write
+    assert conn.execute("PRAGMA wal_autocheckpoint").fetchone()[0] == 0  # never in a commit
+    assert biggest > CHECKPOINT_BYTES  # enough was written to need checkpoints
+    assert biggest < FORCE_BYTES + (32 << 20)
+    # The checkpointer copied the log into the file while the writer went on.
+    wait_for(lambda: path.stat().st_size > start_size + (16 << 20), what="a checkpoint")
+    backend.close()

@@ -173,6 +173,10 @@ class SQLBackend:
         except BaseException:
             self._drop_writer()
             raise
+        self.after_commit()
+
+    def after_commit(self) -> None:
+        """Called on the writer thread after each committed batch (SQLite checkpoints)."""
 
     def prune_dead_letters(self, max_rows: int, oldest: float) -> int:
         """Delete resolved dead letters older than ``oldest``, then the oldest resolved
