@@ -121,3 +121,25 @@ def test_store_check_export_and_repair_keep_the_evidence(tmp_path: Path) -> None
         assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
     finally:
         assert serve.stop() == 0
+
+
+def test_a_store_created_afresh_says_so(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    path = tmp_path / "state" / "interlock.db"
+    _filled(path)
+    assert "created a new, empty store" in caplog.text
+    first = open_store(str(path))
+    created = first.backend.created_at()
+    first.close()
+    caplog.clear()
+    reopened = open_store(str(path))  # the same store: nothing to say
+    reopened.close()
+    assert "created a new" not in caplog.text
+    for side in path.parent.glob("interlock.db*"):
+        side.unlink()  # gone, e.g. an operator's cleanup: the next open is a new store
+    again = open_store(str(path))
+    assert "created a new, empty store at " + str(path) in caplog.text
+    assert created is not None
+    later = again.backend.created_at()
+    assert later is not None
+    assert later >= created
+    again.close()

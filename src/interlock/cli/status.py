@@ -105,6 +105,7 @@ def _summary(backend: Any, since: float) -> dict[str, Any]:
 
     return {
         "store": backend.location,
+        "created_at": backend.created_at(),
         "counts": backend.counts(),
         "dead_letters": letters,
         "hooks": hooks,
@@ -121,7 +122,7 @@ def _render(summary: dict[str, Any], since: str) -> str:
     if summary.get("store") is None:
         return "\n".join([str(summary["note"]), *out])
     counts = summary["counts"]
-    out = [f"store: {summary['store']}",
+    out = [f"store: {summary['store']} (created {when(summary.get('created_at'))})",
            f"dead letters: {counts['unresolved']} unresolved of {counts['dead_letters']}; "
            f"audit records: {counts['audit']}", *out]
     open_breakers = [b for b in summary["breakers"] if b["state"] != "closed"]

@@ -8,7 +8,9 @@ it writes; PostgreSQL's MVCC does the same).
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +23,8 @@ META = "interlock_meta"
 OVERFLOW = "interlock_dead_letter_overflow"
 """Per hook and failure mode: failures past the per-key cap, counted, not stored."""
 TABLES = (DL, AUDIT, BREAKERS)
+
+log = logging.getLogger("interlock")
 
 SCHEMA_VERSION = 1
 """Kept in ``interlock_meta``; a store written by a newer Interlock is refused."""
@@ -109,6 +113,17 @@ class SQLBackend:
         if version is None:
             cur.execute(f"INSERT INTO {META} (key, value) VALUES ('schema_version', "
                         f"'{SCHEMA_VERSION}')")
+        if not any(t in found for t in TABLES):
+            # Never silent: a store that replaced one holding records shows up here,
+            # in the log, and as its creation time in `interlock status`.
+            cur.execute(f"INSERT INTO {META} (key, value) VALUES ('created_at', "
+                        f"'{time.time():.3f}')")
+            log.warning("interlock store: created a new, empty store at %s", self.location)
+
+    def created_at(self) -> float | None:
+        """When this store was created (None for one older than the record)."""
+        rows = self._query(f"SELECT value FROM {META} WHERE key = 'created_at'")
+        return float(rows[0][0]) if rows else None
 
     def ddl(self) -> list[str]:
         def table(name: str, cols: Sequence[str], key: str | None, ident: str = "") -> str:
