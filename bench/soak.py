@@ -202,13 +202,32 @@ class Soak:
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(60)
 
-    def worker_pids(self, wait: float = 5.0) -> list[int]:
+    def worker_pids(self, wait: float = 10.0) -> list[int]:
         """Our worker hook's processes (children of our serve, running worker.py),
-        waiting up to ``wait`` seconds for the first call to have started one."""
+        waiting up to ``wait`` seconds for one; a call of its own starts it if the
+        clients have not yet."""
         deadline = time.monotonic() + wait
+        poked = False
         while not (found := self._worker_pids()) and time.monotonic() < deadline:
+            if not poked:
+                poked = True
+                threading.Thread(target=self._poke, daemon=True).start()
             time.sleep(0.05)
         return found
+
+    def _poke(self) -> None:
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("POST", "/v1/events/before_tool_call",
+                         json.dumps({"tool_name": "workertool", "args": {},
+                                     "session_id": "soak-poke"}),
+                         {"Authorization": f"Bearer {self.token}",
+                          "Content-Type": "application/json"})
+            conn.getresponse().read()
+        except (OSError, http.client.HTTPException):
+            pass
+        finally:
+            conn.close()
 
     def _worker_pids(self) -> list[int]:
         assert self.proc is not None
