@@ -118,6 +118,22 @@ class Registry:
         return list(self._current.permissions) if self._current is not None else []
 
     @property
+    def sandbox(self) -> tuple[str, bool]:
+        """(mode, network) of the agent's OS sandbox as the config files ask."""
+        found = self._current.found if self._current is not None else None
+        if found is None:
+            return "auto", True
+        return ("required" if found.sandbox_required else "auto"), not found.sandbox_offline
+
+    @property
+    def pinned_files(self) -> list[Path]:
+        """Every file the current revision rests on: the config files read (a
+        ``--config`` one too) and the files each hook's digest covers."""
+        found = self._current.found if self._current is not None else None
+        read = [Path(f) for f in found.files] if found is not None else []
+        return list(dict.fromkeys([*read, *(f for e in self.hooks for f in e.files)]))
+
+    @property
     def withheld(self) -> list[str]:
         return list(self._current.withheld) if self._current is not None else []
 
@@ -407,7 +423,7 @@ class Registry:
         return result
 
     # -- operator actions (the CLI) ---------------------------------------------------
-    def approve(self, names: list[str] | None = None) -> list[str]:
+    def approve(self, names: list[str] | None = None, *, by: str = "operator") -> list[str]:
         """Approve hooks (all pending when ``names`` is None), and release withheld ones."""
         withheld = set(self.withheld)
         targets: list[HookEntry] = []
@@ -429,7 +445,7 @@ class Registry:
         targets = [e for e in targets if e.needs_approval and not e.approved]
         done = [e.qualified_name for e in targets]
         if targets:
-            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets])
+            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets], by=by)
         if release:
             done += [r for r in self.trust.release(self.project_root, release) if r not in done]
         if done:

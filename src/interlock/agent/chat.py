@@ -42,6 +42,7 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
                         ask_person=ask_person)
     sys.stderr.write(f"session {agent.session.id} · model {agent.session.model} · "
                      "/help for commands, /exit to quit\n")
+    sys.stderr.write(agent.sandbox.status.line() + "\n")
 
     async def loop() -> None:
         try:

@@ -182,9 +182,13 @@ def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None
                                     base_url=spec.base_url, api_key=spec.api_key)
         store = SessionStore(spec.db or state_dir() / "sessions.db")
         session = store.load(spec.session) if spec.session else None
+        registry = host.registry
+        mode, network = registry.sandbox
         options = AgentOptions(model=name, cwd=Path(session.cwd) if session else spec.cwd,
                                project_root=spec.cwd, permissions=list(spec.rules),
                                live_permissions=lambda: host.rules,
+                               pinned=lambda: registry.pinned_files, sandbox=mode,
+                               sandbox_network=network,
                                max_turns=spec.max_turns, on_text=on_text, on_step=on_step,
                                ask_person=ask_person if interactive else None)
         agent = Agent(host.engine, model, options=options, store=store, session=session,
@@ -222,6 +226,8 @@ def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
             _print_step(kind, data)
 
     agent, host = build_agent(spec, on_text=on_text, on_step=on_step)
+    if spec.verbose or not agent.sandbox.active:
+        sys.stderr.write(agent.sandbox.status.line() + "\n")
 
     async def go() -> Any:
         from interlock.agent.options import RunResult, RunStatus

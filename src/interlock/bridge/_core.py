@@ -93,6 +93,23 @@ class _Answer:
         return True
 
 
+def kill_hook_groups() -> None:
+    """SIGKILL the process groups of hooks still running in this process's engine.
+
+    The bridge is about to answer without them and exit; a hook it gave up on
+    must not go on acting. Safe in a signal handler: no import, no allocation
+    worth mentioning. With a server up no hook runs here, and the module was
+    never imported.
+    """
+    process = sys.modules.get("interlock.executors._process")
+    groups = getattr(process, "LIVE_GROUPS", None) if process is not None else None
+    for pgid in tuple(groups or ()):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def failure(mod: ModuleType, host_event: str, reason: str, *, scrub: bool = True) -> Reply:
     """The deny a failing bridge answers (no effect where the catalog says so).
 
@@ -234,6 +251,7 @@ def main(argv: list[str]) -> int:
     def expire(signum: int, frame: object) -> None:
         reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s", scrub=False)
         if out.write(reply):
+            kill_hook_groups()
             os._exit(reply.code)
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -243,7 +261,12 @@ def main(argv: list[str]) -> int:
         if len(raw) > MAX_INPUT:
             raise BridgeError("the hook input is larger than 8 MiB")
         reply = run(mod, opts, raw, state, deadline)
-    except Exception as exc:  # any failure at all is a deny (DESIGN.md, Security: Bridges)
+    except BaseException as exc:  # any failure at all is a deny
+        # BaseException too: a hook (in process) raising SystemExit or
+        # KeyboardInterrupt must not end the bridge with exit 0 and no answer,
+        # which the host reads as "allow" (docs/one-policy.md, When the bridge
+        # fails). The watchdog never gets here: it leaves through os._exit.
+        kill_hook_groups()
         reason = str(exc) if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"
         reply = failure(mod, state["host_event"], reason)
     signal.setitimer(signal.ITIMER_REAL, 0)

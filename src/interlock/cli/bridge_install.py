@@ -34,6 +34,8 @@ def register(app: typer.Typer) -> None:
         with user_errors():
             plan = install(agent, project, timeout=timeout, user=user, path=path)
         typer.echo(f"wrote {plan.path}\n  command: {plan.command}\n"
+                   "  (each event runs it inside a /bin/sh guard: a bridge that cannot start "
+                   "denies)\n"
                    f"  timeout: {plan.timeout}s (bridge deadline {plan.deadline}s)")
         if agent == "hermes":
             typer.echo("  Hermes asks before running new shell hooks: approve them once, or run "

@@ -192,8 +192,24 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"{f.level:5}  {f.hook}  {f.check}: {f.message}")
         if not report.findings:
             typer.echo("no hooks configured")
+        sandbox_failed = _sandbox_line(registry)
         typer.echo(f"{report.problems} problem(s)" if report.problems else "all good")
-        raise SystemExit(1 if any(f.level == "error" for f in report.findings) else 0)
+        raise SystemExit(1 if sandbox_failed or any(f.level == "error"
+                                                    for f in report.findings) else 0)
+
+    def _sandbox_line(registry: Any) -> bool:
+        """Say whether the agent's commands are sandboxed here; True when the config
+        requires a sandbox that cannot run."""
+        from interlock.agent.sandbox import status
+
+        found = status()
+        mode, network = registry.sandbox
+        level = "ok" if found.available else ("error" if mode == "required" else "warn")
+        extra = "" if network else "; no network (sandbox_network = false)"
+        typer.echo(f"{level:5}  agent  sandbox: {found.line().removeprefix('sandbox: ')}"
+                   f"{extra}" + ('; sandbox = "required" refuses to start'
+                                 if level == "error" else ""))
+        return level == "error"
 
     @hooks.command("validate")
     def validate_cmd(project: Project = Path("."), config: Config = None) -> None:

@@ -68,6 +68,17 @@ def _audit_gate(registry: Any, mode: str) -> Any:
     return store.settled if mode == "strict" else None
 
 
+def _console(engine: Any, registry: Any, tokens: Any) -> Any:
+    """The web console (docs/console.md), fed by every decision the engine makes."""
+    from interlock.server.console import Console
+    from interlock.server.console_feed import DecisionFeed
+
+    feed = DecisionFeed()
+    engine.add_sink(feed)
+    store = registry.recording.store if registry.recording is not None else None
+    return Console(tokens=tokens, feed=feed, registry=registry, store=store)
+
+
 def register(app: typer.Typer) -> None:
     serve_app = typer.Typer(help="Serve the hooks over HTTP and a Unix socket.",
                             invoke_without_command=True, no_args_is_help=False)
@@ -109,6 +120,8 @@ def register(app: typer.Typer) -> None:
                  "(a 503 after 5 s if the store cannot write); fast: answer at once, up to "
                  "~50 ms of answered decisions can be lost on a crash. See "
                  "docs/reliability.md.", envvar="INTERLOCK_AUDIT")] = "strict",
+        no_console: Annotated[bool, typer.Option(
+            "--no-console", help="Do not serve the web console at /ui/.")] = False,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -156,12 +169,13 @@ def register(app: typer.Typer) -> None:
                                             ask_timeout=ask_timeout,
                                             providers=extensions.providers,
                                             extra_tools=list(extensions.tools.values()))
+                console = None if no_console else _console(engine, registry, tokens)
                 app = create_app(engine, project_root=root, tokens=tokens, reloader=registry,
                                  dead_letters=dead, status=status, socket_path=sock,
                                  allowed_hosts=[*(allow_host or []), host],
                                  allowed_origins=allow_origin or [], gateway=gateway,
-                                 metrics=registry.metrics, audit_gate=_audit_gate(
-                                     registry, audit))
+                                 metrics=registry.metrics, console=console,
+                                 audit_gate=_audit_gate(registry, audit))
                 serving = Serving(app, host=host, port=port, socket_path=sock,
                                   tcp=not no_tcp)
                 if gateway is not None:
@@ -174,7 +188,10 @@ def register(app: typer.Typer) -> None:
     @token_app.command("create")
     def token_create(
         name: Annotated[str, typer.Argument(help="A name to revoke it by later.")],
-        admin: Annotated[bool, typer.Option(help="Admin role (dead letters, reload).")] = False,
+        admin: Annotated[bool, typer.Option(
+            help="Admin role (dead letters, reload, acting in the console).")] = False,
+        read: Annotated[bool, typer.Option(
+            help="Read role: may only view the web console.")] = False,
         chat: Annotated[bool, typer.Option(help="Chat role: may use /v1/chat only.")] = False,
         sender: Annotated[str | None, typer.Option(
             help="With --chat: the sender id this token speaks for (default: its name).")]
@@ -187,13 +204,15 @@ def register(app: typer.Typer) -> None:
         from interlock.server.paths import ensure_private_dir, state_dir
 
         with user_errors():
-            if admin and chat:
+            if admin + chat + read > 1:
                 from interlock._errors import ConfigError
 
-                raise ConfigError("a token is either --admin or --chat", field="--chat",
+                raise ConfigError("a token has one role: --admin, --chat or --read",
+                                  field="--read" if read else "--chat",
                                   fix="create one token per role")
             store = TokenStore.for_state_dir(ensure_private_dir(state_dir(project.resolve())))
-            role = Role.ADMIN if admin else Role.CHAT if chat else Role.EVENTS
+            role = (Role.ADMIN if admin else Role.CHAT if chat else Role.READ if read
+                    else Role.EVENTS)
             token = store.create(name, role, sender=sender if chat else None)
         typer.echo(token)
 

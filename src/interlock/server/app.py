@@ -11,7 +11,7 @@ Who may call what:
   server's uid;
 - ``GET /v1/runtime/hooks/dead-letter``, ``POST .../{id}/resolve``,
   ``POST /v1/runtime/reload``: an ``admin`` token, on every transport;
-- ``GET /v1/status``, ``GET /v1/hooks``: a token (any role but ``chat``),
+- ``GET /v1/status``, ``GET /v1/hooks``: a token (``events``, ``read`` or ``admin``),
   or a Unix-socket peer with the server's uid; status is built from counters
   in memory and never waits on the store;
 - ``GET /v1/openapi.json``: open;
@@ -19,6 +19,8 @@ Who may call what:
 - ``POST /v1/chat``, ``POST /v1/chat/answer``, ``/v1/chat/ws``: a ``chat`` (or
   ``admin``) token on every transport; the sender is the token's (see
   :mod:`~interlock.server.gateway`).
+- ``/ui/`` and ``/ui/api/...``: the web console; a ``read`` or ``admin`` token
+  exchanged for a session cookie (see :mod:`~interlock.server.console`).
 
 Every request first passes :class:`~interlock.server.security.Guard`
 (Host and Origin), and a request naming a project root other than the
@@ -52,6 +54,7 @@ from interlock.server.auth import Role, TokenInfo, TokenStore
 from interlock.server.security import Guard
 
 if TYPE_CHECKING:
+    from interlock.server.console import Console
     from interlock.server.gateway import Gateway
 
 MAX_BODY = 1 << 20
@@ -323,8 +326,15 @@ class Api:
         return await self.evaluate(event, to_model=True)
 
     def read_only(self, request: Request) -> None:
-        # What status, hooks and metrics show is data: a token, or a socket peer
-        # with our uid, as for events (any local process could reach loopback TCP).
+        # What status, hooks and metrics show is data: a token (events, read or
+        # admin), or a socket peer with our uid, as for events (any local process
+        # could reach loopback TCP).
+        if self.via_socket(request):
+            return
+        token = bearer_token(request)
+        info = self.tokens.verify(token) if token is not None else None
+        if info is not None and info.role is Role.READ:
+            return
         self.authorize(request, Role.EVENTS)
 
     async def status(self, request: Request) -> Response:
@@ -418,6 +428,7 @@ def create_app(
     gateway: Gateway | None = None,
     metrics: Exposition | None = None,
     audit_gate: AuditGate | None = None,
+    console: Console | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
@@ -425,6 +436,7 @@ def create_app(
     stopped with the app's lifespan. ``metrics``: served at ``GET /metrics``.
     ``audit_gate``: strict audit (an answer leaves only once its audit records
     have committed); None answers at once.
+    ``console``: the web console's routes under ``/ui/`` (docs/console.md).
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -476,6 +488,7 @@ def create_app(
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/metrics", api.metrics_text, methods=["GET"]),
         *chat_routes(api, gateway),
+        *(console.routes() if console is not None else []),
     ])
     app.router.redirect_slashes = False  # a redirect is never what an API client wants
     app.state.api = api
