@@ -90,8 +90,15 @@ def test_status_answers_at_once_while_the_store_cannot_write(tmp_path: Path) -> 
 
 
 def test_status_hooks_and_metrics_need_a_token_except_on_the_socket(tmp_path: Path) -> None:
-    serve = _serve(tmp_path).start()
+    serve = _serve(tmp_path)
+    read = serve.cli("serve", "token", "create", "viewer", "--read")
+    chat = serve.cli("serve", "token", "create", "phone", "--chat")
+    assert read.returncode == 0, read.stderr
+    assert chat.returncode == 0, chat.stderr
+    serve.start()
     try:
+        assert serve.request("GET", "/v1/status", token=read.stdout.strip())[0] == 200
+        assert serve.request("GET", "/v1/status", token=chat.stdout.strip())[0] == 403
         for path in ("/v1/status", "/v1/hooks", "/metrics"):
             code, body = serve.request("GET", path, token=None)
             assert code == 401, (path, body)

@@ -191,7 +191,7 @@ def register(app: typer.Typer) -> None:
         admin: Annotated[bool, typer.Option(
             help="Admin role (dead letters, reload, acting in the console).")] = False,
         read: Annotated[bool, typer.Option(
-            help="Read role: may only view the web console.")] = False,
+            help="Read role: may only view (the web console, status, hooks, metrics).")] = False,
         chat: Annotated[bool, typer.Option(help="Chat role: may use /v1/chat only.")] = False,
         sender: Annotated[str | None, typer.Option(
             help="With --chat: the sender id this token speaks for (default: its name).")]
