@@ -49,6 +49,21 @@ BREAK = ("CREATE TRIGGER injected BEFORE INSERT ON interlock_audit "
 MEND = "DROP TRIGGER injected"
 
 
+def _run(conn: sqlite3.Connection, sql: str) -> None:
+    """Run ``sql`` from another connection, retrying while the store's writer (retrying
+    its own failed batch) holds the lock."""
+    def attempt() -> bool:
+        try:
+            conn.execute(sql)
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise
+            return False
+        return True
+
+    wait_for(attempt, timeout=60, what=sql)
+
+
 def _lock(path: str) -> sqlite3.Connection:
     """Another process's exclusive write lock: the store's writer must wait."""
     conn = sqlite3.connect(path, timeout=30, isolation_level=None)
@@ -157,7 +172,7 @@ def test_write_errors_backlog_and_recovery_are_visible(tmp_path: Path) -> None:
 
     # Every write fails from now on, as on a full disk, until the fault is mended.
     other = sqlite3.connect(path, timeout=30, isolation_level=None)
-    other.execute(BREAK)
+    _run(other, BREAK)
     fire(engine, "before_tool_call", tool_name="terminal", args={"command": "rm x"})
     sick = wait_for(lambda: (h := store.health())["write_errors"] >= 1 and h,
                     what="a write error")
@@ -171,7 +186,7 @@ def test_write_errors_backlog_and_recovery_are_visible(tmp_path: Path) -> None:
     assert "interlock_store_backlog" in text
     assert "interlock_store_healthy{backend=\"sqlite\"} 0.0" in text
 
-    other.execute(MEND)
+    _run(other, MEND)
     other.close()
     assert store.flush(30)
     well = store.health()
@@ -192,7 +207,7 @@ def test_interlock_status_shows_the_servers_store_and_fails_when_unhealthy(
         assert ok.returncode == 0, ok.stderr
         assert "store health: ok" in ok.stdout
         other = sqlite3.connect(serve.store, timeout=30, isolation_level=None)
-        other.execute(BREAK)
+        _run(other, BREAK)
         serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
         wait_for(lambda: serve.request("GET", "/v1/status")[1]["store"]["write_errors"],
                  what="a write error")
@@ -200,7 +215,7 @@ def test_interlock_status_shows_the_servers_store_and_fails_when_unhealthy(
         assert sick.returncode == 1, sick.stdout + sick.stderr
         assert "store health: UNHEALTHY" in sick.stdout
         assert "interlock_audit" in sick.stdout
-        other.execute(MEND)
+        _run(other, MEND)
         other.close()
     finally:
         serve.stop()
