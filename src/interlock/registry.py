@@ -288,8 +288,8 @@ class Registry:
             meta["shadows"] = e.shadows
         if d.effective_kind is HookKind.PYTHON:
             e.state = "active"
-            return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest, e.options),
-                             meta=meta)
+            return harden(make_hook(e.declared, e.digest, fn=load_handler(
+                e.declared, e.digest, e.options), meta=meta), policy_for(d), breakers=self.breakers)
         executor = reuse.get((e.qualified_name, e.digest))
         if executor is None:
             try:

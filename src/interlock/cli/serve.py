@@ -14,18 +14,19 @@ class StoreDeadLetters:
     def __init__(self, store: Any) -> None:
         self.store = store
 
-    def list(self, *, unresolved: bool = False, limit: int = 100) -> list[dict[str, Any]]:
+    def list(self, *, unresolved: bool = False, limit: int = 100,
+             before: int | None = None) -> list[dict[str, Any]]:
         import msgspec
 
-        self.store.flush(5.0)  # what the hooks just failed is listed too
-        records = self.store.dead_letters(unresolved=unresolved, limit=limit)
+        self.store.flush(1.0)  # what the hooks just failed is listed too (on a worker thread)
+        records = self.store.dead_letters(unresolved=unresolved, limit=limit, before=before)
         out: list[dict[str, Any]] = msgspec.to_builtins(records)
         return out
 
     def resolve(self, record_id: str) -> bool:
         if not record_id.isdigit():
             return False
-        self.store.flush(5.0)
+        self.store.flush(1.0)
         return bool(self.store.resolve(int(record_id), by="serve-admin"))
 
 
@@ -67,6 +68,13 @@ def _root(project: Path | None) -> Path:
     from interlock.host import Project
 
     return Project.discover(project).root
+
+
+def _audit_gate(registry: Any, mode: str) -> Any:
+    """The store's commit wait for strict audit, or None for fast (shown in status)."""
+    store = registry.recording.store
+    store.audit_mode = mode
+    return store.settled if mode == "strict" else None
 
 
 def _console(engine: Any, registry: Any, tokens: Any) -> Any:
@@ -118,6 +126,11 @@ def register(app: typer.Typer) -> None:
             help="API key for --chat-model (default $OPENAI_API_KEY).")] = None,
         ask_timeout: Annotated[float, typer.Option(
             help="Seconds a chat question waits for the person; then it is denied.")] = 120.0,
+        audit: Annotated[str, typer.Option(
+            help="strict: a decision is answered only once its audit record has committed "
+                 "(a 503 after 5 s if the store cannot write); fast: answer at once, up to "
+                 "~50 ms of answered decisions can be lost on a crash. See "
+                 "docs/reliability.md.", envvar="INTERLOCK_AUDIT")] = "strict",
         no_console: Annotated[bool, typer.Option(
             "--no-console", help="Do not serve the web console at /ui/.")] = False,
     ) -> None:
@@ -138,6 +151,11 @@ def register(app: typer.Typer) -> None:
 
                 raise ConfigError(f"the server needs extra packages ({exc.name})",
                                   fix="pip install 'interlock[server]'") from None
+            if audit not in ("strict", "fast"):
+                from interlock._errors import ConfigError
+
+                raise ConfigError(f"unknown audit mode {audit!r}", field="--audit",
+                                  fix="use --audit strict or --audit fast")
             from interlock.host import Project
 
             found = Project.discover(project)
@@ -171,7 +189,8 @@ def register(app: typer.Typer) -> None:
                                  dead_letters=dead, status=status, socket_path=sock,
                                  allowed_hosts=[*(allow_host or []), host],
                                  allowed_origins=allow_origin or [], gateway=gateway,
-                                 metrics=registry.metrics, console=console, live=loaded)
+                                 metrics=registry.metrics, console=console, live=loaded,
+                                 audit_gate=_audit_gate(registry, audit))
                 serving = Serving(app, host=host, port=port, socket_path=sock,
                                   tcp=not no_tcp)
                 if gateway is not None:
@@ -187,7 +206,7 @@ def register(app: typer.Typer) -> None:
         admin: Annotated[bool, typer.Option(
             help="Admin role (dead letters, reload, acting in the console).")] = False,
         read: Annotated[bool, typer.Option(
-            help="Read role: may only view the web console.")] = False,
+            help="Read role: may only view (the web console, status, hooks, metrics).")] = False,
         chat: Annotated[bool, typer.Option(help="Chat role: may use /v1/chat only.")] = False,
         sender: Annotated[str | None, typer.Option(
             help="With --chat: the sender id this token speaks for (default: its name).")]
