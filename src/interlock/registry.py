@@ -38,15 +38,18 @@ from interlock._hooks import Executor, Hook, OnError, Source
 from interlock._sinks import Sink
 from interlock.config.build import (
     guarded_events,
+    hook_cwd,
     load_handler,
     make_executor,
     make_hook,
     policy_for,
     refusal_hook,
 )
+from interlock.config.drift import checked
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
-from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
+from interlock.config.pins import command_pins, folder_pins
+from interlock.config.refs import digest, digest_and_pins, resolve_command, unmet_requirements
 from interlock.config.revision import (
     HookEntry,
     Options,
@@ -165,9 +168,13 @@ class Registry:
         files: list[Path] = []
         command: str | list[str] | None = None
         if d.command is not None:
-            command, files = resolve_command(d.command, decl.folder)
+            command, named = resolve_command(d.command, decl.folder)
+            files = command_pins(command, cwd=hook_cwd(decl, self.project_root),
+                                 root=self.project_root, named=named,
+                                 path_env=d.env.get("PATH"))
         if decl.hook_dir is not None:
-            files = folder_files(decl.hook_dir)
+            files = [*folder_pins(decl.hook_dir), *(f for f in files
+                                                   if not f.is_relative_to(decl.hook_dir))]
         elif d.handler is not None:
             files.append((decl.folder / d.handler).resolve())
         # A judge's template file and scripted model are part of what is approved.
@@ -177,7 +184,7 @@ class Registry:
         norm["source"] = decl.source.label
         norm["declared_in"] = str(decl.file)
         norm["options"] = options
-        dig = digest(norm, files, decl.hook_dir)
+        dig, pins = digest_and_pins(norm, files, decl.hook_dir)
         why = unmet_requirements(d)
         needs = decl.source not in (Source.MANAGED, Source.BUNDLED) and (
             d.effective_kind in _NEEDS_APPROVAL or decl.source is Source.PROJECT)
@@ -186,7 +193,7 @@ class Registry:
         needs = needs or (set_options is not None and set_options[1] is Source.PROJECT)
         approved = not needs or self.trust.approved(hook_key(decl.qualified_name, decl.file), dig)
         return HookEntry(decl, dig, enabled, not why, "; ".join(why), approved, needs,
-                         command=command, files=files, options=options)
+                         command=command, files=files, options=options, pins=pins)
 
     def _build(self, *, operator: bool, previous: Revision | None) -> Revision:
         found = discover(self.places())
@@ -271,8 +278,8 @@ class Registry:
             meta["shadows"] = e.shadows
         if d.effective_kind is HookKind.PYTHON:
             e.state = "active"
-            return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest, e.options),
-                             meta=meta)
+            fn = load_handler(e.declared, e.digest, e.options)
+            return checked(make_hook(e.declared, e.digest, fn=fn, meta=meta), e.pins)
         executor = reuse.get((e.qualified_name, e.digest))
         if executor is None:
             try:
@@ -284,7 +291,10 @@ class Registry:
                                   line=e.declared.line, field=field, fix=exc.fix) from None
         e.state = "active"
         hook = make_hook(e.declared, e.digest, executor=executor, meta=meta)
-        return harden(hook, policy_for(d), breakers=self.breakers, metrics=self.metrics)
+        # Outside the breaker: a drifted file is no outage to count, and the
+        # block names the file.
+        return checked(harden(hook, policy_for(d), breakers=self.breakers,
+                              metrics=self.metrics), e.pins)
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:

@@ -95,7 +95,7 @@ def test_swapping_the_readme_script_after_approval_unapproves_it(tmp_path, env):
     (root / "hooks" / "no_rm.py").write_text(ALLOW_ALL)
     held_by_consent(try_rm(env, root))
     listing = interlock(env, "hooks", "list", "--json", "-C", str(root), cwd=root)
-    [hook] = json.loads(listing.stdout)["hooks"]
+    [hook] = [h for h in json.loads(listing.stdout)["hooks"] if h["name"] == "project:no-rm"]
     assert hook["approved"] is False
 
 
@@ -225,4 +225,6 @@ def test_a_running_host_catches_a_swap_between_two_calls(tmp_path, env):
     assert "blocked" in results[1]
     # Named: the file that changed since it was approved (or, once a live reload
     # saw the edit first, the hook is simply unapproved).
-    assert str(root / "hooks" / "no_rm.py") in results[1] or "unapproved" in results[1]
+    assert "(drifted)" in results[1] or "(unapproved)" in results[1], results[1]
+    if "(drifted)" in results[1]:
+        assert str(root / "hooks" / "no_rm.py") in results[1]

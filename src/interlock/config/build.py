@@ -171,6 +171,16 @@ def _executor_class(kind: HookKind) -> Any:
                       fix="install a release of interlock that ships the executors")
 
 
+def hook_cwd(decl: Declared, project_root: Path) -> Path:
+    """Where a command or worker hook runs (what its relative words resolve from)."""
+    d = decl.definition
+    if d.cwd is not None:
+        return (decl.folder / d.cwd).resolve()
+    if d.dialect == "moltis" and decl.hook_dir is not None:
+        return decl.hook_dir  # Moltis runs a HOOK.md hook in its own folder
+    return project_root
+
+
 def make_executor(decl: Declared, command: str | list[str] | None,
                   project_root: Path, protected: Sequence[Path] = ()) -> Executor:
     d = decl.definition
@@ -182,12 +192,7 @@ def make_executor(decl: Declared, command: str | list[str] | None,
         return kinds.build(d, decl.folder, project_root, decl.events, err, protected)
     assert command is not None
     cls = _executor_class(kind)
-    if d.cwd is not None:
-        cwd = (decl.folder / d.cwd).resolve()
-    elif d.dialect == "moltis" and decl.hook_dir is not None:
-        cwd = decl.hook_dir  # Moltis runs a HOOK.md hook in its own folder
-    else:
-        cwd = project_root
+    cwd = hook_cwd(decl, project_root)
     kwargs: dict[str, Any] = {
         "hook_name": d.name, "cwd": cwd, "env": dict(d.env),
         "env_passthrough": tuple(d.env_passthrough), "timeout": min(d.timeout, MAX_TIMEOUT),

@@ -15,6 +15,7 @@ from typing import Any
 from interlock._errors import ConfigError, FailureMode
 from interlock._hooks import Executor, Hook, OnError, Source
 from interlock.config.build import guarded_events, refusal_hook
+from interlock.config.drift import PinSet
 from interlock.config.model import HookDef, HookKind, PermissionRule
 from interlock.config.sources import Declared, Discovered, Reference
 from interlock.trust import hook_key
@@ -42,7 +43,10 @@ class HookEntry:
     command: str | list[str] | None = None
     """The command with relative paths resolved."""
     files: list[Path] = field(default_factory=list)
-    """Files the digest covers."""
+    """Every file the approval pins: the digest covers them and each call checks
+    them (docs/configuration.md, Trust)."""
+    pins: PinSet | None = None
+    """Those files as read for the digest, checked before each call."""
     options: dict[str, Any] = field(default_factory=dict)
     """What the handler's ``configure`` gets: its own options, then a reference's."""
 

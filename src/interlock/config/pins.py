@@ -1,0 +1,264 @@
+"""What an approval pins: every file a hook runs, whatever runs it.
+
+An approval is pinned to a digest over the hook's definition and these files
+(docs/configuration.md, Trust):
+
+- every word of the command that names an existing file, resolved from where
+  the hook runs (its ``cwd``), in any position and whatever the interpreter:
+  ``python3 hooks/x.py``, ``bash -c 'python3 hooks/x.py'``, ``node x.js``,
+  ``--config=rules.toml``;
+- for a Python script, the script's folder tree inside the project (what it
+  can import), and for ``python -m pkg`` the package;
+- the program itself when it lives inside the project (a venv in the repo,
+  named by path or found on ``PATH``), with the venv's ``pyvenv.cfg`` and the
+  ``.pth`` and ``*customize.py`` files its interpreter runs at start-up;
+- a hook folder, following symlinks (their targets are pinned too).
+
+Files the command only writes (the target of a ``>`` or ``>>`` redirection)
+are not pinned, so a hook that appends to its own log stays approved.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+
+_SKIP_DIRS = {"__pycache__", ".git", ".hg", ".mypy_cache", ".pytest_cache", ".ruff_cache",
+              "node_modules", ".venv", "venv", ".tox"}
+MAX_FILES = 2000
+"""At most this many files from one folder tree (the rest is not pinned)."""
+_MAX_DEPTH = 3
+"""How deep ``sh -c '...'`` words are read for more commands."""
+
+_PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
+_SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
+_WRITES = {">", ">>", ">|", "&>", "&>>", "<>"}
+_PY_SOURCES = (".py", ".pth", ".so", ".pyd")
+
+
+def _words(line: str) -> list[str]:
+    lexer = shlex.shlex(line, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
+    try:
+        return list(lexer)
+    except ValueError:  # unbalanced quotes: the shell refuses it anyway
+        return line.split()
+
+
+def _commands(words: list[str], writes: set[str]) -> list[list[str]]:
+    """Split shell tokens into simple commands; redirection targets go to ``writes``."""
+    out: list[list[str]] = [[]]
+    pending: str | None = None  # a redirection whose target is the next word
+    for word in words:
+        if pending is not None:
+            if pending in _WRITES:
+                writes.add(word)
+            elif pending == "<":
+                out[-1].append(word)  # read: pinned like any other word
+            pending = None  # (a heredoc's tag, a here-string: not a file)
+        elif word in _WRITES or word in ("<", "<<", "<<-", "<<<"):
+            pending = word
+        elif set(word) <= set(";&|()<>\n"):
+            out.append([])
+        else:
+            out[-1].append(word)
+    return [c for c in out if c]
+
+
+class Pinner:
+    """Collects the files one hook's command runs (see the module docstring)."""
+
+    def __init__(self, cwd: Path, root: Path, path_env: str | None = None) -> None:
+        self.cwd = cwd
+        self.root = root.resolve()
+        self.path_env = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
+        self.files: list[Path] = []
+        self.writes: set[Path] = set()
+        self._seen: set[Path] = set()
+
+    # -- adding -------------------------------------------------------------------
+    def add(self, path: Path) -> None:
+        path = Path(os.path.normpath(path))
+        if path in self._seen or path in self.writes:
+            return
+        self._seen.add(path)
+        self.files.append(path)
+        if path.is_symlink():  # the link (its target is in the digest) and, in the
+            target = path.resolve()  # project, the file it points at
+            if target not in self._seen and self._inside(target):
+                self._seen.add(target)
+                self.files.append(target)
+
+    def tree(self, folder: Path, *, only: tuple[str, ...] | None = None) -> None:
+        for path in walk(folder, only=only):
+            self.add(path)
+
+    def _inside(self, path: Path) -> bool:
+        try:
+            return path.resolve().is_relative_to(self.root)
+        except OSError:
+            return False
+
+    def _file(self, word: str) -> Path | None:
+        if not word or (word.startswith("-") and "=" not in word):
+            return None
+        path = Path(word) if os.path.isabs(word) else self.cwd / word
+        try:
+            return path if path.is_file() else None
+        except OSError:
+            return None
+
+    # -- reading a command ------------------------------------------------------------
+    def command(self, command: str | list[str]) -> None:
+        if isinstance(command, list):
+            self._argv(list(command), 0)
+        else:
+            self._shell(command, 0)
+        self.files = [f for f in self.files if Path(os.path.normpath(f)) not in self.writes]
+
+    def _shell(self, line: str, depth: int) -> None:
+        writes: set[str] = set()
+        commands = _commands(_words(line), writes)
+        for word in writes:
+            self.writes.add(Path(os.path.normpath(
+                word if os.path.isabs(word) else self.cwd / word)))
+        for argv in commands:
+            self._argv(argv, depth)
+
+    def _argv(self, argv: list[str], depth: int) -> None:
+        while argv and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
+            argv = argv[1:]  # VAR=value before the program
+        if not argv:
+            return
+        self._program(argv[0])
+        name = os.path.basename(argv[0])
+        for i, word in enumerate(argv[1:], start=1):
+            for part in (word, word.partition("=")[2]):
+                path = self._file(part)
+                if path is not None:
+                    self.add(path)
+            if name in _SHELLS and word == "-c" and i + 1 < len(argv) \
+                    and depth < _MAX_DEPTH:
+                self._shell(argv[i + 1], depth + 1)
+        if _PYTHON.match(name):
+            self._python(argv[1:])
+        elif name in ("env", "exec", "nice", "nohup", "command", "time", "timeout", "xargs"):
+            rest = [w for w in argv[1:] if not w.startswith("-")]
+            if name == "timeout" and rest:
+                rest = rest[1:]
+            if rest:
+                self._argv(rest, depth)
+
+    def _program(self, word: str) -> None:
+        if "/" in word:
+            path = Path(word) if os.path.isabs(word) else self.cwd / word
+        else:
+            found = shutil.which(word, path=self.path_env)
+            if found is None:
+                return
+            path = Path(found)
+            if not os.path.isabs(found):
+                path = self.cwd / found
+            if not self._inside(path) and not self._inside(path.parent):
+                return  # a system program: not the project's to swap
+        if not path.is_file():
+            return
+        self.add(path)
+        self._venv(path)
+
+    def _venv(self, program: Path) -> None:
+        """A venv interpreter also runs its pyvenv.cfg, .pth and *customize.py files."""
+        env = Path(os.path.normpath(program)).parent.parent
+        cfg = env / "pyvenv.cfg"
+        if not cfg.is_file() or not self._inside(env):
+            return
+        self.add(cfg)
+        for site in sorted(env.glob("lib*/python*/site-packages")):
+            for path in sorted(site.iterdir()):
+                if path.suffix == ".pth" or path.name in ("sitecustomize.py",
+                                                          "usercustomize.py"):
+                    self.add(path)
+
+    def _python(self, args: list[str]) -> None:
+        """The folder a Python script imports from (or the package ``-m`` runs)."""
+        i = 0
+        while i < len(args):
+            word = args[i]
+            if word in ("-c",):
+                return
+            if word == "-m" and i + 1 < len(args):
+                self._module(args[i + 1])
+                return
+            if word.startswith("-"):
+                i += 1
+                continue
+            script = self._file(word)
+            if script is not None:
+                folder = script.parent
+                if self._inside(folder):
+                    same = folder.resolve() == self.root
+                    # A script at the root imports from the whole project: pin its
+                    # Python files there, not every file of the repository.
+                    self.tree(folder, only=_PY_SOURCES if same else None)
+            return
+
+    def _module(self, name: str) -> None:
+        top = name.split(".")[0]
+        for base in (self.cwd,):
+            package = base / top
+            if package.is_dir() and self._inside(package):
+                self.tree(package)
+            elif (base / f"{top}.py").is_file():
+                self.add(base / f"{top}.py")
+
+
+def walk(folder: Path, *, only: tuple[str, ...] | None = None,
+         limit: int = MAX_FILES) -> list[Path]:
+    """Every file under ``folder``, following symlinked folders (each real folder once)."""
+    out: list[Path] = []
+    seen: set[str] = set()
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:  # a link back up the tree, or two links to one folder
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        for name in sorted(names):
+            if name.endswith((".pyc", ".pyo")) or (only is not None and not name.endswith(only)):
+                continue
+            out.append(Path(root) / name)
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def folder_pins(folder: Path) -> list[Path]:
+    """A hook folder's files, and the real file behind each one reached through a link."""
+    out: list[Path] = []
+    seen: set[Path] = set()
+    for path in walk(folder):
+        real = path.resolve()
+        for p in (path, real):
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+    return out
+
+
+def command_pins(command: str | list[str], *, cwd: Path, root: Path,
+                 named: Iterable[Path] = (), path_env: str | None = None) -> list[Path]:
+    """The files ``command`` runs when started in ``cwd`` (see the module docstring).
+
+    ``named``: files already known to be named (``./x`` words), pinned unless
+    only written to.
+    """
+    pinner = Pinner(cwd, root, path_env)
+    pinner.command(command)
+    for path in named:
+        pinner.add(path)
+    return pinner.files
