@@ -46,6 +46,7 @@ from interlock.config.build import (
     refusal_hook,
 )
 from interlock.config.drift import checked
+from interlock.config.imports import import_problem, pin_imports
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
 from interlock.config.pins import command_pins, folder_pins
@@ -263,6 +264,8 @@ class Registry:
             problem = (FailureMode.UNAPPROVED,
                        f"hook {e.qualified_name} is not approved; run "
                        f"`interlock hooks approve {e.qualified_name}`")
+        elif (why := import_problem(self.trust, e, accept=self.accept_hooks)) is not None:
+            problem = (FailureMode.UNAPPROVED, why)
         if problem is not None:
             label = "ineligible" if problem[0] is FailureMode.INELIGIBLE else "unapproved"
             guarded = guarded_events(e.declared.events,
@@ -278,7 +281,10 @@ class Registry:
             meta["shadows"] = e.shadows
         if d.effective_kind is HookKind.PYTHON:
             e.state = "active"
-            fn = load_handler(e.declared, e.digest, e.options)
+            imported: list[Path] = []
+            fn = load_handler(e.declared, e.digest, e.options, root=self.project_root,
+                              imported=imported)
+            pin_imports(self.trust, e, imported)
             return checked(make_hook(e.declared, e.digest, fn=fn, meta=meta), e.pins)
         executor = reuse.get((e.qualified_name, e.digest))
         if executor is None:
