@@ -64,6 +64,9 @@ from interlock.config.revision import (
     summary,
     withhold,
 )
+from interlock.config.rules import ALIASES as RULE_ALIASES
+from interlock.config.rules import NAME as RULES
+from interlock.config.rules import RulesConsent, consent, guard, in_force, withhold_denies
 from interlock.config.sources import Declared, Discovered, Place, discover
 from interlock.metrics import Metrics
 from interlock.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
@@ -120,6 +123,11 @@ class Registry:
     @property
     def permissions(self) -> list[PermissionRule]:
         return list(self._current.permissions) if self._current is not None else []
+
+    @property
+    def permission_consent(self) -> RulesConsent | None:
+        """The consent of the project's ``[[permissions]]`` rules (``project:permissions``)."""
+        return self._current.rules if self._current is not None else None
 
     @property
     def withheld(self) -> list[str]:
@@ -222,6 +230,12 @@ class Registry:
                                    by="accept-hooks")
                 for e in todo:
                     e.approved = True
+        rules = consent(found.permissions, project_dir(self.project_root), self.trust.approved)
+        if self.accept_hooks and rules.needs_approval and not rules.approved:
+            log.warning("approving the project's permission rules because of --accept-hooks"
+                        " / INTERLOCK_ACCEPT_HOOKS")
+            self.trust.approve([(rules.key, rules.digest, RULES)], by="accept-hooks")
+            rules.approved = True
         reuse = previous.executors() if previous is not None else {}
         hooks: list[Hook] = []
         for e in entries:
@@ -230,9 +244,13 @@ class Registry:
                 hooks.append(e.hook)
         guards = {e.qualified_name: guard_record(e) for e in entries
                   if e.hook is not None and guard_record(e)["events"]}
-        withheld = [] if operator else withhold(
-            self.trust.baseline(self.project_root), guards, hooks)
-        return Revision(entries, hooks, found.permissions, found, guards, withheld)
+        baseline = self.trust.baseline(self.project_root)
+        withheld = [] if operator else withhold(baseline, guards, hooks)
+        if not operator and withhold_denies(rules, (baseline or {}).get(RULES)):
+            withheld.append(RULES)
+        guards[RULES] = guard(rules)
+        return Revision(entries, hooks, in_force(found.permissions, rules), found, guards,
+                        withheld, rules=rules)
 
     @staticmethod
     def _note_state(found: Discovered, path: Path) -> None:
@@ -393,6 +411,8 @@ class Registry:
         number = self._install(rev)
         unapproved = [e.qualified_name for e in rev.entries
                       if e.enabled and e.shadowed_by is None and not e.approved]
+        if rev.rules is not None and rev.rules.needs_approval and not rev.rules.approved:
+            unapproved.append(RULES)
         return self._tell(ReloadResult(True, True, number, changed, withheld=rev.withheld,
                                        unapproved=unapproved))
 
@@ -428,11 +448,16 @@ class Registry:
         withheld = set(self.withheld)
         targets: list[HookEntry] = []
         release: list[str] = []
+        rules = self.permission_consent
+        pending = rules is not None and rules.needs_approval and not rules.approved
         if names is None:
             targets = [e for e in self.hooks if e.needs_approval and not e.approved]
             release = sorted(withheld)
         else:
+            pending = pending and any(n in RULE_ALIASES for n in names)
             for name in names:
+                if name in RULE_ALIASES and RULES not in withheld:
+                    continue
                 # One approval covers what the hook now is: its new definition,
                 # and the removal or weakening of what it was.
                 held = [w for w in withheld if name in (w, w.partition(":")[2])]
@@ -444,8 +469,12 @@ class Registry:
                         raise
         targets = [e for e in targets if e.needs_approval and not e.approved]
         done = [e.qualified_name for e in targets]
-        if targets:
-            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets])
+        items = [(e.key, e.digest, e.qualified_name) for e in targets]
+        if pending and rules is not None:
+            items.append((rules.key, rules.digest, RULES))
+            done.append(RULES)
+        if items:
+            self.trust.approve(items)
         if release:
             done += [r for r in self.trust.release(self.project_root, release) if r not in done]
         if done:

@@ -17,6 +17,7 @@ from interlock._hooks import Executor, Hook, OnError, Source
 from interlock.config.build import guarded_events, refusal_hook
 from interlock.config.drift import PinSet
 from interlock.config.model import HookDef, HookKind, PermissionRule
+from interlock.config.rules import RulesConsent
 from interlock.config.sources import Declared, Discovered, Reference
 from interlock.trust import hook_key
 
@@ -90,7 +91,10 @@ class Revision:
     guards: dict[str, dict[str, Any]]
     """Fail-closed hooks in force (the new baseline)."""
     withheld: list[str]
-    """Fail-closed hooks whose removal or weakening waits for an operator."""
+    """Fail-closed hooks (and ``project:permissions``) whose removal or weakening
+    waits for an operator."""
+    rules: RulesConsent | None = None
+    """The consent of the project's ``[[permissions]]`` (``permissions`` are those in force)."""
     number: int = 0
 
     def executors(self) -> dict[tuple[str, str], Executor]:
@@ -218,6 +222,8 @@ def withhold(baseline: dict[str, dict[str, Any]] | None, guards: dict[str, dict[
     if baseline is None:
         return withheld
     for qname, old in baseline.items():
+        if "events" not in old:  # the project's deny rules (config/rules.py)
+            continue
         new = guards.get(qname)
         if new is not None and set(old["events"]) <= set(new["events"]) and (
                 new["matcher"] is None or new["matcher"] == old["matcher"]):
