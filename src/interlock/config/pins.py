@@ -100,7 +100,7 @@ class Pinner:
     def _inside(self, path: Path) -> bool:
         try:
             return path.resolve().is_relative_to(self.root)
-        except OSError:
+        except (OSError, ValueError, RuntimeError):
             return False
 
     def _file(self, word: str) -> Path | None:
@@ -109,7 +109,7 @@ class Pinner:
         path = Path(word) if os.path.isabs(word) else self.cwd / word
         try:
             return path if path.is_file() else None
-        except OSError:
+        except (OSError, ValueError):  # too long, a NUL byte: not a file
             return None
 
     # -- reading a command ------------------------------------------------------------
@@ -147,7 +147,9 @@ class Pinner:
         if _PYTHON.match(name):
             self._python(argv[1:])
         elif name in ("env", "exec", "nice", "nohup", "command", "time", "timeout", "xargs"):
-            rest = [w for w in argv[1:] if not w.startswith("-")]
+            rest = argv[1:]
+            while rest and rest[0].startswith("-"):  # the wrapper's own options
+                rest = rest[1:]
             if name == "timeout" and rest:
                 rest = rest[1:]
             if rest:
@@ -165,7 +167,10 @@ class Pinner:
                 path = self.cwd / found
             if not self._inside(path) and not self._inside(path.parent):
                 return  # a system program: not the project's to swap
-        if not path.is_file():
+        try:
+            if not path.is_file():
+                return
+        except (OSError, ValueError):
             return
         self.add(path)
         self._venv(path)
@@ -197,13 +202,15 @@ class Pinner:
                 i += 1
                 continue
             script = self._file(word)
-            if script is not None:
-                folder = script.parent
-                if self._inside(folder):
-                    same = folder.resolve() == self.root
-                    # A script at the root imports from the whole project: pin its
-                    # Python files there, not every file of the repository.
-                    self.tree(folder, only=_PY_SOURCES if same else None)
+            if script is None:  # an option's value (-W ignore), or no script at all
+                i += 1
+                continue
+            folder = script.parent
+            if self._inside(folder):
+                same = folder.resolve() == self.root
+                # A script at the root imports from the whole project: pin its
+                # Python files there, not every file of the repository.
+                self.tree(folder, only=_PY_SOURCES if same else None)
             return
 
     def _module(self, name: str) -> None:
