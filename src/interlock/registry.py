@@ -38,7 +38,6 @@ from interlock._hooks import Executor, Hook, OnError, Source
 from interlock._sinks import Sink
 from interlock.config.build import (
     guarded_events,
-    hook_cwd,
     load_handler,
     make_executor,
     make_hook,
@@ -49,7 +48,7 @@ from interlock.config.drift import checked
 from interlock.config.imports import import_problem, pin_imports
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
-from interlock.config.pins import command_pins, folder_pins
+from interlock.config.pins import hook_files
 from interlock.config.refs import digest, digest_and_pins, resolve_command, unmet_requirements
 from interlock.config.revision import (
     HookEntry,
@@ -66,7 +65,7 @@ from interlock.config.revision import (
 )
 from interlock.config.rules import ALIASES as RULE_ALIASES
 from interlock.config.rules import NAME as RULES
-from interlock.config.rules import RulesConsent, consent, guard, in_force, withhold_denies
+from interlock.config.rules import RulesConsent, guard, in_force, project_rules
 from interlock.config.sources import Declared, Discovered, Place, discover
 from interlock.metrics import Metrics
 from interlock.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
@@ -174,18 +173,11 @@ class Registry:
         options = dict(d.options)
         if set_options is not None:
             options.update(set_options[0])
-        files: list[Path] = []
         command: str | list[str] | None = None
+        named: list[Path] = []
         if d.command is not None:
             command, named = resolve_command(d.command, decl.folder)
-            files = command_pins(command, cwd=hook_cwd(decl, self.project_root),
-                                 root=self.project_root, named=named,
-                                 path_env=d.env.get("PATH"))
-        if decl.hook_dir is not None:
-            files = [*folder_pins(decl.hook_dir), *(f for f in files
-                                                   if not f.is_relative_to(decl.hook_dir))]
-        elif d.handler is not None:
-            files.append((decl.folder / d.handler).resolve())
+        files = hook_files(decl, command, named, self.project_root)
         # A judge's template file and scripted model are part of what is approved.
         files += [p for p in referenced_files(d, decl.folder) if p not in files]
         norm = d.normalised()
@@ -230,12 +222,9 @@ class Registry:
                                    by="accept-hooks")
                 for e in todo:
                     e.approved = True
-        rules = consent(found.permissions, project_dir(self.project_root), self.trust.approved)
-        if self.accept_hooks and rules.needs_approval and not rules.approved:
-            log.warning("approving the project's permission rules because of --accept-hooks"
-                        " / INTERLOCK_ACCEPT_HOOKS")
-            self.trust.approve([(rules.key, rules.digest, RULES)], by="accept-hooks")
-            rules.approved = True
+        baseline = self.trust.baseline(self.project_root)
+        rules = project_rules(self.trust, found.permissions, self.project_root,
+                              accept=self.accept_hooks, operator=operator, baseline=baseline)
         reuse = previous.executors() if previous is not None else {}
         hooks: list[Hook] = []
         for e in entries:
@@ -244,10 +233,8 @@ class Registry:
                 hooks.append(e.hook)
         guards = {e.qualified_name: guard_record(e) for e in entries
                   if e.hook is not None and guard_record(e)["events"]}
-        baseline = self.trust.baseline(self.project_root)
         withheld = [] if operator else withhold(baseline, guards, hooks)
-        if not operator and withhold_denies(rules, (baseline or {}).get(RULES)):
-            withheld.append(RULES)
+        withheld += [RULES] if rules.withheld else []
         guards[RULES] = guard(rules)
         return Revision(entries, hooks, in_force(found.permissions, rules), found, guards,
                         withheld, rules=rules)
@@ -411,8 +398,7 @@ class Registry:
         number = self._install(rev)
         unapproved = [e.qualified_name for e in rev.entries
                       if e.enabled and e.shadowed_by is None and not e.approved]
-        if rev.rules is not None and rev.rules.needs_approval and not rev.rules.approved:
-            unapproved.append(RULES)
+        unapproved += [RULES] if rev.rules is not None and rev.rules.pending else []
         return self._tell(ReloadResult(True, True, number, changed, withheld=rev.withheld,
                                        unapproved=unapproved))
 
@@ -449,7 +435,7 @@ class Registry:
         targets: list[HookEntry] = []
         release: list[str] = []
         rules = self.permission_consent
-        pending = rules is not None and rules.needs_approval and not rules.approved
+        pending = rules is not None and rules.pending
         if names is None:
             targets = [e for e in self.hooks if e.needs_approval and not e.approved]
             release = sorted(withheld)

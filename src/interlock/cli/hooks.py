@@ -213,7 +213,7 @@ def register(app: typer.Typer) -> None:
             pending = [e.qualified_name for e in registry.hooks
                        if e.enabled and e.shadowed_by is None and not e.approved]
             rules = registry.permission_consent
-            if rules is not None and rules.needs_approval and not rules.approved:
+            if rules is not None and rules.pending:
                 pending.append(rules.name)
             typer.echo(f"ok: {len(registry.hooks)} hook(s), {active} active, "
                        f"{len(registry.permissions)} permission rule(s)")

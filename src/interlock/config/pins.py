@@ -27,6 +27,9 @@ import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
+from interlock.config.build import hook_cwd
+from interlock.config.sources import Declared
+
 _SKIP_DIRS = {"__pycache__", ".git", ".hg", ".mypy_cache", ".pytest_cache", ".ruff_cache",
               "node_modules", ".venv", "venv", ".tox"}
 MAX_FILES = 2000
@@ -269,3 +272,20 @@ def command_pins(command: str | list[str], *, cwd: Path, root: Path,
     for path in named:
         pinner.add(path)
     return pinner.files
+
+
+def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path],
+               project_root: Path) -> list[Path]:
+    """Every file one hook's approval pins: what its command runs (from where it
+    runs), its whole hook folder, or its handler file."""
+    d = decl.definition
+    files: list[Path] = []
+    if command is not None:
+        files = command_pins(command, cwd=hook_cwd(decl, project_root), root=project_root,
+                             named=named, path_env=d.env.get("PATH"))
+    if decl.hook_dir is not None:
+        return [*folder_pins(decl.hook_dir),
+                *(f for f in files if not f.is_relative_to(decl.hook_dir))]
+    if d.handler is not None:
+        files.append((decl.folder / d.handler).resolve())
+    return files

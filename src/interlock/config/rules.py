@@ -13,13 +13,17 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from interlock.config.model import PermissionRule
-from interlock.trust import hook_key
+from interlock.paths import project_dir
+from interlock.trust import TrustStore, hook_key
+
+log = logging.getLogger("interlock.registry")
 
 NAME = "project:permissions"
 """The consent item (and the withheld entry) of a project's rules."""
@@ -46,6 +50,10 @@ class RulesConsent:
     def needs_approval(self) -> bool:
         """Only allow and ask rules wait for consent."""
         return any(r.action != "deny" for r in self.declared)
+
+    @property
+    def pending(self) -> bool:
+        return self.needs_approval and not self.approved
 
     @property
     def state(self) -> str:
@@ -83,6 +91,22 @@ def consent(rules: list[PermissionRule], project: Path,
     key = hook_key(NAME, project)
     dig = digest(mine)
     return RulesConsent(key, dig, approved(key, dig), mine)
+
+
+def project_rules(trust: TrustStore, rules: list[PermissionRule], project_root: Path, *,
+                  accept: bool, operator: bool,
+                  baseline: dict[str, dict[str, Any]] | None) -> RulesConsent:
+    """The consent of a revision's project rules: approved (with ``accept``) and, unless
+    an ``operator`` releases them, the baseline's deny rules the project dropped."""
+    c = consent(rules, project_dir(project_root), trust.approved)
+    if accept and c.pending:
+        log.warning("approving the project's permission rules because of --accept-hooks / "
+                    "INTERLOCK_ACCEPT_HOOKS")
+        trust.approve([(c.key, c.digest, NAME)], by="accept-hooks")
+        c.approved = True
+    if not operator:
+        withhold_denies(c, (baseline or {}).get(NAME))
+    return c
 
 
 def in_force(rules: list[PermissionRule], c: RulesConsent) -> list[PermissionRule]:
