@@ -31,7 +31,7 @@ def pins(root: Path, command: str | list[str], **kw: str) -> set[str]:
 
 def test_a_python_script_pins_its_folder_tree(root: Path) -> None:
     assert pins(root, ["python3", "hooks/x.py"]) == {
-        "hooks/x.py", "hooks/lib.py", "hooks/data/rules.toml"}
+        "hooks/x.py", "hooks/lib.py", "hooks/data/rules.toml", "hooks", "hooks/data"}
 
 
 def test_a_script_at_the_root_pins_the_python_files_only(root: Path) -> None:

@@ -295,7 +295,8 @@ class Registry:
         if executor is None:
             try:
                 executor = make_executor(e.declared, e.command, self.project_root,
-                                         protected=(self.home, self.state_dir, self.managed))
+                                         protected=(self.home, self.state_dir, self.managed),
+                                         pycache=self.state_dir / "pycache")
             except ConfigError as exc:
                 field = exc.field or ("command" if e.command is not None else "kind")
                 raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),

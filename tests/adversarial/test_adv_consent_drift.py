@@ -76,6 +76,23 @@ def test_a_swapped_fail_closed_hook_blocks_naming_the_file(world: World) -> None
     assert rm(reg.engine).reason == "no rm -rf (script)"
 
 
+def test_a_module_planted_beside_a_running_hook_is_caught_before_its_next_call(
+        world: World) -> None:
+    reg, _sink, script = guarded(world, "closed")
+    (script.parent / "sitecustomize.py").write_text("")
+    planted = script.parent / "json.py"
+    planted.write_text("raise SystemExit(0)\n")
+    out = rm(reg.engine)
+    assert out.verdict is Verdict.BLOCK
+    assert "(drifted)" in out.reason
+    assert str(script.parent) in out.reason
+    # A log the hook writes beside itself is no change.
+    planted.unlink()
+    (script.parent / "sitecustomize.py").unlink()
+    (script.parent / "no_rm.log").write_text("ran\n")
+    assert rm(reg.engine).reason == "no rm -rf (script)"
+
+
 def test_a_swapped_fail_open_hook_is_skipped_and_dead_lettered(world: World) -> None:
     reg, sink, script = guarded(world, "open")
     swap(script, 'print(\'{"decision": "approve"}\')\n')  # would wave everything through

@@ -107,6 +107,36 @@ def test_editing_a_module_the_script_imports_unapproves_it(tmp_path, env):
     held_by_consent(try_rm(env, root))
 
 
+def test_a_module_added_beside_the_script_to_shadow_the_stdlib_unapproves_it(tmp_path, env):
+    root = project(tmp_path, '["python3", "hooks/no_rm.py"]')
+    (root / "hooks" / "no_rm.py").write_text("import json\n" + NO_RM)
+    approve(env, root)
+    assert try_rm(env, root)["reason"] == "no rm -rf (script)"
+    # The script's folder comes first on sys.path: this json.py would run as the hook.
+    (root / "hooks" / "json.py").write_text("import sys\nsys.stdin.read()\nsys.exit(0)\n")
+    held_by_consent(try_rm(env, root))
+
+
+def test_a_planted_bytecode_file_does_not_stand_in_for_a_pinned_module(tmp_path, env):
+    """A .pyc in hooks/__pycache__ whose header matches rules.py (same mtime and
+    size) would be imported instead of it. Hooks never read bytecode from the project."""
+    import importlib.util
+    import py_compile
+
+    root = project(tmp_path, json.dumps([sys.executable, "hooks/no_rm.py"]))
+    approve(env, root)
+    assert try_rm(env, root)["reason"] == "no rm -rf (script)"
+    rules = root / "hooks" / "rules.py"
+    st = rules.stat()
+    rules.write_text('FORBIDDEN = "zzzzzz"\n')  # the same size
+    os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns))
+    pyc = importlib.util.cache_from_source(str(rules))
+    py_compile.compile(str(rules), cfile=pyc, doraise=True)
+    rules.write_text(RULES)  # the approved source is back, the mtime too
+    os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert try_rm(env, root)["reason"] == "no rm -rf (script)"  # the source ran
+
+
 def test_a_bash_c_wrapper_pins_the_script_it_runs(tmp_path, env):
     root = project(tmp_path, "\"bash -c 'python3 hooks/no_rm.py'\"")
     approve(env, root)

@@ -214,7 +214,8 @@ def hook_cwd(decl: Declared, project_root: Path) -> Path:
 
 
 def make_executor(decl: Declared, command: str | list[str] | None,
-                  project_root: Path, protected: Sequence[Path] = ()) -> Executor:
+                  project_root: Path, protected: Sequence[Path] = (),
+                  pycache: Path | None = None) -> Executor:
     d = decl.definition
     kind = d.effective_kind
     if kind in kinds.REMOTE_KINDS:
@@ -225,8 +226,13 @@ def make_executor(decl: Declared, command: str | list[str] | None,
     assert command is not None
     cls = _executor_class(kind)
     cwd = hook_cwd(decl, project_root)
+    env = dict(d.env)
+    if pycache is not None:
+        # Python reads and writes bytecode there, never from a __pycache__ in the
+        # project: a planted .pyc cannot stand in for a pinned script.
+        env.setdefault("PYTHONPYCACHEPREFIX", str(pycache))
     kwargs: dict[str, Any] = {
-        "hook_name": d.name, "cwd": cwd, "env": dict(d.env),
+        "hook_name": d.name, "cwd": cwd, "env": env,
         "env_passthrough": tuple(d.env_passthrough), "timeout": min(d.timeout, MAX_TIMEOUT),
         "project_dir": project_root, "plugin_root": decl.hook_dir,
     }

@@ -19,6 +19,7 @@ import dataclasses
 import hashlib
 import inspect
 import os
+import stat
 import threading
 import time
 from collections.abc import Iterable
@@ -31,6 +32,13 @@ from interlock.reliability import Reliable
 if TYPE_CHECKING:
     from interlock._decisions import Decision
     from interlock._hooks import Executor, Hook, HookFn, Invocation
+
+IMPORTABLE = (".py", ".pyc", ".pth", ".so", ".pyd")
+"""File names Python can import (or run at start-up)."""
+
+SKIP_DIRS = frozenset({"__pycache__", ".git", ".hg", ".mypy_cache", ".pytest_cache",
+                       ".ruff_cache", "node_modules", ".venv", "venv", ".tox"})
+"""Folders a pinned tree leaves out (caches a run writes, other tools' worlds)."""
 
 RACY_NS = 2_000_000_000
 """A stat this close to the file's last change is re-checked by content."""
@@ -64,12 +72,22 @@ class Read:
         return h.hexdigest()
 
 
+def _modules(folder: Path) -> bytes:
+    """What a folder offers to ``import``: its module files and subfolders, by name."""
+    names = sorted(e.name + "/" if e.is_dir() else e.name for e in os.scandir(folder)
+                   if (e.is_dir() and e.name not in SKIP_DIRS) or e.name.endswith(IMPORTABLE))
+    return b"\0dir\0" + "\0".join(names).encode(errors="surrogateescape")
+
+
 def read(path: Path) -> Read:
-    """Stat (first: a change while reading is caught next time), then read ``path``."""
+    """Stat (first: a change while reading is caught next time), then read ``path``.
+
+    A folder reads as the list of modules it offers (a log written there is no change).
+    """
     try:
         st = os.stat(path)
         link = os.readlink(path) if os.path.islink(path) else None
-        data = path.read_bytes()
+        data = _modules(path) if stat.S_ISDIR(st.st_mode) else path.read_bytes()
     except OSError:
         return Read(path, None, b"", None, None)
     racy = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS

@@ -8,7 +8,8 @@ An approval is pinned to a digest over the hook's definition and these files
   ``python3 hooks/x.py``, ``bash -c 'python3 hooks/x.py'``, ``node x.js``,
   ``--config=rules.toml``;
 - for a Python script, the script's folder tree inside the project (what it
-  can import), and for ``python -m pkg`` the package;
+  can import: its files, and each folder's list of modules, so a module added
+  beside the script is a change too), and for ``python -m pkg`` the package;
 - the program itself when it lives inside the project (a venv in the repo,
   named by path or found on ``PATH``), with the venv's ``pyvenv.cfg`` and the
   ``.pth`` and ``*customize.py`` files its interpreter runs at start-up;
@@ -28,10 +29,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from interlock.config.build import hook_cwd
+from interlock.config.drift import IMPORTABLE, SKIP_DIRS
 from interlock.config.sources import Declared
 
-_SKIP_DIRS = {"__pycache__", ".git", ".hg", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-              "node_modules", ".venv", "venv", ".tox"}
+_SKIP_DIRS = SKIP_DIRS
 MAX_FILES = 2000
 """At most this many files from one folder tree (the rest is not pinned)."""
 _MAX_DEPTH = 3
@@ -40,7 +41,7 @@ _MAX_DEPTH = 3
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _WRITES = {">", ">>", ">|", "&>", "&>>", "<>"}
-_PY_SOURCES = (".py", ".pth", ".so", ".pyd")
+_PY_SOURCES = IMPORTABLE
 
 
 def _words(line: str) -> list[str]:
@@ -97,7 +98,11 @@ class Pinner:
                 self.files.append(target)
 
     def tree(self, folder: Path, *, only: tuple[str, ...] | None = None) -> None:
-        for path in walk(folder, only=only):
+        """A Python tree: its files, and its folders (a module added to one is a change)."""
+        folders: list[Path] = []
+        for path in walk(folder, only=only, folders=folders):
+            self.add(path)
+        for path in folders:
             self.add(path)
 
     def _inside(self, path: Path) -> bool:
@@ -226,9 +231,10 @@ class Pinner:
                 self.add(base / f"{top}.py")
 
 
-def walk(folder: Path, *, only: tuple[str, ...] | None = None,
-         limit: int = MAX_FILES) -> list[Path]:
-    """Every file under ``folder``, following symlinked folders (each real folder once)."""
+def walk(folder: Path, *, only: tuple[str, ...] | None = None, limit: int = MAX_FILES,
+         folders: list[Path] | None = None) -> list[Path]:
+    """Every file under ``folder``, following symlinked folders (each real folder once);
+    the folders read are appended to ``folders``."""
     out: list[Path] = []
     seen: set[str] = set()
     for root, dirs, names in os.walk(folder, followlinks=True):
@@ -237,6 +243,8 @@ def walk(folder: Path, *, only: tuple[str, ...] | None = None,
             dirs[:] = []
             continue
         seen.add(real)
+        if folders is not None:
+            folders.append(Path(root))
         dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
         for name in sorted(names):
             if name.endswith((".pyc", ".pyo")) or (only is not None and not name.endswith(only)):
