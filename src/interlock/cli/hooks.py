@@ -107,7 +107,9 @@ def register(app: typer.Typer) -> None:
                              + rules.state, "yes" if rules.approved else
                              ("n/a" if not rules.needs_approval else "no"), ""])
             for name in registry.withheld:
-                rows.append([name, "-", "-", "blocking (removal needs an operator)", "no", ""])
+                what = ("removed deny rules stay in force" if name == "project:permissions"
+                        else "blocking")
+                rows.append([name, "-", "-", f"{what} (removal needs an operator)", "no", ""])
             typer.echo(_table(rows))
         finally:
             _close(engine, registry)
