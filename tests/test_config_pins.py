@@ -103,3 +103,15 @@ def test_a_pin_set_notices_a_same_size_swap_with_the_mtime_put_back(tmp_path: Pa
     assert pins.drifted() == f
     f.write_text("allow = 0\n")
     assert pins.drifted() is None
+
+
+def test_a_script_run_directly_pins_its_shebang_interpreter_and_imports(root: Path) -> None:
+    venv = root / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").write_text("#!/bin/sh\n")
+    (root / "hooks" / "x.py").write_text(f"#!{venv / 'python3'}\nimport lib\n")
+    (root / "hooks" / "x.py").chmod(0o755)
+    got = pins(root, "./hooks/x.py")
+    assert {".venv/bin/python3", "hooks/x.py", "hooks/lib.py"} <= got
+    (root / "hooks" / "x.py").write_text("#!/usr/bin/env python3\nimport lib\n")
+    assert "hooks/lib.py" in pins(root, ["./hooks/x.py"])

@@ -142,7 +142,7 @@ class Pinner:
             argv = argv[1:]  # VAR=value before the program
         if not argv:
             return
-        self._program(argv[0])
+        self._program(argv[0], depth)
         name = os.path.basename(argv[0])
         for i, word in enumerate(argv[1:], start=1):
             for part in (word, word.partition("=")[2]):
@@ -163,7 +163,7 @@ class Pinner:
             if rest:
                 self._argv(rest, depth)
 
-    def _program(self, word: str) -> None:
+    def _program(self, word: str, depth: int = 0) -> None:
         if "/" in word:
             path = Path(word) if os.path.isabs(word) else self.cwd / word
         else:
@@ -182,6 +182,27 @@ class Pinner:
             return
         self.add(path)
         self._venv(path)
+        if self._inside(path) and depth < _MAX_DEPTH:
+            self._shebang(path, depth + 1)
+
+    def _shebang(self, script: Path, depth: int) -> None:
+        """A script run directly runs its ``#!`` interpreter: pin that the same way
+        (``#!/usr/bin/env python3`` included, and the folder a Python script imports)."""
+        try:
+            with script.open("rb") as fh:
+                head = fh.readline(256)
+        except OSError:
+            return
+        if not head.startswith(b"#!"):
+            return
+        words = head[2:].decode(errors="replace").split()
+        if words and os.path.basename(words[0]) == "env":
+            words = [w for w in words[1:] if not w.startswith("-")]
+        if not words:
+            return
+        self._program(words[0], depth)
+        if _PYTHON.match(os.path.basename(words[0])):
+            self._python([str(script)])
 
     def _venv(self, program: Path) -> None:
         """A venv interpreter also runs its pyvenv.cfg, .pth and *customize.py files."""
