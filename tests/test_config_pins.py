@@ -115,3 +115,9 @@ def test_a_script_run_directly_pins_its_shebang_interpreter_and_imports(root: Pa
     assert {".venv/bin/python3", "hooks/x.py", "hooks/lib.py"} <= got
     (root / "hooks" / "x.py").write_text("#!/usr/bin/env python3\nimport lib\n")
     assert "hooks/lib.py" in pins(root, ["./hooks/x.py"])
+
+
+def test_a_module_cannot_be_unpinned_by_naming_it_as_a_log(root: Path) -> None:
+    got = pins(root, "python3 hooks/x.py 2>> hooks/lib.py >> notes.txt")
+    assert "hooks/lib.py" in got
+    assert "notes.txt" not in got

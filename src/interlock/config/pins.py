@@ -32,7 +32,6 @@ from interlock.config.build import hook_cwd
 from interlock.config.drift import IMPORTABLE, SKIP_DIRS
 from interlock.config.sources import Declared
 
-_SKIP_DIRS = SKIP_DIRS
 MAX_FILES = 2000
 """At most this many files from one folder tree (the rest is not pinned)."""
 _MAX_DEPTH = 3
@@ -41,7 +40,6 @@ _MAX_DEPTH = 3
 _PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _WRITES = {">", ">>", ">|", "&>", "&>>", "<>"}
-_PY_SOURCES = IMPORTABLE
 
 
 def _words(line: str) -> list[str]:
@@ -85,9 +83,14 @@ class Pinner:
         self._seen: set[Path] = set()
 
     # -- adding -------------------------------------------------------------------
+    def _written(self, path: Path) -> bool:
+        """Only written by the command (a log): not pinned. Never a module, though: a
+        ``2>> helpers.py`` must not unpin what the script imports."""
+        return path in self.writes and not path.name.endswith(IMPORTABLE)
+
     def add(self, path: Path) -> None:
         path = Path(os.path.normpath(path))
-        if path in self._seen or path in self.writes:
+        if path in self._seen or self._written(path):
             return
         self._seen.add(path)
         self.files.append(path)
@@ -126,7 +129,7 @@ class Pinner:
             self._argv(list(command), 0)
         else:
             self._shell(command, 0)
-        self.files = [f for f in self.files if Path(os.path.normpath(f)) not in self.writes]
+        self.files = [f for f in self.files if not self._written(Path(os.path.normpath(f)))]
 
     def _shell(self, line: str, depth: int) -> None:
         writes: set[str] = set()
@@ -239,7 +242,7 @@ class Pinner:
                 same = folder.resolve() == self.root
                 # A script at the root imports from the whole project: pin its
                 # Python files there, not every file of the repository.
-                self.tree(folder, only=_PY_SOURCES if same else None)
+                self.tree(folder, only=IMPORTABLE if same else None)
             return
 
     def _module(self, name: str) -> None:
@@ -266,7 +269,7 @@ def walk(folder: Path, *, only: tuple[str, ...] | None = None, limit: int = MAX_
         seen.add(real)
         if folders is not None:
             folders.append(Path(root))
-        dirs[:] = sorted(d for d in dirs if d not in _SKIP_DIRS)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         for name in sorted(names):
             if name.endswith((".pyc", ".pyo")) or (only is not None and not name.endswith(only)):
                 continue
