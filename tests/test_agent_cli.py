@@ -25,6 +25,13 @@ def test_demo_runs_offline_and_shows_each_hook_at_work(tmp_path):
     assert "code:redact-secrets modified result" in out
     assert "code:project-notes added context" in out
     assert "engine refused write_file" in out
+    from interlock.agent.sandbox import status
+
+    if status().available:
+        assert "sandbox refused the write" in out
+    else:
+        assert "sandbox: NONE" in out
+    assert "policy file untouched: True" in out
     assert "secret reached the model: False" in out
     assert "sk-live" not in out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -119,17 +120,20 @@ def test_an_extensions_folder_that_cannot_be_listed_refuses_to_open_a_host(tmp_p
     assert str(folder) in err.value.render()
 
 
-def test_the_agent_protects_exactly_the_paths_the_engine_names(tmp_path):
+def test_the_agent_protects_the_paths_the_engine_names_and_its_own_package(tmp_path):
+    import interlock
     from interlock import Engine
     from interlock.agent import Agent, AgentOptions
+    from interlock.paths import managed_dir
     from interlock.testing import ScriptedModel
 
     engine = Engine()
     agent = Agent(engine, ScriptedModel([]), options=AgentOptions(cwd=tmp_path,
                                                                   project_root=tmp_path))
     engine.close()
-    assert set(agent.protected.roots) == set(protected_paths(tmp_path))
-    for root in (tmp_path / ".interlock", user_dir(), state_dir()):
+    package = Path(interlock.__file__).parent.resolve()
+    assert set(agent.protected.roots) == {*protected_paths(tmp_path), package}
+    for root in (tmp_path / ".interlock", user_dir(), state_dir(), managed_dir(), package):
         assert agent.protected.check_path(str(root / "x"), tmp_path) is not None
 
 

@@ -134,3 +134,103 @@ def test_redact_catches_tokens_after_escaped_newlines_and_keeps_json_valid():
     cleaned = redact(blob)
     assert _leaks(cleaned) == []
     assert json.loads(cleaned)["out"].endswith("\nok")
+
+
+DENY = textwrap.dedent("""\
+    import json, sys
+    event = json.load(sys.stdin)
+    if "deploy-prod" in json.dumps(event["payload"].get("args", {})):
+        sys.stderr.write(open("reason.txt").read())
+        sys.exit(2)
+    if "crash-me" in json.dumps(event["payload"].get("args", {})):
+        sys.stderr.write(open("reason.txt").read().replace("refused", "crashed"))
+        sys.exit(1)
+    """)
+
+
+def test_every_format_in_every_surrounding_is_stored_nowhere(tmp_path, caplog, capsys,
+                                                             monkeypatch):
+    """The redaction table's formats, each in each surrounding, planted in a file the
+    model reads, printed by the terminal, and in an exit-2 block reason: none of them
+    is in the model's messages, the transcript, the audit store, the export or a log."""
+    from test_redact_table import FORMATS, SURROUNDINGS
+
+    caplog.set_level("DEBUG")
+    audit_db = tmp_path / "audit.db"
+    monkeypatch.setenv("INTERLOCK_STORE", str(audit_db))
+    project = tmp_path / "project"
+    (project / ".interlock").mkdir(parents=True)
+    (project / ".interlock" / "deny.py").write_text(DENY)
+    commands_log = tmp_path / "commands.jsonl"
+    (project / ".interlock" / "config.toml").write_text(textwrap.dedent(f"""\
+        [[hooks]]
+        name = "secret-redaction"
+        enabled = true
+
+        [[hooks]]
+        name = "command-logger"
+        enabled = true
+        options = {{ path = "{commands_log}" }}
+
+        [[hooks]]
+        name = "deny-prod"
+        events = ["before_tool_call"]
+        matcher = "terminal"
+        command = ["python3", "./deny.py"]
+        cwd = "."
+        on_error = "closed"
+        """))
+    planted = "\n".join(wrap(secret) for _n, secret, _c in FORMATS
+                        for wrap in SURROUNDINGS.values())
+    (project / "deploy.env").write_text(planted + "\n")
+    (project / ".interlock" / "reason.txt").write_text(
+        "refused: key AKIAIOSFODNN7EXAMPLE_old and keyid:xAKIAIOSFODNN7EXAMPLE and "
+        "%20ghp_a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8 are live")
+    steps = [
+        {"tool_calls": [{"name": "read_file", "args": {"path": "deploy.env"}}]},
+        {"tool_calls": [{"name": "terminal", "args": {"command": "cat deploy.env"}}]},
+        {"tool_calls": [{"name": "terminal", "args": {"command": "echo deploy-prod"}}]},
+        {"tool_calls": [{"name": "terminal", "args": {"command": "echo crash-me"}}]},
+        {"text": "stopped"},
+    ]
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps(steps))
+    spec = RunSpec(model=f"scripted:{script}", cwd=project, db=tmp_path / "sessions.db",
+                   verbose=True, accept_hooks=True)
+    shown: list[str] = []
+    agent, host = build_agent(spec, on_text=shown.append, on_step=_print_step)
+
+    replies: list[object] = []
+
+    async def go() -> None:
+        replies.append(await agent.run("deploy"))
+        replies.append(await agent.command("/help keyid:xAKIAIOSFODNN7EXAMPLE"))
+        await agent.close()
+
+    try:
+        asyncio.run(go())
+    finally:
+        host.close()
+    export = tmp_path / "t.jsonl"
+    with export.open("w") as out:
+        agent.store.export_jsonl(agent.session.id, out)
+    out, err = capsys.readouterr()
+
+    seen = json.dumps([c.messages for c in agent.model.calls])
+    assert "deploy-prod" in seen
+    assert "refused: key" in seen  # the exit-2 reason reached the model, redacted
+    with sqlite3.connect(tmp_path / "sessions.db") as conn:
+        transcript = "\n".join(conn.iterdump())
+    with sqlite3.connect(audit_db) as conn:
+        audit = "\n".join(conn.iterdump())
+    assert "refused: key" in audit
+    assert "crashed: key" in audit  # the crash's dead letter
+    assert replies[0].ok, replies
+    assert "keyid:x[REDACTED]" in commands_log.read_text()
+    places = {"model": seen, "transcript": transcript, "audit store": audit,
+              "export": export.read_text(), "command log": commands_log.read_text(),
+              "logs": caplog.text, "terminal": out + err + "".join(shown)}
+    cores = [core for _n, _s, core in FORMATS] + ["IOSFODNN7EXAMPLE", "a1B2c3D4e5F6g7H8"]
+    leaks = {(where, core) for where, text in places.items() for core in cores
+             if core in text or core in text.replace("\\n", "\n")}
+    assert leaks == set()

@@ -604,7 +604,8 @@ def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        while "approving" in line:  # --accept-hooks says what it approved, first
+        # --accept-hooks says what it approved, and serve which project it serves, first.
+        while "approving" in line or "project root" in line:
             line = proc.stderr.readline()
         assert "listening on http://127.0.0.1:" in line, line
         assert f"unix:{sock}" in line

@@ -30,7 +30,7 @@ from interlock._contract import (
     restore,
 )
 from interlock._decisions import ENDING, Decision, Verdict
-from interlock._errors import ContractError, FailureMode, HookFailure
+from interlock._errors import HOOK_ERRORS, ContractError, FailureMode, HookFailure
 from interlock._hooks import Hook, HookFn, HookOptions, Matcher, Mode, OnError
 from interlock._invoke import (
     Answer,
@@ -355,7 +355,7 @@ class Engine:
                 failure = None
             except HookFailure as exc:  # includes ContractError from check_answer
                 decision, failure = None, exc
-            except Exception as exc:
+            except HOOK_ERRORS as exc:
                 decision, failure = None, crash(hook, exc)
             if timed:
                 now = perf()
@@ -596,7 +596,7 @@ class Engine:
                         decision = check_answer(hook, decision, spec)
                 except HookFailure as exc:  # includes ContractError from check_answer
                     decision, failure = None, exc
-                except Exception as exc:
+                except HOOK_ERRORS as exc:
                     decision, failure = None, crash(hook, exc)
             else:
                 stepped = start(hook, current, spec)

@@ -82,6 +82,14 @@ class FailureMode(enum.StrEnum):
     """A file its approval pinned changed since (the failure names it)."""
 
 
+HOOK_EXITS: tuple[type[BaseException], ...] = (SystemExit, KeyboardInterrupt, GeneratorExit)
+HOOK_ERRORS: tuple[type[BaseException], ...] = (Exception, *HOOK_EXITS)
+"""What a hook may raise that counts as its crash: every exception except
+cancellation. ``SystemExit`` from a hook's ``sys.exit()`` must not end the host
+(a bridge that exits 0 with no answer reads as "allow"), so isolating a hook
+catches these, and only cancellation propagates (docs/engine.md, Failures)."""
+
+
 class HookFailure(InterlockError):
     """One hook invocation failed; the dispatcher applies the hook's on_error."""
 

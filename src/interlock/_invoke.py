@@ -18,7 +18,14 @@ from typing import Any
 
 from interlock._catalog import EventSpec, Kind
 from interlock._decisions import Decision, Verdict
-from interlock._errors import ContractError, HookCrash, HookFailure, HookTimeout
+from interlock._errors import (
+    HOOK_ERRORS,
+    HOOK_EXITS,
+    ContractError,
+    HookCrash,
+    HookFailure,
+    HookTimeout,
+)
 from interlock._hooks import Hook, Invocation, Mode
 from interlock._runner import Resume
 from interlock.events import Event
@@ -65,7 +72,7 @@ def start(hook: Hook, event: Event, spec: EventSpec) -> Answer | asyncio.Future[
             return settle(hook, spec, done.value)
         except HookFailure as exc:
             return None, exc
-        except Exception as exc:
+        except HOOK_ERRORS as exc:
             return None, crash(hook, exc)
         # It suspended: only now does it get a timer (~20 us each, issue 2).
         deadline = None
@@ -84,7 +91,7 @@ def call_sync(hook: Hook, event: Event, spec: EventSpec) -> Answer:
         answer = hook.fn(event)  # type: ignore[misc]
     except HookFailure as exc:
         return None, exc
-    except Exception as exc:
+    except HOOK_ERRORS as exc:
         return None, crash(hook, exc)
     return settle(hook, spec, answer)
 
@@ -104,11 +111,21 @@ async def call(hook: Hook, event: Event, spec: EventSpec) -> Answer:
         deadline = asyncio.get_running_loop().time() + hook.timeout
     if mode is Mode.BLOCKING:
         assert hook.fn is not None
-        return await _guarded(hook, spec, asyncio.to_thread(hook.fn, event), deadline)
+        return await _guarded(hook, spec, asyncio.to_thread(_in_thread, hook, event), deadline)
     assert hook.executor is not None
     invocation = Invocation(event=event, hook=hook, invocation_id=new_id(),
                             replay=_REPLAY.get())
     return await _guarded(hook, spec, hook.executor(invocation), deadline)
+
+
+def _in_thread(hook: Hook, event: Event) -> Any:
+    """Run a blocking hook on its worker thread. An exit it raises becomes its crash
+    here: a GeneratorExit carried back through the thread's future escapes the
+    awaiting coroutines' except clauses (CPython 3.11)."""
+    try:
+        return hook.fn(event)  # type: ignore[misc]
+    except HOOK_EXITS as exc:
+        raise crash(hook, exc) from None
 
 
 async def _guarded(hook: Hook, spec: EventSpec, answer_of: Awaitable[Any],
@@ -122,7 +139,7 @@ async def _guarded(hook: Hook, spec: EventSpec, answer_of: Awaitable[Any],
                                  f"{hook.timeout:g}s")
     except HookFailure as exc:
         return None, exc
-    except Exception as exc:
+    except HOOK_ERRORS as exc:
         return None, crash(hook, exc)
     return settle(hook, spec, answer)
 
@@ -137,7 +154,7 @@ def settle(hook: Hook, spec: EventSpec, answer: Any) -> Answer:
         return None, exc
 
 
-def crash(hook: Hook, exc: Exception) -> HookCrash:
+def crash(hook: Hook, exc: BaseException) -> HookCrash:
     return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}")
 
 # Enum members as module constants: a class attribute lookup on an enum costs

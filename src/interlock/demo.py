@@ -4,7 +4,9 @@ hooks, offline, in a scratch directory.
 The run shows, step by step, a hook blocking a dangerous command (the model
 gets the structured error and changes course), a modifier redacting a secret
 from a tool result before the model sees it, context injected into the user
-message, and the engine itself refusing a write to its own policy folder.
+message, the engine itself refusing a write to its own policy folder, and
+the OS sandbox refusing the same write through a path built at run time
+(where bubblewrap can run; the demo says so when it cannot).
 """
 
 from __future__ import annotations
@@ -38,6 +40,15 @@ SCRIPT: list[dict[str, Any]] = [
     {"text": "Done: build/ removed; deploy.env points at prod and its key stayed hidden. "
              "Deploys go through `make release`, as the project note says."},
 ]
+SANDBOX_STEP: dict[str, Any] = {
+    "text": "Then I'll build the path at run time, so no scan of the command sees it.",
+    "tool_calls": [{"name": "terminal", "args": {
+        "command": "p=.inter; p=${p}lock; echo '# no hooks' > $p/config.toml"}}]}
+
+
+def script(sandboxed: bool) -> list[dict[str, Any]]:
+    """The demo's model turns; the built-path write only where the sandbox stops it."""
+    return [*SCRIPT[:-1], SANDBOX_STEP, SCRIPT[-1]] if sandboxed else list(SCRIPT)
 
 _DANGEROUS = re.compile(r"\brm\s+-[a-zA-Z]*r[a-zA-Z]*\s+(/|~|\*)(\s|$)")
 
@@ -108,6 +119,9 @@ class _Show:
                     markup=True, highlight=False)
         elif kind == "blocked" and data.get("event") == "protected":
             c.print(f"[bold red]  engine refused[/] {data['tool']}: {data['reason']}")
+        if kind == "tool_result" and "refused by the sandbox" in data["result"]:
+            c.print("[bold red]  sandbox refused[/] the write: the policy folder is read-only "
+                    "for the agent's commands")
 
     # decisions from the engine (a Sink) -----------------------------------------
     def dispatched(self, outcome: Outcome) -> None:
@@ -133,7 +147,7 @@ class _Show:
 
 async def _run(root: Path, show: _Show) -> tuple[Any, Any]:
     from interlock.agent import Agent, AgentOptions, CommandRegistry
-    from interlock.agent.host import builtin_names
+    from interlock.agent.runner import builtin_names
     from interlock.extensions import ExtensionSet
     from interlock.models.scripted import ScriptedModel
 
@@ -146,7 +160,11 @@ async def _run(root: Path, show: _Show) -> tuple[Any, Any]:
         loaded = [i.name for i in exts.load_all() if i.status == "loaded"]
         if loaded:
             show.console.print(f"extensions: {', '.join(loaded)}")
-        model = ScriptedModel(SCRIPT, name="demo-script")
+        from interlock.agent.sandbox import status
+
+        sandbox = status()
+        show.console.print(sandbox.line())
+        model = ScriptedModel(script(sandbox.available), name="demo-script")
         options = AgentOptions(model="demo-script", cwd=root, project_root=root,
                                on_step=show.step)
         agent = Agent(engine, model, options=options, extra_tools=list(exts.tools.values()),
@@ -170,7 +188,7 @@ def run_demo() -> int:
     console.print("hooks: [red]no-rm-rf[/] (before_tool_call, terminal) · "
                   "[yellow]redact-secrets[/] (after_tool_call, modifier) · "
                   "[green]project-notes[/] (user_input, context)")
-    console.print("the engine also protects .interlock/, $INTERLOCK_HOME and its state dir\n")
+    console.print("the engine also protects .interlock/, the user, managed and state dirs\n")
     with tempfile.TemporaryDirectory(prefix="interlock-demo-") as tmp:
         root = Path(tmp)
         _workspace(root)

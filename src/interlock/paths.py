@@ -53,10 +53,21 @@ def project_dir(project_root: Path) -> Path:
 
 
 def protected_paths(project_root: Path, home: Path | None = None) -> tuple[Path, ...]:
-    """Folders the agent's own tools must never write (DESIGN.md, Protected paths)."""
+    """Folders (and store files) the agent's own tools must never write: the
+    project's ``.interlock/``, the user dir, the managed dir, the state dir and a
+    store moved out of it (docs/agent.md, Protected paths). Files pinned by an
+    approval join them where the registry is known
+    (:meth:`interlock.agent.protect.ProtectedPaths.default`)."""
     home = home if home is not None else user_dir()
-    paths = [project_dir(project_root), home, state_dir(home), *_store_files()]
+    paths = [project_dir(project_root), home, managed_dir(), state_dir(home), *_store_files()]
     return tuple(dict.fromkeys(p.resolve() for p in paths))
+
+
+def secret_paths(home: Path | None = None) -> tuple[Path, ...]:
+    """Protected places the agent's tools may not even read: the state dir holds
+    the server's tokens, the approvals and the stores."""
+    home = home if home is not None else user_dir()
+    return tuple(dict.fromkeys(p.resolve() for p in (state_dir(home), *_store_files())))
 
 
 def _store_files() -> list[Path]:

@@ -18,40 +18,49 @@ from typing import Any
 
 MASK = "[REDACTED]"
 
-# Token formats with a recognisable prefix or shape.
-_TOKEN_PATTERNS: tuple[tuple[str, str], ...] = (
+# Token formats with a recognisable prefix or shape. Distinctive prefixes are
+# found anywhere, glued to letters, digits or percent-escapes (`xAKIA...`,
+# `%20ghp_...`, `keyid:1AKIA...`) and with anything after them
+# (`AKIA..._old`): a real key is exactly that long, the rest is not part of it.
+_DISTINCT_PATTERNS: tuple[tuple[str, str], ...] = (
     ("private_key", r"-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?-----END [A-Z ]*PRIVATE KEY-----"),
-    ("anthropic", r"\bsk-ant-[A-Za-z0-9_\-]{16,}"),
-    ("openai", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{16,}"),
-    ("github", r"\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
-    ("gitlab", r"\bglpat-[A-Za-z0-9_\-]{20,}"),
-    ("aws_access_key", r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"),
-    ("slack", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}"),
-    ("google_api", r"\bAIza[0-9A-Za-z_\-]{35}"),
-    ("stripe", r"\b[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("huggingface", r"\bhf_[A-Za-z0-9]{30,}"),
-    ("jwt", r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
-    ("bearer", r"\b[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9_\-\.=~+/]{16,}"),
-    ("npm", r"\bnpm_[A-Za-z0-9]{36}\b"),
-    ("twilio", r"\bSK[0-9a-fA-F]{32}\b"),
-    ("pypi", r"\bpypi-AgE[A-Za-z0-9_\-]{16,}"),
-    ("sendgrid", r"\bSG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
-    ("google_oauth", r"\bya29\.[A-Za-z0-9_\-]{20,}"),
-    ("digitalocean", r"\bdo[pro]_v1_[a-f0-9]{32,}"),
-    ("shopify", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
-    ("databricks", r"\bdapi[a-f0-9]{32}"),
-    ("grafana", r"\bgl(?:sa|c)_[A-Za-z0-9_\-]{20,}"),
+    ("anthropic", r"sk-ant-[A-Za-z0-9_\-]{16,}"),
+    ("openai_scoped", r"sk-(?:proj|svcacct|admin)-[A-Za-z0-9_\-]{16,}"),
+    ("github", r"(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,})"),
+    ("gitlab", r"glpat-[A-Za-z0-9_\-]{20,}"),
+    ("aws_access_key", r"(?:AKIA|ASIA)[A-Z0-9]{16}"),
+    ("slack", r"xox[abposr]-[A-Za-z0-9\-]{10,}"),
+    ("google_api", r"AIza[0-9A-Za-z_\-]{35}"),
+    ("jwt", r"eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+    ("pypi", r"pypi-AgE[A-Za-z0-9_\-]{16,}"),
+    ("google_oauth", r"ya29\.[A-Za-z0-9_\-]{20,}"),
+    ("digitalocean", r"do[pro]_v1_[a-f0-9]{32,}"),
+    ("shopify", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
     ("slack_webhook", r"hooks\.slack\.com/services/[A-Za-z0-9/_\-]{20,}"),
-    ("basic_auth", r"\b[Bb]asic\s+[A-Za-z0-9+/]{8,}={0,2}"),
-    ("token_auth", r"\b(?:[Tt]oken|[Dd]igest)\s+[A-Za-z0-9_\-\.=~+/]{20,}"),
 )
-# Tokens start a word: the lookbehind rejects most positions before the
-# alternation is tried at all, which keeps redact() near linear.
+# Short or word-like prefixes (`sk-` is in `task-runner-...`): not right after a
+# letter, unless a percent-escape (`%2Fsk-...`) ends there.
+_GENERIC_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("openai", r"sk-[A-Za-z0-9_\-]{16,}"),
+    ("stripe", r"[rsp]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("huggingface", r"hf_[A-Za-z0-9]{30,}"),
+    ("bearer", r"[Bb][Ee][Aa][Rr][Ee][Rr]\s+[A-Za-z0-9_\-\.=~+/]{16,}"),
+    ("npm", r"npm_[A-Za-z0-9]{36}"),
+    ("twilio", r"SK[0-9a-fA-F]{32}"),
+    ("sendgrid", r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}"),
+    ("databricks", r"dapi[a-f0-9]{32}"),
+    ("grafana", r"gl(?:sa|c)_[A-Za-z0-9_\-]{20,}"),
+    ("basic_auth", r"[Bb]asic\s+[A-Za-z0-9+/]{8,}={0,2}"),
+    ("token_auth", r"(?:[Tt]oken|[Dd]igest)\s+[A-Za-z0-9_\-\.=~+/]{20,}"),
+)
+_TOKEN_PATTERNS = _DISTINCT_PATTERNS + _GENERIC_PATTERNS
 _TOKENS = re.compile(
-    "(?<![A-Za-z0-9_])(?:" + "|".join(f"(?:{p})" for _n, p in _TOKEN_PATTERNS) + ")")
+    "(?:" + "|".join(f"(?:{p})" for _n, p in _DISTINCT_PATTERNS) + ")"
+    "|(?:(?<![A-Za-z])|(?<=%[0-9A-Fa-f]{2}))(?:"
+    + "|".join(f"(?:{p})" for _n, p in _GENERIC_PATTERNS) + ")")
 
 # user:password@ in any URL-like string.
-_URL_CREDENTIALS = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
+_URL_CREDENTIALS = re.compile(r"(?i)([a-z][a-z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
 
 # key=value / key: value / "key": "value" where the key names a secret. Any
 # key=value is matched, then its key is checked: one pass, no backtracking
@@ -70,13 +79,18 @@ _KEY_VALUE = re.compile(
     (?P<key>["']?(?P<name>[A-Za-z0-9_.\-]+)["']?)
     (?P<sep>\s*[:=]\s*)
     (?P<quote>["']?)
-    (?P<value>[^\s"',;&}]{4,})
+    (?P<value>[^\s"',;&}`]{4,})
     """
 )
+_PLACEHOLDER = re.compile(
+    r"(?i)(?:value|values|string|str|text|none|null|nil|true|false|undefined|example|"
+    r"placeholder|redacted|\*+|x{3,})|<.*|\$\{?[A-Z_][A-Z0-9_]*\}?")
+"""Values that stand for a secret without being one: `key: value`, `<your token>`,
+`$OPENAI_API_KEY` (a reference to a variable, not its content)."""
 
 
 def _key_value(m: re.Match[str]) -> str:
-    if _SECRET_NAME.search(m.group("name")):
+    if _SECRET_NAME.search(m.group("name")) and not _PLACEHOLDER.fullmatch(m.group("value")):
         return f"{m.group('key')}{m.group('sep')}{m.group('quote')}{MASK}"
     value = m.group("value")
     # a=password=x: the value may hold a secret pair of its own
@@ -103,11 +117,28 @@ def shannon_entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
+_SEPARATORS = re.compile(r"[_\-=./+:]+")
+_WORDLIKE = re.compile(r"(?:[A-Z]?[a-z]{2,})+|[A-Z]+[0-9]*|[a-z]+[0-9]*|[0-9]+")
+
+
+def _identifier(run: str) -> bool:
+    """Names, not credentials: HERMES_ALLOW_DESTRUCTIVE=1, a_snake_case_name,
+    tmp/interlock-cwd-abc123. Every part between separators reads as a word
+    (one case, or CamelCase) or a number, or every part is short."""
+    parts = [p for p in _SEPARATORS.split(run) if p]
+    if not parts:
+        return True
+    return all(_WORDLIKE.fullmatch(p) for p in parts) or (
+        len(parts) > 1 and max(map(len, parts)) <= 8)
+
+
 def _looks_secret(run: str) -> bool:
     if run.isdigit() or run.isalpha():
         return False  # long words and numbers are not credentials
     if "/" in run.strip("/") and run.count("/") > 2:
         return False  # a path
+    if _identifier(run):
+        return False
     return shannon_entropy(run) >= ENTROPY_THRESHOLD
 
 
@@ -154,16 +185,20 @@ _redact_cached = functools.lru_cache(maxsize=1024)(_redact)
 
 
 def redact_data(value: Any) -> Any:
-    """Redact every string inside JSON-like data; keys named like secrets lose their values."""
+    """Redact every string inside JSON-like data, keys as well as values; keys
+    named like secrets lose their values."""
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, dict):
-        out = {}
+        out: dict[Any, Any] = {}
         for k, v in value.items():
+            key = redact(k) if isinstance(k, str) else k
+            if key in out:  # two keys redacted alike: keep both values
+                key = f"{key}#{sum(1 for o in out if str(o).startswith(str(key))) + 1}"
             if isinstance(k, str) and re.fullmatch(_SECRET_KEYS, k, re.I) and v not in (None, ""):
-                out[k] = MASK
+                out[key] = MASK
             else:
-                out[k] = redact_data(v)
+                out[key] = redact_data(v)
         return out
     if isinstance(value, (list, tuple)):
         return [redact_data(v) for v in value]

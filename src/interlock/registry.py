@@ -36,6 +36,7 @@ from interlock._dispatch import Engine
 from interlock._errors import ConfigError, FailureMode, RegistrationError
 from interlock._hooks import Executor, Hook, OnError, Source
 from interlock._sinks import Sink
+from interlock._watch import DEBOUNCE_MS, POLL_MS, Plan, Stop, watch
 from interlock.config.build import (
     guarded_events,
     load_handler,
@@ -127,6 +128,22 @@ class Registry:
     def permission_consent(self) -> RulesConsent | None:
         """The consent of the project's ``[[permissions]]`` rules (``project:permissions``)."""
         return self._current.rules if self._current is not None else None
+
+    @property
+    def sandbox(self) -> tuple[str, bool]:
+        """(mode, network) of the agent's OS sandbox as the config files ask."""
+        found = self._current.found if self._current is not None else None
+        if found is None:
+            return "auto", True
+        return ("required" if found.sandbox_required else "auto"), not found.sandbox_offline
+
+    @property
+    def pinned_files(self) -> list[Path]:
+        """Every file the current revision rests on: the config files read (a
+        ``--config`` one too) and the files each hook's digest covers."""
+        found = self._current.found if self._current is not None else None
+        read = [Path(f) for f in found.files] if found is not None else []
+        return list(dict.fromkeys([*read, *(f for e in self.hooks for f in e.files)]))
 
     @property
     def withheld(self) -> list[str]:
@@ -430,7 +447,7 @@ class Registry:
         return result
 
     # -- operator actions (the CLI) ---------------------------------------------------
-    def approve(self, names: list[str] | None = None) -> list[str]:
+    def approve(self, names: list[str] | None = None, *, by: str = "operator") -> list[str]:
         """Approve hooks (all pending when ``names`` is None), and release withheld ones."""
         withheld = set(self.withheld)
         targets: list[HookEntry] = []
@@ -461,7 +478,7 @@ class Registry:
             items.append((rules.key, rules.digest, RULES))
             done.append(RULES)
         if items:
-            self.trust.approve(items)
+            self.trust.approve(items, by=by)
         if release:
             done += [r for r in self.trust.release(self.project_root, release) if r not in done]
         if done:
@@ -508,37 +525,25 @@ class Registry:
             return True
         return "hooks" in p.parts or p.is_relative_to(self.bundled.resolve())
 
-    async def watch(self, stop: asyncio.Event | None = None, *, debounce_ms: int = 300,
-                    rescan_ms: int = 2000) -> None:
-        """Apply changes to any config file or hook folder while running, until ``stop``."""
+    def watch_plan(self) -> Plan:
+        """The folders to watch (config layers, hook folders, the state dir) and the
+        pinned files to poll (a script outside ``.interlock/`` included)."""
+        return Plan(self.watch_dirs(), sorted(set(self.pinned_files)), self._relevant)
+
+    async def watch(self, stop: Stop | None = None, *, debounce_ms: int = DEBOUNCE_MS,
+                    rescan_ms: int = POLL_MS) -> None:
+        """Apply changes to any config file, hook folder, pinned file, approval or
+        toggle while running, until ``stop`` (an asyncio or threading Event)."""
         try:
-            from watchfiles import awatch
+            import watchfiles  # noqa: F401
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ConfigError("watching needs the watchfiles package",
                               fix="pip install watchfiles") from exc
-        stop = stop if stop is not None else asyncio.Event()
         with contextlib.suppress(OSError):
             self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        catch_up = True  # changes made before the first watcher started count too
-        while not stop.is_set():
-            dirs = self.watch_dirs()
-            restart = False
-            async for changes in awatch(
-                    *dirs, stop_event=stop, debounce=debounce_ms, rust_timeout=rescan_ms,
-                    yield_on_timeout=True, watch_filter=lambda _c, p: self._relevant(p)):
-                if changes or catch_up:
-                    # After a restart, reload once the new watcher runs: files
-                    # written while no watcher covered them are not lost.
-                    catch_up = False
-                    try:
-                        await asyncio.to_thread(self.reload)
-                    except Exception:  # keep watching; the last good revision stays
-                        log.exception("reloading the hook configuration failed")
-                if self.watch_dirs() != dirs:  # a folder appeared (or went): watch again
-                    restart = catch_up = True
-                    break
-            if not restart:
-                return
+        await watch(self.watch_plan, lambda _paths: self.reload(),
+                    stop if stop is not None else asyncio.Event(),
+                    debounce_ms=debounce_ms, poll_ms=rescan_ms)
 
     # -- recording ---------------------------------------------------------------------
     def record(self, url: str | None = None) -> Attached:
@@ -609,18 +614,25 @@ def _close_executor(ex: Executor) -> None:
 
 def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,
                 sinks: Iterable[Sink] = (), record: bool = False,
-                store: str | None = None) -> tuple[Engine, Registry]:
+                store: str | None = None, timed: bool = False,
+                lenient: bool = False) -> tuple[Engine, Registry]:
     """An engine with the project's configured hooks loaded (raises ConfigError if invalid).
 
     With ``record`` every dispatch is audited, every failure dead-lettered and
     both counted, in ``store`` (default: ``$INTERLOCK_STORE``, else the state
-    dir's ``interlock.db``). Close with :func:`close_engine`.
+    dir's ``interlock.db``). ``timed``: hooks are timed even with no sinks.
+    ``lenient``: with no good revision, return the engine anyway, every gate
+    blocking (``registry.last_error`` says why). Close with :func:`close_engine`.
     """
-    engine = Engine(sinks=sinks)
+    engine = Engine(sinks=sinks, timed=timed)
     registry = Registry(engine, project_root=project_root, accept_hooks=accept_hooks,
                         config=config)
     try:
-        registry.load()
+        try:
+            registry.load()
+        except ConfigError:
+            if not lenient:
+                raise
         if record:
             registry.record(store)
     except ConfigError:  # no good revision, or a store that cannot be opened

@@ -30,6 +30,7 @@ from typing import IO, Any
 import msgspec
 
 from interlock._decisions import Decision
+from interlock._errors import HOOK_ERRORS
 
 Handler = Callable[[dict[str, Any]], Any]
 
@@ -74,7 +75,7 @@ def run(handler: Handler, *, stdin: IO[bytes] | None = None,
                         runner = asyncio.Runner()
                     result = runner.run(_awaited(result))
                 answer = answer_of(result)
-            except Exception as exc:
+            except HOOK_ERRORS as exc:  # a handler's sys.exit() answers, like any crash
                 answer = {"error": f"{type(exc).__name__}: {exc}"}
             out.write(encoder.encode({"id": rid, **answer}) + b"\n")
             out.flush()

@@ -2,7 +2,11 @@
 
 Each has a JSON Schema (validated before and after hooks). Writing tools and
 the terminal refuse the engine's protected paths themselves; hooks cannot
-lift that.
+lift that. The terminal runs under the OS sandbox (:mod:`interlock.agent.sandbox`);
+the file tools resolve real paths and check the file they actually opened, so
+a symlink swapped in meanwhile cannot redirect a write. The read tools refuse
+the state dir's secrets and process environments, and stay inside the agent's
+read scope when it has one (:mod:`interlock.agent.scope`).
 """
 
 from __future__ import annotations
@@ -27,6 +31,65 @@ def _refuse_protected(ctx: ToolContext, path: str) -> None:
     if reason is not None:
         raise ToolError(f"refused by the engine: {reason}; the agent may not change its own "
                         "policy or state")
+
+
+def allowed_patterns(ctx: ToolContext) -> list[str]:
+    """Patterns of the allow rules that name this tool with a pattern: what widens
+    a read scope (docs/agent.md, Confined readers)."""
+    policy = ctx.agent.policy
+    rules = [*(policy.live() if policy.live is not None else ()), *policy.rules]
+    return [r.pattern for r in rules if r.action == "allow" and not r.any_argument
+            and r.matches_tool(ctx.tool_name)]
+
+
+def refuse_read(ctx: ToolContext, path: str) -> None:
+    """Raise when the agent may not read ``path``."""
+    reason = ctx.agent.protected.check_read(path, ctx.cwd)
+    scope = ctx.agent.options.read_scope
+    if reason is None and scope is not None:
+        reason = scope.check(path, ctx.cwd, allowed_patterns(ctx))
+    if reason is not None:
+        raise ToolError(f"refused by the engine: {reason}")
+
+
+def _opened_path(fd: int, fallback: Path) -> str:
+    """Where an open file really is (Linux: its /proc/self/fd link)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        return os.path.realpath(fallback)
+
+
+def _open_checked(ctx: ToolContext, path: str, *, create: bool) -> tuple[int, bool]:
+    """A descriptor of ``path`` opened for reading and writing, once the file it
+    actually opened is known not to be protected; (fd, created). The last part
+    is never followed as a symlink, and nothing is truncated before the check."""
+    _refuse_protected(ctx, path)
+    target = Path(os.path.realpath(_resolve(ctx, path)))
+    flags = os.O_RDWR | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    created = False
+    try:
+        if create:
+            try:
+                fd = os.open(target, flags | os.O_CREAT | os.O_EXCL, 0o666)
+                created = True
+            except FileExistsError:
+                fd = os.open(target, flags)
+        else:
+            fd = os.open(target, flags)
+    except FileNotFoundError:
+        raise ToolError(f"no such file: {path}") from None
+    except IsADirectoryError:
+        raise ToolError(f"{path} is a directory") from None
+    real = _opened_path(fd, target)
+    reason = ctx.agent.protected.check_path(real, "/")
+    if reason is not None:
+        os.close(fd)
+        if created:
+            Path(real).unlink(missing_ok=True)
+        raise ToolError(f"refused by the engine: {path!r} led to {reason}; the agent may not "
+                        "change its own policy or state")
+    return fd, created
 
 
 def _cap(text: str, cap: int) -> tuple[str, bool]:
@@ -72,32 +135,67 @@ async def terminal(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     # moves the agent (cwd_changed) without parsing the command.
     script = f'{command}\n__interlock_rc=$?\npwd > "{marker_path}"\nexit $__interlock_rc\n'
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "bash", "-c", script, cwd=ctx.cwd, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            start_new_session=True)  # its own process group: a timeout kills all of it
-        assert proc.stdout is not None
-        reader = asyncio.ensure_future(_read_capped(proc.stdout, cap))
-        try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout)
-        except TimeoutError:
-            _kill_group(proc.pid)
-            await proc.wait()
-            reader.cancel()
-            raise ToolError(f"command timed out after {timeout:g}s and was killed") from None
-        except asyncio.CancelledError:
-            _kill_group(proc.pid)
-            raise
-        out, total = await reader
-        text = out.decode(errors="replace")
-        if total > cap:
-            text += f"\n... [truncated {total - cap} bytes]"
+        with ctx.agent.sandbox.wrap(["bash", "-c", script], ctx.cwd) as argv:
+            proc, text = await _run_capped(argv, ctx.cwd, timeout, cap)
         new_cwd = _moved_to(marker_path, ctx.cwd)
     finally:
         Path(marker_path).unlink(missing_ok=True)  # noqa: ASYNC240 - a tiny local file
+    if ctx.agent.sandbox.active:
+        _refuse_denied_write(ctx, text, proc.returncode, [ctx.cwd, new_cwd or ctx.cwd])
     if new_cwd is not None:
         await ctx.set_cwd(new_cwd)
     return {"exit_code": proc.returncode, "output": text}
+
+
+def _refuse_denied_write(ctx: ToolContext, output: str, code: int | None,
+                         cwds: list[str]) -> None:
+    """A clear tool error when the sandbox stopped a write to a protected path
+    (relative paths in the output are read from where the command started and
+    where it ended)."""
+    from interlock.agent.sandbox import READ_ONLY_ERRORS, denied_paths
+
+    roots = ctx.agent.protected.roots
+    for path in denied_paths(output):
+        root = next((r for cwd in cwds
+                     if (r := ctx.agent.protected.root_of(path, cwd, roots)) is not None), None)
+        if root is not None:
+            raise ToolError(
+                f"refused by the sandbox: the command tried to change {path!r}, inside the "
+                f"protected path {str(root)!r}, which is read-only for the agent's tools "
+                f"(exit code {code}). Output:\n{output[-2000:]}")
+    if any(marker in output for marker in READ_ONLY_ERRORS):
+        for root in roots:
+            if str(root) in output:
+                raise ToolError(
+                    f"refused by the sandbox: the command tried to change the protected path "
+                    f"{str(root)!r}, which is read-only for the agent's tools "
+                    f"(exit code {code}). Output:\n{output[-2000:]}")
+
+
+async def _run_capped(argv: list[str], cwd: str, limit: float, cap: int
+                      ) -> tuple[asyncio.subprocess.Process, str]:
+    """Run ``argv`` in its own process group; its output, capped."""
+    proc = await asyncio.create_subprocess_exec(
+        *argv, cwd=cwd, stdin=asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        start_new_session=True)  # its own process group: a timeout kills all of it
+    assert proc.stdout is not None
+    reader = asyncio.ensure_future(_read_capped(proc.stdout, cap))
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.wait()), limit)
+    except TimeoutError:
+        _kill_group(proc.pid)
+        await proc.wait()
+        reader.cancel()
+        raise ToolError(f"command timed out after {limit:g}s and was killed") from None
+    except asyncio.CancelledError:
+        _kill_group(proc.pid)
+        raise
+    out, total = await reader
+    text = out.decode(errors="replace")
+    if total > cap:
+        text += f"\n... [truncated {total - cap} bytes]"
+    return proc, text
 
 
 def _moved_to(marker_path: str, cwd: str) -> str | None:
@@ -146,6 +244,7 @@ LIST_SCHEMA: dict[str, Any] = {
 
 
 def read_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    refuse_read(ctx, args["path"])
     path = _resolve(ctx, args["path"])
     try:
         lines = path.read_text(encoding="utf-8", errors="replace").splitlines(keepends=True)
@@ -159,34 +258,50 @@ def read_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     return {"path": args["path"], "content": text, "lines": len(lines), "truncated": truncated}
 
 
+def _write_fd(fd: int, text: str) -> None:
+    data = text.encode("utf-8")
+    os.ftruncate(fd, 0)
+    os.lseek(fd, 0, os.SEEK_SET)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
 def write_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     _refuse_protected(ctx, args["path"])
     path = _resolve(ctx, args["path"])
-    existed = path.exists()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(args["content"], encoding="utf-8")
-    ctx.changed_file(str(path), "modified" if existed else "created")
+    # Folders are made where the parent really is, once that is known not to be
+    # protected (a symlinked parent could lead into the policy folder).
+    _refuse_protected(ctx, os.path.realpath(path.parent))
+    Path(os.path.realpath(path.parent)).mkdir(parents=True, exist_ok=True)
+    fd, created = _open_checked(ctx, args["path"], create=True)
+    try:
+        _write_fd(fd, args["content"])
+    finally:
+        os.close(fd)
+    ctx.changed_file(str(path), "created" if created else "modified")
     return {"path": args["path"], "bytes": len(args["content"].encode()),
-            "created": not existed}
+            "created": created}
 
 
 def edit_file(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
-    _refuse_protected(ctx, args["path"])
-    path = _resolve(ctx, args["path"])
+    fd, _created = _open_checked(ctx, args["path"], create=False)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ToolError(f"no such file: {args['path']}") from None
-    count = text.count(args["old"])
-    if count != 1:
-        raise ToolError(f"'old' occurs {count} times in {args['path']}; it must occur exactly "
-                        "once (include more surrounding text)")
-    path.write_text(text.replace(args["old"], args["new"], 1), encoding="utf-8")
-    ctx.changed_file(str(path), "modified")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            text = handle.read().decode("utf-8")
+        count = text.count(args["old"])
+        if count != 1:
+            raise ToolError(f"'old' occurs {count} times in {args['path']}; it must occur "
+                            "exactly once (include more surrounding text)")
+        _write_fd(fd, text.replace(args["old"], args["new"], 1))
+    finally:
+        os.close(fd)
+    ctx.changed_file(str(_resolve(ctx, args["path"])), "modified")
     return {"path": args["path"], "replaced": 1}
 
 
 def list_dir(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    refuse_read(ctx, args.get("path", "."))
     path = _resolve(ctx, args.get("path", "."))
     try:
         entries = sorted(path.iterdir(), key=lambda p: p.name)

@@ -11,8 +11,8 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from interlock.agent.host import RunSpec, _print_step, build_agent
 from interlock.agent.options import PermissionPrompt
+from interlock.agent.runner import RunSpec, _print_step, build_agent
 
 
 def terminal_asker(read: Callable[[str], str]
@@ -42,6 +42,7 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
                         ask_person=ask_person)
     sys.stderr.write(f"session {agent.session.id} · model {agent.session.model} · "
                      "/help for commands, /exit to quit\n")
+    sys.stderr.write(agent.sandbox.status.line() + "\n")
 
     async def loop() -> None:
         try:

@@ -1,7 +1,9 @@
 """The read-only ``grep`` tool: search file contents under a folder.
 
 Protected paths (the engine's policy and state) are skipped, and naming one
-is refused, so a read-only judge cannot read them through a search either.
+is refused, so a read-only judge cannot read them through a search either. An
+agent with a read scope (chat strangers) searches only inside it, and skips
+the secret-bearing files there (``.env``).
 """
 
 from __future__ import annotations
@@ -49,11 +51,16 @@ def _files(root: Path, glob: str | None, protected: Any) -> Any:
 
 
 def grep(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
+    from interlock.agent.builtin_tools import allowed_patterns, refuse_read
+
     protected = ctx.agent.protected
     where = args.get("path", ".")
     reason = protected.check_path(where, ctx.cwd)
     if reason is not None:
         raise ToolError(f"refused by the engine: {reason}")
+    refuse_read(ctx, where)
+    scope = ctx.agent.options.read_scope
+    allowed = allowed_patterns(ctx) if scope is not None else []
     root = Path(ctx.cwd) / os.path.expanduser(where)
     if not root.exists():
         raise ToolError(f"no such file or folder: {where}")
@@ -68,7 +75,8 @@ def grep(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     truncated = False
     for path in _files(root, args.get("glob"), protected):
         # A symlink may point into a protected folder.
-        if protected.check_path(str(path), ctx.cwd) is not None:
+        if protected.check_path(str(path), ctx.cwd) is not None or (
+                scope is not None and scope.check(str(path), ctx.cwd, allowed) is not None):
             continue
         try:
             if path.stat().st_size > MAX_FILE_BYTES:

@@ -30,6 +30,7 @@ from interlock.agent.commands import CommandRegistry
 from interlock.agent.options import AgentOptions, RunResult, RunStatus
 from interlock.agent.permissions import PermissionPolicy
 from interlock.agent.protect import ProtectedPaths
+from interlock.agent.sandbox import Sandbox
 from interlock.agent.sessions import Session, SessionStore
 from interlock.agent.tools import ToolRegistry
 from interlock.events import EVENT_TYPES, Event
@@ -132,12 +133,25 @@ class Agent:
         extra: list[str | Path] = [*options.protected]
         if store is not None and str(store.path) != ":memory:":
             extra.append(store.path)
-        self.protected = ProtectedPaths.default(options.project_root or options.cwd, extra)
+        self.protected = ProtectedPaths.default(options.project_root or options.cwd, extra,
+                                                options.pinned)
+        self.sandbox: Sandbox = parent.sandbox if parent is not None else Sandbox(
+            lambda: self.protected.roots, self._hidden,
+            network=options.sandbox_network, mode=options.sandbox)
         self.started = False
         self.turn_id: str | None = None
         self.pending_context: list[str] = []
         """Hook context waiting for the next user message (from session_start)."""
         self._recorded: list[tuple[Event, Outcome]] = []
+
+    def _hidden(self) -> list[Path]:
+        """What the sandbox hides from commands: the state dir's secrets, and for a
+        confined agent (a chat stranger's) the credential places of the home too."""
+        if self.options.read_scope is None:
+            return list(self.protected.secrets)
+        from interlock.agent.scope import home_secrets
+
+        return [*self.protected.secrets, *home_secrets()]
 
     # -- events -------------------------------------------------------------
     @property

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import enum
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from interlock.agent.permissions import PermissionRule
+from interlock.agent.scope import ReadScope
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful coding agent. Use the tools to inspect and change the "
@@ -76,7 +77,20 @@ class AgentOptions:
     max_depth: int = 2
     """Deepest subagent nesting."""
     protected: list[Path] = field(default_factory=list)
-    """Extra protected paths, beside .interlock/, $INTERLOCK_HOME and the state dir."""
+    """Extra protected paths, beside .interlock/, the user, managed and state dirs."""
+    pinned: Callable[[], Iterable[Path]] | None = None
+    """Files pinned by an approval, protected like the policy folders; read at every
+    check (a host passes the registry's current ones)."""
+    sandbox: str = "auto"
+    """The OS sandbox of the terminal: ``auto`` (bubblewrap when it can run here),
+    ``required`` (the agent refuses to start without it) or ``off`` (docs/agent.md,
+    The sandbox)."""
+    sandbox_network: bool = True
+    """False: sandboxed commands run with no network (``sandbox_network = false``)."""
+    read_scope: ReadScope | None = None
+    """Confines the read tools (read_file, list_dir, grep) to folders; the chat
+    gateway confines strangers to the project root. None: no confinement beyond
+    the state dir's secrets."""
 
 
 class RunStatus(enum.StrEnum):

@@ -1,13 +1,14 @@
 """The engine's protected paths, enforced by the agent itself.
 
-``.interlock/`` of the project, ``$INTERLOCK_HOME`` and the state directory
-hold the policy that guards the agent (DESIGN.md, Protected paths). The list
-is :func:`interlock.paths.protected_paths`, the same one the registry and the
+``.interlock/`` of the project, the user, managed and state dirs, the stores
+and every file pinned by an approval hold the policy that guards the agent
+(docs/agent.md, Protected paths). The folders are
+:func:`interlock.paths.protected_paths`, the same list the registry and the
 CLI use, so the agent cannot drift from where policy actually lives. The file
-tools may not write there, and a terminal command that names such a path is
-refused, whatever the hooks say. Terminal checking is a best-effort scan of
-the command's words (a shell can build a path at run time); it is a floor under
-hook policy, not a sandbox.
+tools may not write there (nor read the state dir's secrets), and a terminal
+command that names such a path is refused, whatever the hooks say. That scan
+of the command's words is an early, readable refusal: the floor under it is
+the OS sandbox of :mod:`interlock.agent.sandbox`.
 """
 
 from __future__ import annotations
@@ -15,26 +16,67 @@ from __future__ import annotations
 import os
 import re
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from interlock.paths import protected_paths
+from interlock.paths import protected_paths, secret_paths
 
 _SPLIT = re.compile(r"[=:,]")
 _REDIRECT = re.compile(r"^(?:\d*>>?|<|&>|\d*>&)")
 
 
 class ProtectedPaths:
-    """Absolute roots the agent's own tools may not write or name."""
+    """Absolute roots the agent's own tools may not write or name, and the
+    secret ones among them they may not read either."""
 
-    def __init__(self, roots: Iterable[str | Path]) -> None:
-        self.roots = tuple(dict.fromkeys(Path(os.path.realpath(Path(r).expanduser()))
-                                         for r in roots))
+    def __init__(self, roots: Iterable[str | Path], secrets: Iterable[str | Path] = (),
+                 pinned: Callable[[], Iterable[Path]] | None = None) -> None:
+        self.fixed = tuple(dict.fromkeys(_real(r) for r in roots))
+        self.secrets = tuple(dict.fromkeys(_real(r) for r in secrets))
+        self.pinned = pinned
+        """Files pinned by an approval, read at every check (a reload may pin more)."""
+
+    @property
+    def roots(self) -> tuple[Path, ...]:
+        if self.pinned is None:
+            return self.fixed
+        return tuple(dict.fromkeys([*self.fixed, *(_real(p) for p in self.pinned())]))
 
     @classmethod
-    def default(cls, project_root: str | Path, extra: Iterable[str | Path] = ()
-                ) -> ProtectedPaths:
-        return cls([*protected_paths(Path(project_root)), *extra])
+    def default(cls, project_root: str | Path, extra: Iterable[str | Path] = (),
+                pinned: Callable[[], Iterable[Path]] | None = None) -> ProtectedPaths:
+        """The engine's folders, ``extra``, Interlock's own package when it is installed
+        outside the project (editing it would change the engine), and ``pinned``."""
+        root = _real(project_root)
+        package = _real(Path(__file__).parent.parent)
+        # Developing Interlock itself with the agent edits its source; an installed
+        # copy (site-packages, even in the project's .venv) is the engine.
+        mine = package.is_relative_to(root) and "site-packages" not in package.parts
+        own = [] if mine else [package]
+        return cls([*protected_paths(Path(project_root)), *own, *extra], secret_paths(),
+                   pinned)
+
+    def root_of(self, path: str, cwd: str | Path,
+                roots: tuple[Path, ...] | None = None) -> Path | None:
+        """The protected root ``path`` lands in, or None."""
+        roots = self.roots if roots is None else roots
+        for resolved in self._candidates(path, cwd):
+            for root in roots:
+                if resolved == root or resolved.is_relative_to(root):
+                    return root
+        return None
+
+    def check_read(self, path: str, cwd: str | Path) -> str | None:
+        """The reason reading ``path`` is refused (it holds the state dir's secrets:
+        tokens, approvals, stores), or None."""
+        for resolved in self._candidates(path, cwd):
+            if resolved.parts[:2] == ("/", "proc") and resolved.name == "environ":
+                return f"{path!r} is a process environment (API keys live there)"
+            for root in self.secrets:
+                if resolved == root or resolved.is_relative_to(root):
+                    return (f"{path!r} is inside {str(root)!r}, which holds Interlock's "
+                            "tokens, approvals and stores")
+        return None
 
     @staticmethod
     def _candidates(path: str, cwd: str | Path) -> list[Path]:
@@ -42,22 +84,21 @@ class ProtectedPaths:
         ``$HOME/..`` is a folder named ``$HOME``), and as a shell would, with
         ``$VARS`` expanded. Either one inside a protected root refuses it."""
         literal = os.path.expanduser(path)
-        found = [Path(os.path.realpath(Path(cwd) / literal))]
+        found = [_resolved(Path(cwd) / literal)]
         expanded = os.path.expandvars(literal)
         if expanded != literal:
-            found.append(Path(os.path.realpath(Path(cwd) / expanded)))
+            found.append(_resolved(Path(cwd) / expanded))
         return found
 
-    def check_path(self, path: str, cwd: str | Path) -> str | None:
+    def check_path(self, path: str, cwd: str | Path,
+                   roots: tuple[Path, ...] | None = None) -> str | None:
         """The reason ``path`` is protected, or None."""
-        for resolved in self._candidates(path, cwd):
-            for root in self.roots:
-                if resolved == root or resolved.is_relative_to(root):
-                    return f"{path!r} is inside the protected path {str(root)!r}"
-        return None
+        root = self.root_of(path, cwd, roots)
+        return None if root is None else f"{path!r} is inside the protected path {str(root)!r}"
 
     def check_command(self, command: str, cwd: str | Path) -> str | None:
         """The reason a terminal command is refused, or None."""
+        roots = self.roots
         try:
             lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|()<>")
             lexer.whitespace_split = True
@@ -71,11 +112,24 @@ class ProtectedPaths:
                     continue
                 if ".interlock" in Path(part).parts:
                     return f"the command names {part!r}, a protected policy directory"
-                reason = self.check_path(part, cwd)
+                reason = self.check_path(part, cwd, roots)
                 if reason is not None:
                     return f"the command names {reason}"
-        lowered = command
-        for root in self.roots:
-            if str(root) in lowered:
+        for root in roots:
+            if str(root) in command:
                 return f"the command names the protected path {str(root)!r}"
         return None
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` with its symlinks resolved; where a link cannot be read
+    (``/proc/1/root`` of another user's process), as written, normalized. The
+    write that follows checks the file it actually opened."""
+    try:
+        return Path(os.path.realpath(path))
+    except OSError:
+        return Path(os.path.normpath(path))
+
+
+def _real(path: str | Path) -> Path:
+    return Path(os.path.realpath(Path(path).expanduser()))

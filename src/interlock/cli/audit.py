@@ -8,6 +8,9 @@ import typer
 
 from interlock.cli._store import STORE_HELP
 
+OPERATOR_ACTION = "operator_action"
+"""The audit rows of people's actions in the web console (not a catalog event)."""
+
 
 def register(app: typer.Typer) -> None:
     @app.command("audit")
@@ -41,7 +44,7 @@ def register(app: typer.Typer) -> None:
             if verdict is not None and verdict not in {v.value for v in Verdict}:
                 raise ConfigError(f"unknown verdict {verdict!r}", field="--verdict",
                                   fix="use one of " + ", ".join(v.value for v in Verdict))
-            if event is not None:
+            if event is not None and event != OPERATOR_ACTION:
                 from interlock._catalog import spec
 
                 spec(event)  # did-you-mean for a misspelt event

@@ -24,7 +24,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Chat with the agent. /new /reset /model NAME /compact /help; /exit or Ctrl-D quits."""
         from interlock.agent.chat import chat
-        from interlock.agent.host import RunSpec
+        from interlock.agent.runner import RunSpec
         from interlock.cli._common import user_errors
 
         with user_errors():

@@ -13,11 +13,10 @@ ASSUME_YES_ENV = "INTERLOCK_ASSUME_YES"
 
 
 def _project() -> Path:
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        if (folder / ".interlock").is_dir():
-            return folder
-    return here
+    """The project found from here, as every command finds it (interlock.host.Project)."""
+    from interlock.host import Project
+
+    return Project.discover().root
 
 
 def _consent(what: str, yes: bool) -> None:

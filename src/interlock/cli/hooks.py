@@ -9,38 +9,44 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from interlock._dispatch import Engine
-    from interlock.registry import HookEntry, Registry
+    from interlock.host import Host
+    from interlock.host import Project as Where
+    from interlock.registry import HookEntry
 
-Project = Annotated[Path, typer.Option("--project", "-C", help="Project root (default: here).",
-                                       file_okay=False)]
+Project = Annotated[Path | None, typer.Option(
+    "--project", "-C", file_okay=False,
+    help="Project root (default: the nearest folder holding .interlock/, from here up to "
+         "the repository root).")]
 Config = Annotated[Path | None, typer.Option("--config", help="Use this config file instead of "
                                              ".interlock/config.toml.", dir_okay=False)]
 
 
-def _open(project: Path, config: Path | None, *, accept: bool = False,
-          lenient: bool = False) -> tuple[Engine, Registry]:
-    """An engine and a loaded registry; with ``lenient`` a bad config is reported, not fatal."""
-    from interlock._dispatch import Engine
-    from interlock._errors import ConfigError
-    from interlock.registry import Registry
+def _open(project: Path | Where | None, config: Path | None, *, accept: bool = False,
+          lenient: bool = False, extensions: bool | None = False) -> Host:
+    """The project's host (interlock.host), not recording; with ``lenient`` a bad config
+    is reported, not fatal; outside any project with no other hooks, a warning."""
+    from interlock.host import Host
+    from interlock.host import Project as Where
 
-    engine = Engine(timed=True)
-    registry = Registry(engine, project_root=project, config=config, accept_hooks=accept)
-    try:
-        registry.load()
-    except ConfigError as exc:
-        if not lenient:
-            engine.close(timeout=1)
-            raise
-        sys.stderr.write(f"interlock: error: {exc}\n"
+    where = project if isinstance(project, Where) else Where.discover(project)
+    host = Host.open(where, config=config, accept_hooks=accept,
+                     record=False, timed=True, lenient=lenient, extensions=extensions)
+    error = host.registry.last_error
+    if error is not None:
+        sys.stderr.write(f"interlock: error: {error}\n"
                          "interlock: no valid hook configuration; every gate blocks\n")
-    return engine, registry
+    else:
+        host.warn_if_unguarded()
+    return host
 
 
-def _close(engine: Engine, registry: Registry) -> None:
-    registry.close()
-    engine.close(timeout=2)
+def _close(host: Host) -> None:
+    from interlock.registry import close_engine
+
+    if host.extensions is not None:
+        host.close()
+        return
+    close_engine(host.engine, host.registry, timeout=2)
 
 
 def _approved(e: HookEntry) -> str:
@@ -75,7 +81,7 @@ def register(app: typer.Typer) -> None:
 
     @hooks.command("list")
     def list_cmd(
-        project: Project = Path("."), config: Config = None,
+        project: Project = None, config: Config = None,
         as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
         eligible: Annotated[bool, typer.Option("--eligible",
                                                help="Only hooks eligible here.")] = False,
@@ -84,16 +90,20 @@ def register(app: typer.Typer) -> None:
         from interlock.cli._common import print_json, user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
+        registry = host.registry
         try:
             entries = [e for e in registry.hooks if e.eligible or not eligible]
             rules = registry.permission_consent
             if as_json:
-                print_json({"revision": registry.revision,
+                print_json({"project_root": str(host.project.root),
+                            "project_found": host.project.found,
+                            "revision": registry.revision,
                             "hooks": [entry_dict(e) for e in entries],
                             "permissions": rules.to_dict() if rules is not None else None,
                             "withheld": registry.withheld})
                 return
+            typer.echo(host.project.describe())
             if not entries and not registry.withheld and (rules is None or not rules.declared):
                 typer.echo("no hooks configured")
                 return
@@ -112,18 +122,18 @@ def register(app: typer.Typer) -> None:
                 rows.append([name, "-", "-", f"{what} (removal needs an operator)", "no", ""])
             typer.echo(_table(rows))
         finally:
-            _close(engine, registry)
+            _close(host)
 
     @hooks.command("info")
     def info_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                 project: Project = Path("."), config: Config = None) -> None:
+                 project: Project = None, config: Config = None) -> None:
         """Everything about one hook: its definition, state, files and docs."""
         from interlock.cli._common import user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
             try:
-                e = registry.entry(name)
+                e = host.registry.entry(name)
                 for key, value in entry_dict(e).items():
                     if value not in (None, "", [], {}):
                         typer.echo(f"{key:>14}: {value}")
@@ -134,7 +144,7 @@ def register(app: typer.Typer) -> None:
                 if e.declared.docs:
                     typer.echo("\n" + e.declared.docs)
             finally:
-                _close(engine, registry)
+                _close(host)
 
     @hooks.command("test")
     def test_cmd(
@@ -146,7 +156,7 @@ def register(app: typer.Typer) -> None:
         = False,
         accept: Annotated[bool, typer.Option(
             "--accept-hooks", help="Approve new or edited hooks first (recorded).")] = False,
-        project: Project = Path("."), config: Config = None,
+        project: Project = None, config: Config = None,
     ) -> None:
         """Fire one event through the real hooks and print the effective outcome."""
         import json
@@ -169,21 +179,27 @@ def register(app: typer.Typer) -> None:
                     raise ConfigError("the payload must be a JSON object",
                                       file=str(payload_file), fix='e.g. {"args": {"command": '
                                                                   '"ls"}}')
-            ev = sample_event(event, tool=tool, payload=payload, cwd=str(project.resolve()))
-        engine, registry = _open(project, config, accept=accept, lenient=True)
+            from interlock.host import Project as Where
+
+            where = Where.discover(project)
+            ev = sample_event(event, tool=tool, payload=payload,
+                              cwd=str(where.start if project is None else where.root))
+            # The extensions `run` and `serve` load apply here too.
+            host = _open(where, config, accept=accept, lenient=True, extensions=None)
         try:
-            outcome = engine.emit_sync(ev)
+            outcome = host.engine.emit_sync(ev)
             if as_json:
-                print_json(outcome.to_dict(ev))
+                print_json({**outcome.to_dict(ev), "project_root": str(host.project.root)})
             else:
                 _print_outcome(outcome, ev)
+                typer.echo(host.project.describe(), err=True)
         finally:
-            _close(engine, registry)
-        if registry.last_error is not None:
+            _close(host)
+        if host.registry.last_error is not None:
             raise SystemExit(2)
 
     @hooks.command("doctor")
-    def doctor_cmd(project: Project = Path("."), config: Config = None,
+    def doctor_cmd(project: Project = None, config: Config = None,
                    smoke: Annotated[bool, typer.Option(help="Run each hook once.")] = True
                    ) -> None:
         """Check scripts, consent and drift, requirements, a smoke run and fail-open gates."""
@@ -191,26 +207,49 @@ def register(app: typer.Typer) -> None:
         from interlock.config.doctor import diagnose
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
         try:
-            report = diagnose(registry, smoke=smoke)
+            report = diagnose(host.registry, smoke=smoke)
         finally:
-            engine.close(timeout=2)
+            host.engine.close(timeout=2)
         for f in report.findings:
             typer.echo(f"{f.level:5}  {f.hook}  {f.check}: {f.message}")
         if not report.findings:
             typer.echo("no hooks configured")
+        sandbox_failed = _sandbox_line(host.registry)
         typer.echo(f"{report.problems} problem(s)" if report.problems else "all good")
-        raise SystemExit(1 if any(f.level == "error" for f in report.findings) else 0)
+        raise SystemExit(1 if sandbox_failed or any(f.level == "error"
+                                                    for f in report.findings) else 0)
+
+    def _sandbox_line(registry: Any) -> bool:
+        """Say whether the agent's commands are sandboxed here; True when the config
+        requires a sandbox that cannot run."""
+        from interlock.agent.sandbox import status
+
+        found = status()
+        mode, network = registry.sandbox
+        level = "ok" if found.available else ("error" if mode == "required" else "warn")
+        extra = "" if network else "; no network (sandbox_network = false)"
+        typer.echo(f"{level:5}  agent  sandbox: {found.line().removeprefix('sandbox: ')}"
+                   f"{extra}" + ('; sandbox = "required" refuses to start'
+                                 if level == "error" else ""))
+        return level == "error"
 
     @hooks.command("validate")
-    def validate_cmd(project: Project = Path("."), config: Config = None) -> None:
+    def validate_cmd(project: Project = None, config: Config = None) -> None:
         """Validate every config file and hook folder; exit 2 with file:line on error."""
         from interlock.cli._common import user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
+        registry = host.registry
         try:
+            if host.missing_policy():
+                # Nothing would guard an agent here: say so with a failing exit.
+                typer.echo(f"interlock: error: {host.project.describe()}, and no user or "
+                           "managed hooks are configured (fix: run from the project, pass "
+                           "--project, or create .interlock/config.toml)", err=True)
+                raise SystemExit(1)
             active = sum(1 for e in registry.hooks if e.state == "active")
             pending = [e.qualified_name for e in registry.hooks
                        if e.enabled and e.shadowed_by is None and not e.approved]
@@ -222,14 +261,15 @@ def register(app: typer.Typer) -> None:
             if pending:
                 typer.echo(f"not approved: {', '.join(pending)} "
                            "(run `interlock hooks approve NAME`)")
+            typer.echo(host.project.describe())
         finally:
-            _close(engine, registry)
+            _close(host)
 
     @hooks.command("approve")
     def approve_cmd(
         name: Annotated[str | None, typer.Argument(help="source:name or name.")] = None,
         all_: Annotated[bool, typer.Option("--all", help="Every hook waiting.")] = False,
-        project: Project = Path("."), config: Config = None,
+        project: Project = None, config: Config = None,
     ) -> None:
         """Approve a hook's current definition (pinned to its digest), or a removal."""
         from interlock._errors import ConfigError
@@ -239,48 +279,48 @@ def register(app: typer.Typer) -> None:
             if (name is None) == (not all_):
                 raise ConfigError("give a hook name or --all",
                                   fix="interlock hooks approve user:guard")
-            engine, registry = _open(project, config, lenient=True)
+            host = _open(project, config, lenient=True)
             try:
-                done = registry.approve(None if all_ else [name or ""])
+                done = host.registry.approve(None if all_ else [name or ""])
             finally:
-                _close(engine, registry)
+                _close(host)
         typer.echo("approved: " + ", ".join(done) if done else "nothing to approve")
 
     @hooks.command("revoke")
     def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                   project: Project = Path("."), config: Config = None) -> None:
+                   project: Project = None, config: Config = None) -> None:
         """Withdraw a hook's approval."""
         from interlock.cli._common import user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
             try:
-                removed = registry.revoke(name)
-                q = registry.entry(name).qualified_name
+                removed = host.registry.revoke(name)
+                q = host.registry.entry(name).qualified_name
             finally:
-                _close(engine, registry)
+                _close(host)
         typer.echo(f"revoked: {q}" if removed else f"{q} was not approved")
 
-    def _toggle(name: str, on: bool, project: Path, config: Path | None) -> None:
+    def _toggle(name: str, on: bool, project: Path | None, config: Path | None) -> None:
         from interlock.cli._common import user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
             try:
-                e = registry.set_enabled(name, on)
+                e = host.registry.set_enabled(name, on)
             finally:
-                _close(engine, registry)
+                _close(host)
         typer.echo(f"{e.qualified_name}: {e.state}")
 
     @hooks.command("enable")
     def enable_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                   project: Project = Path("."), config: Config = None) -> None:
+                   project: Project = None, config: Config = None) -> None:
         """Turn a hook on in this project (bundled hooks are off until enabled)."""
         _toggle(name, True, project, config)
 
     @hooks.command("disable")
     def disable_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                    project: Project = Path("."), config: Config = None) -> None:
+                    project: Project = None, config: Config = None) -> None:
         """Turn a hook off in this project (a managed hook cannot be disabled)."""
         _toggle(name, False, project, config)
 

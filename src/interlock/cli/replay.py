@@ -21,13 +21,13 @@ def register(app: typer.Typer) -> None:
         tool or model, and report each decision that would now differ."""
         from dataclasses import asdict
 
-        from interlock.agent.host import open_host
         from interlock.agent.replay import read_events, replay
         from interlock.cli._common import print_json, user_errors
+        from interlock.host import Host, Project
 
         with user_errors():
             # A replay re-judges old calls: a dry run, so nothing is audited.
-            host = open_host(Path.cwd(), config=config, accept_hooks=accept_hooks,
+            host = Host.open(Project.discover(), config=config, accept_hooks=accept_hooks,
                              record=False)
             try:
                 report = replay(host.engine, read_events(transcript), source=str(transcript))

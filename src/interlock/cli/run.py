@@ -32,7 +32,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run PROMPT through the agent. Exit 0 when it completed, 1 when blocked,
         stopped or failed, 2 on a usage error."""
-        from interlock.agent.host import RunSpec, run_once
+        from interlock.agent.runner import RunSpec, run_once
         from interlock.cli._common import user_errors
 
         with user_errors():

@@ -29,19 +29,21 @@ class StoreDeadLetters:
         return bool(self.store.resolve(int(record_id), by="serve-admin"))
 
 
-def _load(project: Path, store: str | None = None) -> tuple[Any, Any, Any]:
-    """(host, dead_letters, status): the registry's engine with the project's extensions
-    loaded (as `interlock run` has them), recording into the store; the registry is also
-    the reloader (it swaps only its own hooks, so extension hooks survive a reload)."""
+def _load(project: Any, store: str | None = None) -> tuple[Any, Any, Any]:
+    """(host, dead_letters, status): the project's host (interlock.host: the registry's
+    engine with the extensions loaded, as `interlock run` has them), recording into the
+    store; the registry is also the reloader (it swaps only its own hooks, so extension
+    hooks survive a reload)."""
     from interlock._errors import ConfigError
-    from interlock.agent.host import open_host
+    from interlock.host import Host
 
-    host = open_host(project, record=True, store=store)
+    host = Host.open(project, record=True, store=store)
     if not host.engine.hooks:
-        # A server with no hooks would answer "allow" to everything (DESIGN.md:
+        # A server with no hooks would answer "allow" to everything (docs/serve.md:
         # hosts never run with no hooks). Extension hooks count.
         host.close()
-        raise ConfigError(f"no hooks are configured for {project}",
+        raise ConfigError(f"no hooks are configured for {host.project.root} "
+                          f"({host.project.describe()})",
                           fix="add hooks to .interlock/config.toml, enable a bundled hook "
                               "with `interlock hooks enable NAME`, or add an extension")
     registry = host.registry
@@ -54,10 +56,28 @@ def _load(project: Path, store: str | None = None) -> tuple[Any, Any, Any]:
         # A failed, unapproved or changed extension is visible here, not only in the log.
         data["extensions"] = [{"name": i.name, "source": i.source.label, "status": i.status,
                                "message": i.message, "guards": list(i.guards)}
-                              for i in host.extensions.infos.values()]
+                              for i in host.extension_infos]
         return data
 
     return host, StoreDeadLetters(registry.recording.store), status
+
+
+def _root(project: Path | None) -> Path:
+    """``--project`` as given, else the project found from here (as `serve` finds it)."""
+    from interlock.host import Project
+
+    return Project.discover(project).root
+
+
+def _console(engine: Any, registry: Any, tokens: Any) -> Any:
+    """The web console (docs/console.md), fed by every decision the engine makes."""
+    from interlock.server.console import Console
+    from interlock.server.console_feed import DecisionFeed
+
+    feed = DecisionFeed()
+    engine.add_sink(feed)
+    store = registry.recording.store if registry.recording is not None else None
+    return Console(tokens=tokens, feed=feed, registry=registry, store=store)
 
 
 def register(app: typer.Typer) -> None:
@@ -71,7 +91,9 @@ def register(app: typer.Typer) -> None:
     @serve_app.callback()
     def serve(
         ctx: typer.Context,
-        project: Annotated[Path, typer.Option(help="Project root.")] = Path("."),
+        project: Annotated[Path | None, typer.Option(
+            help="Project root (default: the nearest folder holding .interlock/, from here "
+                 "up to the repository root).")] = None,
         host: Annotated[str, typer.Option(help="TCP address (loopback by default).")] =
             "127.0.0.1",
         port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = 8787,
@@ -96,6 +118,8 @@ def register(app: typer.Typer) -> None:
             help="API key for --chat-model (default $OPENAI_API_KEY).")] = None,
         ask_timeout: Annotated[float, typer.Option(
             help="Seconds a chat question waits for the person; then it is denied.")] = 120.0,
+        no_console: Annotated[bool, typer.Option(
+            "--no-console", help="Do not serve the web console at /ui/.")] = False,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -114,15 +138,19 @@ def register(app: typer.Typer) -> None:
 
                 raise ConfigError(f"the server needs extra packages ({exc.name})",
                                   fix="pip install 'interlock[server]'") from None
-            root = project.resolve()
+            from interlock.host import Project
+
+            found = Project.discover(project)
+            root = found.root
             if host not in ("127.0.0.1", "::1", "localhost"):
                 typer.echo(f"interlock serve: warning: listening on {host}, beyond loopback; "
                            "status and hooks then need a token from non-loopback clients",
                            err=True)
             state = ensure_private_dir(state_dir(root))
             tokens = TokenStore.for_state_dir(state)
-            loaded, dead, status = _load(root, store)
-            engine, registry, extensions = loaded.engine, loaded.registry, loaded.extensions
+            loaded, dead, status = _load(found, store)
+            engine, registry = loaded.engine, loaded.registry
+            typer.echo(f"interlock serve: {found.describe()}", err=True)
             sock = None if no_socket else (socket_path or default_sock(root))
             try:
                 gateway = None
@@ -136,13 +164,14 @@ def register(app: typer.Typer) -> None:
                                             registry=registry, state_dir=state,
                                             base_url=base_url, api_key=api_key,
                                             ask_timeout=ask_timeout,
-                                            providers=extensions.providers,
-                                            extra_tools=list(extensions.tools.values()))
+                                            providers=loaded.providers,
+                                            extra_tools=list(loaded.tools.values()))
+                console = None if no_console else _console(engine, registry, tokens)
                 app = create_app(engine, project_root=root, tokens=tokens, reloader=registry,
                                  dead_letters=dead, status=status, socket_path=sock,
                                  allowed_hosts=[*(allow_host or []), host],
                                  allowed_origins=allow_origin or [], gateway=gateway,
-                                 metrics=registry.metrics)
+                                 metrics=registry.metrics, console=console, live=loaded)
                 serving = Serving(app, host=host, port=port, socket_path=sock,
                                   tcp=not no_tcp)
                 if gateway is not None:
@@ -155,12 +184,15 @@ def register(app: typer.Typer) -> None:
     @token_app.command("create")
     def token_create(
         name: Annotated[str, typer.Argument(help="A name to revoke it by later.")],
-        admin: Annotated[bool, typer.Option(help="Admin role (dead letters, reload).")] = False,
+        admin: Annotated[bool, typer.Option(
+            help="Admin role (dead letters, reload, acting in the console).")] = False,
+        read: Annotated[bool, typer.Option(
+            help="Read role: may only view the web console.")] = False,
         chat: Annotated[bool, typer.Option(help="Chat role: may use /v1/chat only.")] = False,
         sender: Annotated[str | None, typer.Option(
             help="With --chat: the sender id this token speaks for (default: its name).")]
             = None,
-        project: Annotated[Path, typer.Option(help="Project root.")] = Path("."),
+        project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
     ) -> None:
         """Create a token and print it once; only its hash is stored."""
         from interlock.cli._common import user_errors
@@ -168,18 +200,20 @@ def register(app: typer.Typer) -> None:
         from interlock.server.paths import ensure_private_dir, state_dir
 
         with user_errors():
-            if admin and chat:
+            if admin + chat + read > 1:
                 from interlock._errors import ConfigError
 
-                raise ConfigError("a token is either --admin or --chat", field="--chat",
+                raise ConfigError("a token has one role: --admin, --chat or --read",
+                                  field="--read" if read else "--chat",
                                   fix="create one token per role")
-            store = TokenStore.for_state_dir(ensure_private_dir(state_dir(project.resolve())))
-            role = Role.ADMIN if admin else Role.CHAT if chat else Role.EVENTS
+            store = TokenStore.for_state_dir(ensure_private_dir(state_dir(_root(project))))
+            role = (Role.ADMIN if admin else Role.CHAT if chat else Role.READ if read
+                    else Role.EVENTS)
             token = store.create(name, role, sender=sender if chat else None)
         typer.echo(token)
 
     @token_app.command("list")
-    def token_list(project: Annotated[Path, typer.Option(help="Project root.")] = Path(".")
+    def token_list(project: Annotated[Path | None, typer.Option(help="Project root.")] = None
                    ) -> None:
         """List token names and roles (never the tokens)."""
         from interlock.cli._common import print_json, user_errors
@@ -187,11 +221,11 @@ def register(app: typer.Typer) -> None:
         from interlock.server.paths import state_dir
 
         with user_errors():
-            print_json(TokenStore.for_state_dir(state_dir(project.resolve())).describe())
+            print_json(TokenStore.for_state_dir(state_dir(_root(project))).describe())
 
     @token_app.command("revoke")
     def token_revoke(name: str,
-                     project: Annotated[Path, typer.Option(help="Project root.")] = Path(".")
+                     project: Annotated[Path | None, typer.Option(help="Project root.")] = None
                      ) -> None:
         """Revoke a token by name."""
         from interlock.cli._common import user_errors
@@ -199,7 +233,7 @@ def register(app: typer.Typer) -> None:
         from interlock.server.paths import state_dir
 
         with user_errors():
-            store = TokenStore.for_state_dir(state_dir(project.resolve()))
+            store = TokenStore.for_state_dir(state_dir(_root(project)))
             if not store.revoke(name):
                 typer.echo(f"interlock: error: no token named {name!r}", err=True)
                 raise typer.Exit(2)

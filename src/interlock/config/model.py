@@ -171,3 +171,8 @@ class ConfigDoc(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     version: int = 1
     hooks: list[dict[str, Any]] = []
     permissions: list[dict[str, Any]] = []
+    sandbox: Literal["auto", "required"] | None = None
+    """The agent's OS sandbox: ``required`` refuses to start without one
+    (docs/agent.md, The sandbox). Any place may require it; none can lift that."""
+    sandbox_network: bool | None = None
+    """``false``: sandboxed commands get no network. Any place may turn it off."""

@@ -94,6 +94,10 @@ class Discovered:
     hooks: list[Declared] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
     permissions: list[PermissionRule] = field(default_factory=list)
+    sandbox_required: bool = False
+    """Some config file says ``sandbox = "required"``."""
+    sandbox_offline: bool = False
+    """Some config file says ``sandbox_network = false``."""
     files: dict[str, str] = field(default_factory=dict)
     """Every file read or hashed -> sha256 of its content (to tell what changed)."""
     sources: dict[str, Source] = field(default_factory=dict)
@@ -153,6 +157,9 @@ def _load_config(place: Place, path: Path, found: Discovered) -> None:
             continue
         events = check_hook(d, path, ("hooks", i), locate)
         found.hooks.append(Declared(d, events, place.source, path, line, path.parent))
+    # The strictest wins: a place may tighten the sandbox, never loosen it.
+    found.sandbox_required |= doc.sandbox == "required"
+    found.sandbox_offline |= doc.sandbox_network is False
     for i, raw in enumerate(doc.permissions):
         found.permissions.append(
             to_permission(raw, path, ("permissions", i), locate, f"{place.source.label}:{path}"))

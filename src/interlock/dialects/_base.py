@@ -12,6 +12,8 @@ import msgspec
 from interlock._catalog import BY_NAME, COMMON, names_in
 from interlock._decisions import RANK, Decision, Verdict, context, modify
 from interlock._errors import ContractError
+from interlock._strictjson import AmbiguousJSON
+from interlock._strictjson import loads as strict_loads
 from interlock.toolnames import host_names, to_host, to_ours
 
 if TYPE_CHECKING:
@@ -88,8 +90,12 @@ def extra_fields(invocation: Invocation, renames: Mapping[str, str] = {},
 def parse_json(invocation: Invocation, dialect: str, stdout: bytes) -> Any:
     """Parse a JSON answer; a ContractError that quotes the output otherwise."""
     try:
-        return msgspec.json.decode(stdout)
-    except msgspec.DecodeError:
+        return strict_loads(stdout)
+    except AmbiguousJSON as exc:
+        raise ContractError(
+            f"hook {label(invocation)} ({dialect} dialect) printed an ambiguous JSON answer "
+            f"({exc}): {preview(stdout)} (fix: name each field once)") from None
+    except ValueError:
         raise ContractError(
             f"hook {label(invocation)} ({dialect} dialect) printed something that is not "
             f"JSON: {preview(stdout)} (fix: print only the JSON answer on stdout; "

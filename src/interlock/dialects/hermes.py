@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from interlock._decisions import Decision, ask, block
 from interlock._errors import HookCrash
+from interlock._strictjson import loads as strict_loads
 from interlock.dialects._base import (
     BaseDialect,
     combine,
@@ -78,8 +77,8 @@ class HermesDialect(BaseDialect):
                 answer = parse_json(invocation, self.name, text)
             else:
                 try:
-                    answer = msgspec.json.decode(text)
-                except msgspec.DecodeError:
+                    answer = strict_loads(text)
+                except ValueError:  # a repeated key too: never read half an answer
                     answer = None
         if code == 2 and invocation.event.name == "before_tool_call":
             reason = None

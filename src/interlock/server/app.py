@@ -18,6 +18,8 @@ Who may call what:
 - ``POST /v1/chat``, ``POST /v1/chat/answer``, ``/v1/chat/ws``: a ``chat`` (or
   ``admin``) token on every transport; the sender is the token's (see
   :mod:`~interlock.server.gateway`).
+- ``/ui/`` and ``/ui/api/...``: the web console; a ``read`` or ``admin`` token
+  exchanged for a session cookie (see :mod:`~interlock.server.console`).
 
 Every request first passes :class:`~interlock.server.security.Guard`
 (Host and Origin), and a request naming a project root other than the
@@ -47,6 +49,7 @@ from interlock.server.auth import Role, TokenInfo, TokenStore
 from interlock.server.security import Guard
 
 if TYPE_CHECKING:
+    from interlock.server.console import Console
     from interlock.server.gateway import Gateway
 
 MAX_BODY = 1 << 20
@@ -80,6 +83,15 @@ class Exposition(Protocol):
     """What ``GET /metrics`` serves (interlock.metrics.Metrics satisfies it)."""
 
     def exposition(self) -> str: ...
+
+
+class Live(Protocol):
+    """What keeps the server's hooks live (interlock.host.Host satisfies it): a watcher
+    started as a task on the server's loop, stopped when the server stops."""
+
+    def start_live_task(self) -> Any: ...
+
+    async def stop_live_task(self) -> None: ...
 
 
 class JSON(Response):
@@ -352,11 +364,15 @@ def create_app(
     max_body: int = MAX_BODY,
     gateway: Gateway | None = None,
     metrics: Exposition | None = None,
+    console: Console | None = None,
+    live: Live | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
     ``gateway``: the chat gateway (built over the same engine); started and
     stopped with the app's lifespan. ``metrics``: served at ``GET /metrics``.
+    ``console``: the web console's routes under ``/ui/`` (docs/console.md).
+    ``live``: watches the configuration while the app runs (its lifespan).
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -381,13 +397,19 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if gateway is not None:
-            await gateway.start()
+        if live is not None:
+            live.start_live_task()
         try:
-            yield
-        finally:
             if gateway is not None:
-                await gateway.stop()
+                await gateway.start()
+            try:
+                yield
+            finally:
+                if gateway is not None:
+                    await gateway.stop()
+        finally:
+            if live is not None:
+                await live.stop_live_task()
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Refused)
@@ -408,6 +430,7 @@ def create_app(
         Route("/v1/openapi.json", openapi, methods=["GET"]),
         Route("/metrics", api.metrics_text, methods=["GET"]),
         *chat_routes(api, gateway),
+        *(console.routes() if console is not None else []),
     ])
     app.router.redirect_slashes = False  # a redirect is never what an API client wants
     app.state.api = api

@@ -5,8 +5,9 @@ kept, in ``<state>/server-tokens.json`` (mode 0600). A slow hash (scrypt)
 protects guessable passwords; a 256-bit random token cannot be guessed, so a
 fast hash loses nothing and keeps each request's check to microseconds.
 
-Two roles: ``events`` may evaluate events; ``admin`` may also read dead
-letters, resolve them and reload the configuration.
+Roles: ``events`` may evaluate events; ``admin`` may also read dead
+letters, resolve them, reload the configuration and act in the web console;
+``chat`` may use the chat gateway only; ``read`` may only view the console.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import enum
 import hashlib
 import hmac
 import json
+import logging
 import os
 import secrets
 import threading
@@ -25,6 +27,8 @@ from typing import Any
 
 from interlock._errors import ConfigError
 
+log = logging.getLogger("interlock.server")
+
 TOKEN_PREFIX = "ilk_"
 TOKENS_FILE = "server-tokens.json"
 
@@ -34,6 +38,8 @@ class Role(enum.StrEnum):
     ADMIN = "admin"
     CHAT = "chat"
     """Only the chat gateway, as the token's sender."""
+    READ = "read"
+    """Only viewing the web console (decisions, hooks, dead letters, health)."""
 
     def allows(self, needed: Role) -> bool:
         return self is Role.ADMIN or self is needed
@@ -70,6 +76,9 @@ class TokenStore:
         self.path = path
         self._lock = threading.Lock()
         self._tokens: dict[str, TokenInfo] = {}
+        self._seen: tuple[int, int, int] | None = None
+        """(inode, size, mtime) of the file as last read: a token created or revoked by
+        another process (`interlock serve token revoke`) counts at the next request."""
         if path is not None and path.exists():
             self._load(path)
 
@@ -77,7 +86,36 @@ class TokenStore:
     def for_state_dir(cls, state: Path) -> TokenStore:
         return cls(state / TOKENS_FILE)
 
+    @staticmethod
+    def _stamp(path: Path) -> tuple[int, int, int] | None:
+        try:
+            st = path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_ino, st.st_size, st.st_mtime_ns
+
+    def _fresh(self) -> None:
+        """Re-read the file if another process changed it (one stat per call)."""
+        if self.path is None:
+            return
+        stamp = self._stamp(self.path)
+        if stamp == self._seen:
+            return
+        with self._lock:
+            if stamp is None:
+                self._tokens = {}
+                self._seen = None
+                return
+            try:
+                self._load(self.path)
+            except ConfigError as exc:  # a damaged file admits nobody until it is fixed
+                self._tokens = {}
+                self._seen = stamp
+                log.error("%s", exc.render())
+
     def _load(self, path: Path) -> None:
+        self._seen = self._stamp(path)
+        tokens: dict[str, TokenInfo] = {}
         try:
             data = json.loads(path.read_text())
             for entry in data["tokens"]:
@@ -86,10 +124,11 @@ class TokenStore:
                                  sender=str(entry.get("sender") or ""))
                 if not info.digest.startswith("sha256:"):
                     raise ValueError(f"token {info.name!r}: digest must start with 'sha256:'")
-                self._tokens[info.name] = info
+                tokens[info.name] = info
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise ConfigError(f"cannot read the token file: {exc}", file=str(path),
                               fix="recreate it with `interlock serve token create NAME`") from None
+        self._tokens = tokens
 
     def _save(self) -> None:
         if self.path is None:
@@ -105,6 +144,7 @@ class TokenStore:
             json.dump(data, fh, indent=2)
         os.chmod(tmp, 0o600)
         os.replace(tmp, self.path)
+        self._seen = self._stamp(self.path)
 
     def create(self, name: str, role: Role | str = Role.EVENTS, *,
                sender: str | None = None) -> str:
@@ -120,6 +160,7 @@ class TokenStore:
             raise ConfigError(f"sender {sender!r} is not valid", field="sender",
                               fix="use 1 to 200 printable characters")
         token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        self._fresh()  # another process's tokens are kept, not overwritten
         with self._lock:
             if name in self._tokens:
                 raise ConfigError(f"a token named {name!r} exists", field="name",
@@ -130,6 +171,7 @@ class TokenStore:
         return token
 
     def revoke(self, name: str) -> bool:
+        self._fresh()
         with self._lock:
             if self._tokens.pop(name, None) is None:
                 return False
@@ -137,12 +179,14 @@ class TokenStore:
             return True
 
     def entries(self) -> list[TokenInfo]:
+        self._fresh()
         return sorted(self._tokens.values(), key=lambda t: t.name)
 
     def verify(self, token: str) -> TokenInfo | None:
         """The token's entry, or None. Compares every digest in constant time."""
         if not token.startswith(TOKEN_PREFIX):
             return None
+        self._fresh()
         presented = digest_of(token)
         found = None
         for info in self._tokens.values():

@@ -41,6 +41,7 @@ from interlock._dispatch import Engine
 from interlock.agent.loop import BUFFERING_EVENTS, Agent, RunStopped
 from interlock.agent.options import AgentOptions, PermissionPrompt
 from interlock.agent.permissions import PermissionRule
+from interlock.agent.scope import ReadScope
 from interlock.redact import redact, redact_data
 from interlock.tooling import ModelProvider
 
@@ -251,6 +252,9 @@ class Gateway:
         options = AgentOptions(**{
             "model": self.model_name, "cwd": self.root, "project_root": self.root,
             "live_permissions": self._policy, "unmatched_permission": self._unmatched,
+            # Senders are strangers: their read tools stay in the project (docs/agent.md,
+            # Confined readers).
+            "read_scope": ReadScope.of([self.root]),
             **self.agent_options,
             "platform": "gateway", "ask_person": ask, "permission_timeout": self.ask_timeout,
             "on_text": on_text})
@@ -389,9 +393,17 @@ def build_gateway(engine: Engine, *, project_root: Path, model: str | None,
         def rules() -> list[PermissionRule]:
             return list(registry.permissions)
     store = SessionStore(state_dir / "chat-sessions.db") if state_dir is not None else None
+    options: dict[str, Any] = {}
+    if registry is not None and hasattr(registry, "sandbox"):
+        from interlock.agent.sandbox import Sandbox
+
+        mode, network = registry.sandbox
+        Sandbox(tuple, mode=mode)  # sandbox = "required" and none: the server does not start
+        options = {"pinned": lambda: registry.pinned_files, "sandbox": mode,
+                   "sandbox_network": network}
     return Gateway(engine, factory, project_root=project_root, model_name=name,
                    ask_timeout=ask_timeout, rules=rules, store=store, close_store=True,
-                   extra_tools=extra_tools)
+                   extra_tools=extra_tools, agent_options=options)
 
 
 def model_factory(spec: str | None, *, providers: Any = None, base_url: str | None = None,

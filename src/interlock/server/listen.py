@@ -40,6 +40,9 @@ def refuse_foreign_peer(transport: asyncio.Transport) -> None:
                         + str(len(body)).encode() + b"\r\n\r\n" + body)
         transport.close()
 
+GRACE_S = 3
+"""Seconds a stopping server waits for open connections before it closes them."""
+
 
 class PeerCheckedH11(H11Protocol):
     """uvicorn's h11 protocol, refusing Unix-socket peers with another uid."""
@@ -144,8 +147,11 @@ class Serving:
         if socket_path is not None:
             self.sockets.append(bind_unix(socket_path))
         # The lifespan starts and stops the chat gateway (gateway_start / gateway_stop).
+        # Open streams (the console's live feed, a chat socket) never end by
+        # themselves: a stop waits this long for them, then closes them.
         config = uvicorn.Config(app, http=protocol_class(), lifespan="on", log_level=log_level,
-                                access_log=False, server_header=False, ws=ws_protocol())
+                                access_log=False, server_header=False, ws=ws_protocol(),
+                                timeout_graceful_shutdown=GRACE_S)
         self.server = _Server(config)
 
     @property

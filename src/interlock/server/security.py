@@ -64,6 +64,19 @@ def host_name(value: str) -> str:
     return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
+CONSOLE_PREFIX = "/ui/"
+
+
+def _own_page(scope: Scope, host: str, origin: str) -> bool:
+    """A request from the console page this server served: same scheme and Host,
+    on the console's own paths only (the rest of the API stays closed to pages)."""
+    path = scope.get("path", "")
+    if not path.startswith(CONSOLE_PREFIX):
+        return False
+    scheme = "https" if scope.get("scheme") in ("https", "wss") else "http"
+    return origin.rstrip("/").lower() == f"{scheme}://{host.strip().lower()}"
+
+
 class Guard:
     """ASGI middleware refusing foreign Host and Origin headers before routing
     (HTTP requests and WebSocket handshakes alike)."""
@@ -90,7 +103,8 @@ class Guard:
         elif host_name(host) not in self.hosts:
             problem = (f"Host {host!r} is not served here (DNS rebinding guard); "
                        "start the server with --allow-host to add a name")
-        elif origin is not None and origin.rstrip("/").lower() not in self.origins:
+        elif origin is not None and origin.rstrip("/").lower() not in self.origins \
+                and not _own_page(scope, host, origin):
             problem = (f"Origin {origin!r} is not allowed (browsers may not call this API); "
                        "start the server with --allow-origin to add one")
         if problem is None:

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("interlock")
 
-_OUTCOME, _FAILURE, _BREAKER = 0, 1, 2
+_OUTCOME, _FAILURE, _BREAKER, _ACTION = 0, 1, 2, 3
 
 
 class Store:
@@ -97,6 +97,22 @@ class Store:
     def submit_failure(self, record: FailureRecord) -> int:
         """Queue one dead letter; returns its sequence number."""
         return self._submit(_FAILURE, record)
+
+    def submit_action(self, *, who: str, action: str, target: str,
+                      note: str | None = None) -> int:
+        """Queue an operator's action (an approval, a resolve, ...) as an audit row:
+        event ``operator_action``, hook = who did it, verdict = the action, subject =
+        what it was done to, reason = the note."""
+        at = time.time()
+        return self._submit(_ACTION, (at, f"{self._prefix}-op-{next(self._ids)}", "",
+                                      "operator_action", redact(target), redact(who), action,
+                                      "ok", redact(note) if note else None, None, 0, action,
+                                      None, None))
+
+    @property
+    def backlog(self) -> int:
+        """Records submitted but not yet committed."""
+        return self._last_submitted - self._committed
 
     def submit_breaker(self, breaker: Breaker, now_mono: float) -> int:
         return self._submit(_BREAKER, breaker_record(breaker, time.time(), now_mono))
@@ -189,6 +205,8 @@ class Store:
                 audit.extend(audit_rows(item, at, f"{self._prefix}-{next(self._ids)}", names))
             elif kind == _FAILURE:
                 letters.append(DeadLetter.from_failure(item))
+            elif kind == _ACTION:
+                audit.append(item)
             else:
                 breakers.append(item)
         self.backend.write(audit, letters, breakers)
