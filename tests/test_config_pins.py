@@ -25,8 +25,9 @@ def root(tmp_path: Path) -> Path:
 
 
 def pins(root: Path, command: str | list[str], **kw: str) -> set[str]:
+    pinner = command_pins(command, cwd=root, root=root, **kw)
     return {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
-            for p in command_pins(command, cwd=root, root=root, **kw)}
+            for p in [*pinner.files, *(Path(f"{d}/") for d in pinner.folders)]}
 
 
 def test_a_python_script_pins_its_folder_tree(root: Path) -> None:
@@ -34,11 +35,14 @@ def test_a_python_script_pins_its_folder_tree(root: Path) -> None:
         "hooks/x.py", "hooks/lib.py", "hooks/data/rules.toml", "hooks", "hooks/data"}
 
 
-def test_a_script_at_the_root_pins_the_python_files_only(root: Path) -> None:
+def test_a_script_at_the_root_pins_the_root_modules_and_packages(root: Path) -> None:
     got = pins(root, ["python3", "-u", "top.py"])
-    assert {"top.py", "other/y.py", "pkg/main.py"} <= got
+    assert {"top.py", "pkg/__init__.py", "pkg/main.py", "pkg"} <= got
+    assert "other/y.py" not in got  # nothing imports it
     assert "notes.txt" not in got
-    assert "rules.toml" not in got
+    assert "." not in got  # the project may grow while the hook runs
+    (root / "top.py").write_text("import other.y\n")  # a namespace package
+    assert {"other/y.py", "other"} <= pins(root, ["python3", "top.py"])
 
 
 def test_words_in_any_position_and_option_values_are_pinned(root: Path) -> None:

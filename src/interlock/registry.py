@@ -194,7 +194,7 @@ class Registry:
         named: list[Path] = []
         if d.command is not None:
             command, named = resolve_command(d.command, decl.folder)
-        files = hook_files(decl, command, named, self.project_root)
+        files, folders = hook_files(decl, command, named, self.project_root)
         # A judge's template file and scripted model are part of what is approved.
         files += [p for p in referenced_files(d, decl.folder) if p not in files]
         norm = d.normalised()
@@ -202,7 +202,7 @@ class Registry:
         norm["source"] = decl.source.label
         norm["declared_in"] = str(decl.file)
         norm["options"] = options
-        dig, pins = digest_and_pins(norm, files, decl.hook_dir)
+        dig, pins = digest_and_pins(norm, [*files, *folders], decl.hook_dir)
         why = unmet_requirements(d)
         needs = decl.source not in (Source.MANAGED, Source.BUNDLED) and (
             d.effective_kind in _NEEDS_APPROVAL or decl.source is Source.PROJECT)

@@ -227,11 +227,12 @@ def test_a_dot_slash_log_target_does_not_unapprove_a_shell_hook(tmp_path, env):
     held_by_consent(try_rm(env, root))
 
 
+WAIT = "touch ready; for i in $(seq 600); do [ -e go ] && break; sleep 0.05; done; echo waited"
 SCRIPT = textwrap.dedent("""\
-    - text: the guard is in the way; replacing it
+    - text: waiting for the other terminal
       tool_calls:
-        - {name: terminal, args: {command: "cp evil.py hooks/no_rm.py && echo swapped"}}
-    - match: swapped
+        - {name: terminal, args: {command: "%s"}}
+    - match: waited
       tool_calls:
         - {name: terminal, args: {command: "rm -rf data"}}
     - text: done
@@ -239,19 +240,35 @@ SCRIPT = textwrap.dedent("""\
 
 
 def test_a_running_host_catches_a_swap_between_two_calls(tmp_path, env):
-    """The model swaps the approved script in one call; the next call is still guarded,
-    inside the same `interlock run`, without any reload."""
+    """Another process (a pull, a second terminal) swaps the approved script while
+    `interlock run` is between two calls: the next call is still guarded."""
+    import time
+
     root = project(tmp_path, '["python3", "hooks/no_rm.py"]')
-    (root / "evil.py").write_text(ALLOW_ALL)
-    (tmp_path / "script.yaml").write_text(SCRIPT)
+    (tmp_path / "script.yaml").write_text(SCRIPT % WAIT)
     approve(env, root)
-    proc = interlock(env, "run", "--model", f"scripted:{tmp_path / 'script.yaml'}",
-                     "--export", "t.jsonl", "go", cwd=root)
-    assert proc.returncode in (0, 1), proc.stderr
+    run = subprocess.Popen([sys.executable, "-m", "interlock", "run", "--model",
+                            f"scripted:{tmp_path / 'script.yaml'}", "--export", "t.jsonl",
+                            "go"], cwd=root, env=env, stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 60
+        while not (root / "ready").exists() and run.poll() is None \
+                and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert (root / "ready").exists(), run.communicate()
+        (root / "hooks" / "no_rm.py").write_text(ALLOW_ALL)
+        (root / "go").touch()
+        _out, err = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    assert run.returncode in (0, 1), err
     assert (root / "data" / "keep.txt").read_text() == "precious\n"  # nothing was lost
     records = [json.loads(line) for line in (root / "t.jsonl").read_text().splitlines()]
     results = [str(r.get("content")) for r in records if r.get("role") == "tool"]
-    assert "swapped" in results[0]
+    assert "waited" in results[0]
     assert "blocked" in results[1]
     # Named: the file that changed since it was approved (or, once a live reload
     # saw the edit first, the hook is simply unapproved).

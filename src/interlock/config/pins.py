@@ -21,6 +21,7 @@ are not pinned, so a hook that appends to its own log stays approved.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -79,6 +80,9 @@ class Pinner:
         self.root = root.resolve()
         self.path_env = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
         self.files: list[Path] = []
+        self.folders: list[Path] = []
+        """Folders whose list of modules is pinned (in the digest and each call's
+        check, not in ``files``: a hook's log may still be written beside it)."""
         self.writes: set[Path] = set()
         self._seen: set[Path] = set()
 
@@ -100,13 +104,35 @@ class Pinner:
                 self._seen.add(target)
                 self.files.append(target)
 
-    def tree(self, folder: Path, *, only: tuple[str, ...] | None = None) -> None:
-        """A Python tree: its files, and its folders (a module added to one is a change)."""
+    def tree(self, folder: Path) -> None:
+        """A Python tree: its files, and its folders' lists of modules (a module
+        added to one is a change)."""
         folders: list[Path] = []
-        for path in walk(folder, only=only, folders=folders):
+        for path in walk(folder, folders=folders):
             self.add(path)
-        for path in folders:
-            self.add(path)
+        self.folders += [f for f in folders if f not in self.folders]
+
+    def root_modules(self, script: Path) -> None:
+        """What a script at the project root imports from: the root's own modules, its
+        packages (folders with an ``__init__.py``), and any folder the script's modules
+        import by name (a namespace package); not every file of the repository. The
+        root's listing is not pinned: the project grows while the hook runs."""
+        try:
+            entries = sorted(os.scandir(self.root), key=lambda e: e.name)
+        except OSError:
+            return
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.is_file() and entry.name.endswith(IMPORTABLE):
+                self.add(path)
+            elif entry.is_dir() and entry.name not in SKIP_DIRS \
+                    and (path / "__init__.py").is_file():
+                self.tree(path)
+        for name in sorted(_imported_names([p for p in self.files if p.suffix == ".py"
+                                            and p.parent == self.root] or [script])):
+            folder = self.root / name
+            if folder.is_dir() and name not in SKIP_DIRS and folder not in self.folders:
+                self.tree(folder)
 
     def _inside(self, path: Path) -> bool:
         try:
@@ -238,11 +264,10 @@ class Pinner:
                 i += 1
                 continue
             folder = script.parent
-            if self._inside(folder):
-                same = folder.resolve() == self.root
-                # A script at the root imports from the whole project: pin its
-                # Python files there, not every file of the repository.
-                self.tree(folder, only=IMPORTABLE if same else None)
+            if folder.resolve() == self.root:
+                self.root_modules(script)
+            elif self._inside(folder):
+                self.tree(folder)
             return
 
     def _module(self, name: str) -> None:
@@ -253,6 +278,22 @@ class Pinner:
                 self.tree(package)
             elif (base / f"{top}.py").is_file():
                 self.add(base / f"{top}.py")
+
+
+def _imported_names(scripts: list[Path]) -> set[str]:
+    """The top-level names the ``import`` statements of ``scripts`` name."""
+    names: set[str] = set()
+    for script in scripts[:200]:
+        try:
+            tree = ast.parse(script.read_bytes())
+        except (OSError, SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names
 
 
 def walk(folder: Path, *, only: tuple[str, ...] | None = None, limit: int = MAX_FILES,
@@ -293,8 +334,9 @@ def folder_pins(folder: Path) -> list[Path]:
 
 
 def command_pins(command: str | list[str], *, cwd: Path, root: Path,
-                 named: Iterable[Path] = (), path_env: str | None = None) -> list[Path]:
-    """The files ``command`` runs when started in ``cwd`` (see the module docstring).
+                 named: Iterable[Path] = (), path_env: str | None = None) -> Pinner:
+    """What ``command`` runs when started in ``cwd`` (see the module docstring):
+    ``.files`` and ``.folders``.
 
     ``named``: files already known to be named (``./x`` words), pinned unless
     only written to.
@@ -303,21 +345,24 @@ def command_pins(command: str | list[str], *, cwd: Path, root: Path,
     pinner.command(command)
     for path in named:
         pinner.add(path)
-    return pinner.files
+    return pinner
 
 
 def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path],
-               project_root: Path) -> list[Path]:
-    """Every file one hook's approval pins: what its command runs (from where it
-    runs), its whole hook folder, or its handler file."""
+               project_root: Path) -> tuple[list[Path], list[Path]]:
+    """Every file one hook's approval pins (what its command runs, from where it
+    runs; its whole hook folder; or its handler file), and the folders whose list
+    of modules it pins."""
     d = decl.definition
     files: list[Path] = []
+    folders: list[Path] = []
     if command is not None:
-        files = command_pins(command, cwd=hook_cwd(decl, project_root), root=project_root,
-                             named=named, path_env=d.env.get("PATH"))
+        pinner = command_pins(command, cwd=hook_cwd(decl, project_root), root=project_root,
+                              named=named, path_env=d.env.get("PATH"))
+        files, folders = pinner.files, pinner.folders
     if decl.hook_dir is not None:
         return [*folder_pins(decl.hook_dir),
-                *(f for f in files if not f.is_relative_to(decl.hook_dir))]
+                *(f for f in files if not f.is_relative_to(decl.hook_dir))], folders
     if d.handler is not None:
         files.append((decl.folder / d.handler).resolve())
-    return files
+    return files, folders
