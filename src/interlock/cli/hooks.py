@@ -94,15 +94,17 @@ def register(app: typer.Typer) -> None:
         registry = host.registry
         try:
             entries = [e for e in registry.hooks if e.eligible or not eligible]
+            rules = registry.permission_consent
             if as_json:
                 print_json({"project_root": str(host.project.root),
                             "project_found": host.project.found,
                             "revision": registry.revision,
                             "hooks": [entry_dict(e) for e in entries],
+                            "permissions": rules.to_dict() if rules is not None else None,
                             "withheld": registry.withheld})
                 return
             typer.echo(host.project.describe())
-            if not entries and not registry.withheld:
+            if not entries and not registry.withheld and (rules is None or not rules.declared):
                 typer.echo("no hooks configured")
                 return
             rows = [["NAME", "KIND", "EVENTS", "STATE", "APPROVED", "SHADOWS"]]
@@ -110,8 +112,14 @@ def register(app: typer.Typer) -> None:
                 state = e.state + (f" [{e.why}]" if e.why else "")
                 rows.append([e.qualified_name, e.definition.effective_kind.value,
                              ",".join(e.declared.events), state, _approved(e), e.shadows or ""])
+            if rules is not None and rules.declared:
+                rows.append([rules.name, "rules", "-", f"{len(rules.declared)} rule(s), "
+                             + rules.state, "yes" if rules.approved else
+                             ("n/a" if not rules.needs_approval else "no"), ""])
             for name in registry.withheld:
-                rows.append([name, "-", "-", "blocking (removal needs an operator)", "no", ""])
+                what = ("removed deny rules stay in force" if name == "project:permissions"
+                        else "blocking")
+                rows.append([name, "-", "-", f"{what} (removal needs an operator)", "no", ""])
             typer.echo(_table(rows))
         finally:
             _close(host)
@@ -245,6 +253,9 @@ def register(app: typer.Typer) -> None:
             active = sum(1 for e in registry.hooks if e.state == "active")
             pending = [e.qualified_name for e in registry.hooks
                        if e.enabled and e.shadowed_by is None and not e.approved]
+            rules = registry.permission_consent
+            if rules is not None and rules.pending:
+                pending.append(rules.name)
             typer.echo(f"ok: {len(registry.hooks)} hook(s), {active} active, "
                        f"{len(registry.permissions)} permission rule(s)")
             if pending:
