@@ -21,12 +21,21 @@ def build_app() -> object:
         name="interlock",
         help="Lifecycle hooks for LLM agents: watch, rewrite or stop what agents do.",
         no_args_is_help=True,
-        add_completion=False,
         pretty_exceptions_enable=False,
     )
 
+    def _version(value: bool) -> None:
+        if value:
+            from importlib.metadata import version
+
+            typer.echo(f"interlock {version('interlock')}")
+            raise typer.Exit()
+
     @app.callback()
-    def _root() -> None:
+    def _root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the version and exit."),
+    ) -> None:
         """Lifecycle hooks for LLM agents: watch, rewrite or stop what agents do."""
 
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
