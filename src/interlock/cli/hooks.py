@@ -236,6 +236,8 @@ def register(app: typer.Typer) -> None:
             host = _open(project, config)
         registry = host.registry
         try:
+            if _report_unrunnable(registry.hooks):
+                raise SystemExit(2)
             if host.missing_policy():
                 # Nothing would guard an agent here: say so with a failing exit.
                 typer.echo(f"interlock: error: {host.project.describe()}, and no user or "
@@ -270,10 +272,23 @@ def register(app: typer.Typer) -> None:
                                   fix="interlock hooks approve user:guard")
             host = _open(project, config, lenient=True)
             try:
-                done = host.registry.approve(None if all_ else [name or ""])
+                # A hook that cannot run is not approved: approving a handler that does
+                # not compile would make the whole config invalid.
+                reg = host.registry
+                wanted = ([e for e in reg.hooks if e.needs_approval and not e.approved]
+                          if all_ else [e for e in reg.hooks if name in
+                                        (e.qualified_name, e.definition.name)][:1])
+                broken = [e for e in wanted if _report_unrunnable([e], refused=True)]
+                names: list[str] | None = None if all_ else [name or ""]
+                if broken:
+                    names = [e.qualified_name for e in wanted if e not in broken]
+                    names += list(reg.withheld) if all_ else []
+                done = reg.approve(names) if names is None or names else []
             finally:
                 _close(host)
         typer.echo("approved: " + ", ".join(done) if done else "nothing to approve")
+        if broken:
+            raise SystemExit(2)
 
     @hooks.command("revoke")
     def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
@@ -349,6 +364,21 @@ def register(app: typer.Typer) -> None:
                    "`interlock hooks approve --all`")
 
 
+def _report_unrunnable(entries: Any, *, refused: bool = False) -> bool:
+    """Print why each enabled hook of ``entries`` cannot run; True if any cannot."""
+    from interlock.config.runnable import problems
+
+    found = False
+    for e in entries:
+        if not e.enabled or e.shadowed_by is not None:
+            continue
+        for problem in problems(e):
+            found = True
+            typer.echo(f"interlock: error: {problem}" +
+                       (f" ({e.qualified_name} not approved)" if refused else ""), err=True)
+    return found
+
+
 def _print_outcome(outcome: Any, event: Any) -> None:
     data = outcome.to_dict(event)
     line = f"{data['event']}: {data['decision']}"
@@ -363,5 +393,7 @@ def _print_outcome(outcome: Any, event: Any) -> None:
         typer.echo(f"  context from {item['hook']}: {item['text']}")
     for h in data.get("hooks") or []:
         extra = f" ({h['failure']})" if h.get("failure") else ""
+        if h.get("error"):
+            extra += f": {h['error']}"
         latency = f" {h['latency_ms']:.1f} ms" if h.get("latency_ms") is not None else ""
         typer.echo(f"  {h['hook']}: {h['verdict']} [{h['status']}]{extra}{latency}")
