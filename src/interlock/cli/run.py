@@ -27,11 +27,13 @@ def register(app: typer.Typer) -> None:
         deny: list[str] = typer.Option([], "--deny", help="Permission rule TOOL[:PATTERN]."),
         accept_hooks: bool = typer.Option(False, "--accept-hooks",
                                           help="Approve project hooks for this run."),
-        max_turns: int = typer.Option(25, "--max-turns"),
+        max_turns: int = typer.Option(25, "--max-turns",
+                                      help="Model turns before the run stops."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tool calls."),
     ) -> None:
         """Run PROMPT through the agent. Exit 0 when it completed, 1 when blocked,
-        stopped or failed, 2 on a usage error."""
+        stopped or failed (or when an extension's stand-in refused every tool call),
+        2 on a usage error. Each blocked, asked or rewritten call gets one stderr line."""
         from interlock.agent.runner import RunSpec, run_once
         from interlock.cli._common import user_errors
 
