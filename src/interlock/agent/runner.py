@@ -118,23 +118,31 @@ def _print_step(kind: str, data: dict[str, Any]) -> None:
         sys.stderr.write(f"  ! blocked ({data.get('event')}): {data.get('reason')}\n")
 
 
-def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
-    """`interlock run`: stream the reply to stdout, report the end on stderr."""
+def run_once(spec: RunSpec, prompt: str, export: Path | None, *, as_json: bool = False
+             ) -> int:
+    """`interlock run`: stream the reply to stdout, report the end on stderr; with
+    ``as_json``, one JSON object on stdout instead of the reply."""
     import asyncio
 
     def on_text(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if not as_json:
+            sys.stdout.write(text)
+            sys.stdout.flush()
 
     seen = {"ran": 0, "stand_in": 0}
+    decisions: list[dict[str, Any]] = []
 
     def on_step(kind: str, data: dict[str, Any]) -> None:
         # What the hooks did is said even without -v: a run that printed only
         # "completed" while hooks blocked its calls would hide the policy at work.
         if kind in ("blocked", "asked", "rewritten"):
-            sys.stderr.write(summary_line(kind, data) + "\n")
+            line = summary_line(kind, data)
+            sys.stderr.write(line + "\n")
+            decisions.append({"kind": kind, "tool": data.get("tool"),
+                              "hook": data.get("hook") or None,
+                              "line": line.removeprefix("interlock: ")})
             seen["stand_in"] += bool(data.get("stand_in"))
-        elif spec.verbose or (kind == "model" and data.get("text")):
+        elif spec.verbose or (kind == "model" and data.get("text") and not as_json):
             _print_step(kind, data)
         seen["ran"] += kind == "tool_call"
 
@@ -170,13 +178,20 @@ def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
             agent.store.export_jsonl(agent.session.id, out)
     sys.stderr.write(f"session {agent.session.id}: {result.status.value}"
                      + ("" if result.ok else f": {result.text}") + "\n")
+    code = 0 if result.ok else 1
     if result.ok and seen["stand_in"] and not seen["ran"]:
         # Nothing the model asked for ran: an extension that guards these calls
         # did not load, and its fail-closed stand-in refused them all.
         sys.stderr.write("interlock: every tool call was blocked by the fail-closed stand-in "
                          "of an extension that did not load (see `interlock ext list`)\n")
-        return 1
-    return 0 if result.ok else 1
+        code = 1
+    if as_json:
+        from interlock.cli._common import print_json
+
+        print_json({"session_id": agent.session.id, "status": result.status.value,
+                    "text": result.text, "exit_code": code, "tool_calls_run": seen["ran"],
+                    "decisions": decisions})
+    return code
 
 
 def summary_line(kind: str, data: dict[str, Any]) -> str:

@@ -30,6 +30,9 @@ def register(app: typer.Typer) -> None:
         max_turns: int = typer.Option(25, "--max-turns",
                                       help="Model turns before the run stops."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tool calls."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (status, "
+                                     "final text, each blocked/asked/rewritten call) instead "
+                                     "of the streamed reply."),
     ) -> None:
         """Run PROMPT through the agent. Exit 0 when it completed, 1 when blocked,
         stopped or failed (or when an extension's stand-in refused every tool call),
@@ -41,4 +44,4 @@ def register(app: typer.Typer) -> None:
             spec = RunSpec(model=model, config=config, base_url=base_url, api_key=api_key,
                            session=session, db=db, cwd=cwd, allow=allow, ask=ask, deny=deny,
                            accept_hooks=accept_hooks, max_turns=max_turns, verbose=verbose)
-            raise SystemExit(run_once(spec, prompt, export))
+            raise SystemExit(run_once(spec, prompt, export, as_json=as_json))
