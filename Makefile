@@ -45,7 +45,7 @@ unit: $(VENV)/.installed
 test: lint typecheck unit
 
 # Each benchmark prints its figures and ends with one JSON line.
-BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console
+BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console cli
 bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	set -e; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py; done

@@ -120,3 +120,29 @@ def test_ext_list_says_failed_for_an_extension_that_cannot_load(tmp_path: Path) 
     removed = _cli(tmp_path, home, "ext", "remove", "broken", "--yes")
     assert removed.returncode == 0, removed.stderr
     assert "removed broken" in removed.stdout
+
+
+def test_the_static_command_list_is_every_command_module() -> None:
+    import interlock.cli as cli
+
+    package = Path(cli.__file__).parent
+    modules = sorted(p.stem for p in package.glob("*.py") if not p.stem.startswith("_"))
+    assert list(cli.COMMANDS) == modules
+    for name in modules:
+        source = (package / f"{name}.py").read_text(encoding="utf-8")
+        assert "def register(app" in source, name
+
+
+def test_help_is_plain_and_loads_neither_rich_nor_pkgutil() -> None:
+    probe = ("import sys\nfrom interlock.cli import main\ntry:\n    main(['--help'])\n"
+             "except SystemExit:\n    pass\n"
+             "import os\nprint('env:', os.environ.get('TYPER_USE_RICH'))\n"
+             "print('loaded:', sorted(m for m in ('rich', 'pkgutil') if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          timeout=60, env={**__import__("os").environ, "COLUMNS": "80"})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.rstrip().endswith("loaded: []")
+    assert "<bool>" not in proc.stdout
+    assert "╭" not in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+    assert "env: None" in proc.stdout  # not left behind for the processes we start
