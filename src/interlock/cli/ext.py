@@ -131,7 +131,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _status_rows() -> list[dict[str, object]]:
-    """Every discoverable extension and its consent status, without running its code."""
+    """Every discoverable extension and its status. Only extensions whose consent holds
+    (approved, unchanged) are loaded, as any host would load them, to tell ok from
+    failed; no other extension's code runs."""
     from interlock._dispatch import Engine
     from interlock.extensions import ExtensionSet
     from interlock.policies._common import interlock_home
