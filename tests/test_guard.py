@@ -333,7 +333,7 @@ def test_without_the_parser_the_guard_fails_closed_with_an_install_hint(monkeypa
     engine.on("before_tool_call", handler.handle, matcher="terminal", name="guard")
     monkeypatch.setitem(sys.modules, "tree_sitter_bash", None)  # as if not installed
     try:
-        with pytest.raises(ConfigError, match=r"interlock\[shell\]"):
+        with pytest.raises(ConfigError, match=r"interlock depends on both"):
             handler.configure({})
         out = fire(engine, "before_tool_call", tool_name="terminal",
                    args={"command": "ls -la /nowhere/without/parser"})

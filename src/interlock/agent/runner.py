@@ -118,17 +118,33 @@ def _print_step(kind: str, data: dict[str, Any]) -> None:
         sys.stderr.write(f"  ! blocked ({data.get('event')}): {data.get('reason')}\n")
 
 
-def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
-    """`interlock run`: stream the reply to stdout, report the end on stderr."""
+def run_once(spec: RunSpec, prompt: str, export: Path | None, *, as_json: bool = False
+             ) -> int:
+    """`interlock run`: stream the reply to stdout, report the end on stderr; with
+    ``as_json``, one JSON object on stdout instead of the reply."""
     import asyncio
 
     def on_text(text: str) -> None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        if not as_json:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+
+    seen = {"ran": 0, "stand_in": 0}
+    decisions: list[dict[str, Any]] = []
 
     def on_step(kind: str, data: dict[str, Any]) -> None:
-        if spec.verbose or (kind == "model" and data.get("text")):
+        # What the hooks did is said even without -v: a run that printed only
+        # "completed" while hooks blocked its calls would hide the policy at work.
+        if kind in ("blocked", "asked", "rewritten"):
+            line = summary_line(kind, data)
+            sys.stderr.write(line + "\n")
+            decisions.append({"kind": kind, "tool": data.get("tool"),
+                              "hook": data.get("hook") or None,
+                              "line": line.removeprefix("interlock: ")})
+            seen["stand_in"] += bool(data.get("stand_in"))
+        elif spec.verbose or (kind == "model" and data.get("text") and not as_json):
             _print_step(kind, data)
+        seen["ran"] += kind == "tool_call"
 
     agent, host = build_agent(spec, on_text=on_text, on_step=on_step)
     if spec.verbose or not agent.sandbox.active:
@@ -162,4 +178,47 @@ def run_once(spec: RunSpec, prompt: str, export: Path | None) -> int:
             agent.store.export_jsonl(agent.session.id, out)
     sys.stderr.write(f"session {agent.session.id}: {result.status.value}"
                      + ("" if result.ok else f": {result.text}") + "\n")
-    return 0 if result.ok else 1
+    code = 0 if result.ok else 1
+    if result.ok and seen["stand_in"] and not seen["ran"]:
+        # Nothing the model asked for ran: an extension that guards these calls
+        # did not load, and its fail-closed stand-in refused them all.
+        sys.stderr.write("interlock: every tool call was blocked by the fail-closed stand-in "
+                         "of an extension that did not load (see `interlock ext list`)\n")
+        code = 1
+    if as_json:
+        from interlock.cli._common import print_json
+
+        print_json({"session_id": agent.session.id, "status": result.status.value,
+                    "text": result.text, "exit_code": code, "tool_calls_run": seen["ran"],
+                    "decisions": decisions})
+    return code
+
+
+def summary_line(kind: str, data: dict[str, Any]) -> str:
+    """One stderr line for a blocked, asked or rewritten call, reason in full."""
+    from interlock.redact import redact
+
+    call = f"{data.get('tool') or data.get('event')} {_shown(data.get('args'))}".rstrip()
+    hook = f" ({data['hook']})" if data.get("hook") else ""
+    if kind == "rewritten":
+        text = f"rewrote {call} -> {_shown(data.get('new_args'))}{hook}"
+    elif kind == "asked":
+        text = f"asked {call}: {data.get('reason') or 'a hook asks'}{hook}"
+    else:
+        text = f"blocked {call}: {data.get('reason') or 'no reason given'}{hook}"
+    return "interlock: " + redact(text)
+
+
+def _shown(args: Any) -> str:
+    """A call's arguments as the user would recognise them: the command or path."""
+    import json
+
+    if not isinstance(args, dict):
+        return ""
+    for key in ("command", "path"):
+        if isinstance(args.get(key), str):
+            value = " ".join(args[key].split())
+            break
+    else:
+        value = json.dumps(args, sort_keys=True, default=str)
+    return f"`{value[:200]}{'…' if len(value) > 200 else ''}`"

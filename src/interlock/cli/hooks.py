@@ -126,23 +126,32 @@ def register(app: typer.Typer) -> None:
 
     @hooks.command("info")
     def info_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                 project: Project = None, config: Config = None) -> None:
+                 project: Project = None, config: Config = None,
+                 as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                 = False) -> None:
         """Everything about one hook: its definition, state, files and docs."""
-        from interlock.cli._common import user_errors
+        from interlock.cli._common import print_json, user_errors
 
         with user_errors():
             host = _open(project, config)
             try:
                 e = host.registry.entry(name)
-                for key, value in entry_dict(e).items():
+                data = entry_dict(e)
+                data.update(command=e.command, files=[str(f) for f in e.files],
+                            docs=e.declared.docs or None)
+                if as_json:
+                    print_json(data)
+                    return
+                # The declaring file once, as file:line; what the hook runs under files.
+                data["file"] = f"{data['file']}:{data.pop('line')}" if data["line"] \
+                    else data.pop("line") or data["file"]
+                docs = data.pop("docs")
+                for key, value in data.items():
                     if value not in (None, "", [], {}):
-                        typer.echo(f"{key:>14}: {value}")
-                if e.command is not None:
-                    typer.echo(f"{'command':>14}: {e.command}")
-                for f in e.files:
-                    typer.echo(f"{'file':>14}: {f}")
-                if e.declared.docs:
-                    typer.echo("\n" + e.declared.docs)
+                        shown = ", ".join(value) if key == "files" else value
+                        typer.echo(f"{key:>14}: {shown}")
+                if docs:
+                    typer.echo("\n" + docs)
             finally:
                 _close(host)
 
@@ -200,10 +209,11 @@ def register(app: typer.Typer) -> None:
 
     @hooks.command("doctor")
     def doctor_cmd(project: Project = None, config: Config = None,
-                   smoke: Annotated[bool, typer.Option(help="Run each hook once.")] = True
-                   ) -> None:
+                   smoke: Annotated[bool, typer.Option(help="Run each hook once.")] = True,
+                   as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                   = False) -> None:
         """Check scripts, consent and drift, requirements, a smoke run and fail-open gates."""
-        from interlock.cli._common import user_errors
+        from interlock.cli._common import print_json, user_errors
         from interlock.config.doctor import diagnose
 
         with user_errors():
@@ -212,38 +222,54 @@ def register(app: typer.Typer) -> None:
             report = diagnose(host.registry, smoke=smoke)
         finally:
             host.engine.close(timeout=2)
+        sandbox = _sandbox_finding(host.registry)
+        failed = any(f.level == "error" for f in [*report.findings, sandbox])
+        if as_json:
+            print_json({"project_root": str(host.project.root),
+                        "findings": [{"hook": f.hook, "level": f.level, "check": f.check,
+                                      "message": f.message}
+                                     for f in [*report.findings, sandbox]],
+                        "problems": report.problems, "ok": not failed})
+            raise SystemExit(1 if failed else 0)
         for f in report.findings:
             typer.echo(f"{f.level:5}  {f.hook}  {f.check}: {f.message}")
         if not report.findings:
             typer.echo("no hooks configured")
-        sandbox_failed = _sandbox_line(host.registry)
+        typer.echo(f"{sandbox.level:5}  {sandbox.hook}  {sandbox.check}: {sandbox.message}")
         typer.echo(f"{report.problems} problem(s)" if report.problems else "all good")
-        raise SystemExit(1 if sandbox_failed or any(f.level == "error"
-                                                    for f in report.findings) else 0)
+        raise SystemExit(1 if failed else 0)
 
-    def _sandbox_line(registry: Any) -> bool:
-        """Say whether the agent's commands are sandboxed here; True when the config
+    def _sandbox_finding(registry: Any) -> Any:
+        """Whether the agent's commands are sandboxed here; an error when the config
         requires a sandbox that cannot run."""
         from interlock.agent.sandbox import status
+        from interlock.config.doctor import Finding
 
         found = status()
         mode, network = registry.sandbox
         level = "ok" if found.available else ("error" if mode == "required" else "warn")
         extra = "" if network else "; no network (sandbox_network = false)"
-        typer.echo(f"{level:5}  agent  sandbox: {found.line().removeprefix('sandbox: ')}"
-                   f"{extra}" + ('; sandbox = "required" refuses to start'
-                                 if level == "error" else ""))
-        return level == "error"
+        return Finding("agent", level, "sandbox",
+                       f"{found.line().removeprefix('sandbox: ')}{extra}"
+                       + ('; sandbox = "required" refuses to start' if level == "error"
+                          else ""))
 
     @hooks.command("validate")
-    def validate_cmd(project: Project = None, config: Config = None) -> None:
-        """Validate every config file and hook folder; exit 2 with file:line on error."""
+    def validate_cmd(project: Project = None, config: Config = None,
+                     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                     = False) -> None:
+        """Validate every config file and hook folder, and that each hook can run; exit 2
+        with file:line on error."""
         from interlock.cli._common import user_errors
 
         with user_errors():
             host = _open(project, config)
         registry = host.registry
         try:
+            if as_json:
+                _validate_json(host)
+            if _report_unrunnable(registry.hooks):
+                raise SystemExit(2)
             if host.missing_policy():
                 # Nothing would guard an agent here: say so with a failing exit.
                 typer.echo(f"interlock: error: {host.project.describe()}, and no user or "
@@ -270,10 +296,12 @@ def register(app: typer.Typer) -> None:
         name: Annotated[str | None, typer.Argument(help="source:name or name.")] = None,
         all_: Annotated[bool, typer.Option("--all", help="Every hook waiting.")] = False,
         project: Project = None, config: Config = None,
+        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
     ) -> None:
-        """Approve a hook's current definition (pinned to its digest), or a removal."""
+        """Approve a hook's current definition (pinned to its digest), or a removal.
+        A hook that cannot run (hooks validate says why) is refused."""
         from interlock._errors import ConfigError
-        from interlock.cli._common import user_errors
+        from interlock.cli._common import print_json, user_errors
 
         with user_errors():
             if (name is None) == (not all_):
@@ -281,10 +309,26 @@ def register(app: typer.Typer) -> None:
                                   fix="interlock hooks approve user:guard")
             host = _open(project, config, lenient=True)
             try:
-                done = host.registry.approve(None if all_ else [name or ""])
+                # A hook that cannot run is not approved: approving a handler that does
+                # not compile would make the whole config invalid.
+                reg = host.registry
+                wanted = ([e for e in reg.hooks if e.needs_approval and not e.approved]
+                          if all_ else [e for e in reg.hooks if name in
+                                        (e.qualified_name, e.definition.name)][:1])
+                broken = [e for e in wanted if _report_unrunnable([e], refused=True)]
+                names: list[str] | None = None if all_ else [name or ""]
+                if broken:
+                    names = [e.qualified_name for e in wanted if e not in broken]
+                    names += list(reg.withheld) if all_ else []
+                done = reg.approve(names) if names is None or names else []
             finally:
                 _close(host)
-        typer.echo("approved: " + ", ".join(done) if done else "nothing to approve")
+        if as_json:
+            print_json({"approved": done, "refused": [e.qualified_name for e in broken]})
+        else:
+            typer.echo("approved: " + ", ".join(done) if done else "nothing to approve")
+        if broken:
+            raise SystemExit(2)
 
     @hooks.command("revoke")
     def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
@@ -360,6 +404,43 @@ def register(app: typer.Typer) -> None:
                    "`interlock hooks approve --all`")
 
 
+def _validate_json(host: Host) -> None:
+    """`hooks validate --json`: the counts and every problem as data; exits."""
+    from interlock.cli._common import print_json
+    from interlock.config.runnable import problems
+
+    registry = host.registry
+    found = [{"hook": e.qualified_name, "file": p.file, "line": p.line, "field": p.field,
+              "message": p.message, "fix": p.fix}
+             for e in registry.hooks if e.enabled and e.shadowed_by is None
+             for p in problems(e)]
+    missing = host.missing_policy()
+    print_json({
+        "ok": not found and not missing, "project_root": str(host.project.root),
+        "project_found": host.project.found, "hooks": len(registry.hooks),
+        "active": sum(1 for e in registry.hooks if e.state == "active"),
+        "permissions": len(registry.permissions),
+        "not_approved": [e.qualified_name for e in registry.hooks
+                         if e.enabled and e.shadowed_by is None and not e.approved],
+        "problems": found, "no_policy": missing})
+    raise SystemExit(2 if found else 1 if missing else 0)
+
+
+def _report_unrunnable(entries: Any, *, refused: bool = False) -> bool:
+    """Print why each enabled hook of ``entries`` cannot run; True if any cannot."""
+    from interlock.config.runnable import problems
+
+    found = False
+    for e in entries:
+        if not e.enabled or e.shadowed_by is not None:
+            continue
+        for problem in problems(e):
+            found = True
+            typer.echo(f"interlock: error: {problem}" +
+                       (f" ({e.qualified_name} not approved)" if refused else ""), err=True)
+    return found
+
+
 def _print_outcome(outcome: Any, event: Any) -> None:
     data = outcome.to_dict(event)
     line = f"{data['event']}: {data['decision']}"
@@ -374,5 +455,7 @@ def _print_outcome(outcome: Any, event: Any) -> None:
         typer.echo(f"  context from {item['hook']}: {item['text']}")
     for h in data.get("hooks") or []:
         extra = f" ({h['failure']})" if h.get("failure") else ""
+        if h.get("error"):
+            extra += f": {h['error']}"
         latency = f" {h['latency_ms']:.1f} ms" if h.get("latency_ms") is not None else ""
         typer.echo(f"  {h['hook']}: {h['verdict']} [{h['status']}]{extra}{latency}")

@@ -12,7 +12,8 @@ def register(app: typer.Typer) -> None:
     def replay_cmd(
         transcript: Path = typer.Argument(..., help="A JSONL transcript (run --export)."),
         config: Path = typer.Option(None, "--config", help="Hooks config file to load."),
-        accept_hooks: bool = typer.Option(False, "--accept-hooks"),
+        accept_hooks: bool = typer.Option(False, "--accept-hooks",
+                                          help="Approve project hooks for this replay."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         check: bool = typer.Option(False, "--check",
                                    help="Exit 1 when any decision would differ."),

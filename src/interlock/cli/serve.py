@@ -232,9 +232,11 @@ def register(app: typer.Typer) -> None:
         typer.echo(token)
 
     @token_app.command("list")
-    def token_list(project: Annotated[Path | None, typer.Option(help="Project root.")] = None
-                   ) -> None:
-        """List token names and roles (never the tokens)."""
+    def token_list(project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
+                   as_json: Annotated[bool, typer.Option(
+                       "--json", help="JSON output (the only format; accepted for scripts).")]
+                   = False) -> None:
+        """List token names and roles (never the tokens), as JSON."""
         from interlock.cli._common import print_json, user_errors
         from interlock.server.auth import TokenStore
         from interlock.server.paths import state_dir

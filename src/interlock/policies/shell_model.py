@@ -22,7 +22,10 @@ MAX_DEPTH = 8
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
 
 
-INSTALL_HINT = "pip install 'interlock[shell]'"
+# tree-sitter and tree-sitter-bash are dependencies of interlock: only a broken
+# or --no-deps install lacks them.
+INSTALL_HINT = ("pip install 'tree-sitter>=0.25' 'tree-sitter-bash>=0.23' "
+                "(interlock depends on both)")
 
 
 _local = threading.local()
