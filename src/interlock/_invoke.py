@@ -155,7 +155,10 @@ def settle(hook: Hook, spec: EventSpec, answer: Any) -> Answer:
 
 
 def crash(hook: Hook, exc: BaseException) -> HookCrash:
-    where = crash_site(exc, getattr(getattr(hook.fn, "__code__", None), "co_filename", None))
+    fn: Any = hook.fn
+    while hasattr(fn, "__wrapped__"):  # the handler under breaker and pin-check wrappers
+        fn = fn.__wrapped__
+    where = crash_site(exc, getattr(getattr(fn, "__code__", None), "co_filename", None))
     return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}"
                      + (f" (at {where})" if where else ""))
 

@@ -16,6 +16,7 @@ Like git's index, a stat taken while the file is still being written (within
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import inspect
 import os
@@ -189,7 +190,7 @@ def _checked_fn(fn: HookFn, pins: PinSet, name: str) -> HookFn:
                 raise drift_failure(name, bad)
             return await fn(event)  # type: ignore[misc]
 
-        return checked_async
+        return functools.wraps(fn)(checked_async)
 
     def checked(event: Any) -> Any:
         bad = pins.drifted()
@@ -197,7 +198,7 @@ def _checked_fn(fn: HookFn, pins: PinSet, name: str) -> HookFn:
             raise drift_failure(name, bad)
         return fn(event)
 
-    return checked
+    return functools.wraps(fn)(checked)
 
 
 def checked(hook: Hook, pins: PinSet | None) -> Hook:

@@ -192,9 +192,11 @@ class Pinner:
             if rest:
                 self._argv(rest, depth)
 
-    def _program(self, word: str, depth: int = 0) -> None:
+    def _program(self, word: str, depth: int = 0, *, only_project: bool = False) -> None:
         if "/" in word:
             path = Path(word) if os.path.isabs(word) else self.cwd / word
+            if only_project and not self._inside(path):
+                return  # a `#!/bin/sh` line: the system's, not the project's to swap
         else:
             found = shutil.which(word, path=self.path_env)
             if found is None:
@@ -229,7 +231,7 @@ class Pinner:
             words = [w for w in words[1:] if not w.startswith("-")]
         if not words:
             return
-        self._program(words[0], depth)
+        self._program(words[0], depth, only_project=True)
         if _PYTHON.match(os.path.basename(words[0])):
             self._python([str(script)])
 
