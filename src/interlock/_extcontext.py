@@ -48,6 +48,27 @@ class _Names:
     reserved_commands: frozenset[str] = frozenset()
 
 
+class ExtensionTools(dict[str, ToolSpec]):
+    """``ctx.tools``: the tools this extension registered (name -> spec), plus the
+    active set of the session in scope (see :mod:`interlock.agent.active`)."""
+
+    def active(self) -> list[str]:
+        """Names of the tools the model sees now, in the session in scope."""
+        from interlock.agent.active import current
+
+        return current().active.names()
+
+    def set_active(self, names: Iterable[str] | None, scope: str = "session") -> list[str]:
+        """Show the model only ``names`` (None: every tool again), for the session or,
+        with ``scope="turn"``, for the next model call's turn. Returns the new set.
+
+        Never widens past what permissions allow: a tool a deny rule covers
+        whatever its arguments stays inactive."""
+        from interlock.agent.active import current
+
+        return current().active.set(names, scope)
+
+
 class ExtensionContext:
     """What ``register(ctx)`` receives. Everything it registers is namespaced
     by the extension's name and removed together with ``unload()``."""
@@ -59,7 +80,7 @@ class ExtensionContext:
         self.name = name
         self.source = source
         self.handles: list[Handle] = []
-        self.tools: dict[str, ToolSpec] = {}
+        self.tools = ExtensionTools()
         self.commands: dict[str, CommandSpec] = {}
         self.providers: dict[str, ProviderFactory] = {}
         self.log = logging.getLogger(f"interlock.ext.{name}")
