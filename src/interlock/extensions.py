@@ -61,6 +61,12 @@ from interlock._extcontext import (
     load_entry_points,
     load_extension,
 )
+from interlock._extdeps import (
+    activate_packages,
+    interlock_problem,
+    load_order,
+    missing_packages,
+)
 from interlock._extfind import ENTRY_POINT_GROUP, folders, project_folder, user_folder
 from interlock._extpins import (
     Manifest,
@@ -166,6 +172,8 @@ class ExtensionSet:
         self._placeholders: dict[str, Handle] = {}
         self._candidates: dict[str, _Candidate] = {}
         self.infos: dict[str, ExtensionInfo] = {}
+        self._broken: dict[str, str] = {}
+        """Why an extension cannot load, from the requires of all (load_all)."""
 
     # -- discovery ------------------------------------------------------------------
     def discover(self) -> list[_Candidate]:
@@ -201,8 +209,19 @@ class ExtensionSet:
 
     # -- loading --------------------------------------------------------------------
     def load_all(self) -> list[ExtensionInfo]:
-        """Discover and load every extension; returns what happened to each."""
-        for cand in self.discover():
+        """Discover and load every extension, what one requires first; returns what
+        happened to each (docs/extensions.md, Dependencies)."""
+        found = self.discover()
+        by_name: dict[str, _Candidate] = {}
+        for cand in found:
+            by_name.setdefault(cand.name, cand)
+        requires = {c.name: c.manifest.requires for c in by_name.values()
+                    if c.manifest is not None}
+        order, broken = load_order(list(by_name), requires,
+                                   {n: _version_of(c) for n, c in by_name.items()})
+        self._broken = broken
+        rank = {name: i for i, name in enumerate(order)}
+        for cand in sorted(found, key=lambda c: rank[c.name]):
             self._load_candidate(cand)
         return list(self.infos.values())
 
@@ -248,6 +267,12 @@ class ExtensionSet:
             log.error("extension %r disabled: %s", cand.name, problem)
             if status != "disabled":
                 self._guard(cand, info)
+            return info
+        problem = self._requirements_problem(cand)
+        if problem is not None:
+            info.status, info.message = "failed", problem
+            log.error("extension %r disabled: %s", cand.name, problem)
+            self._guard(cand, info)
             return info
         try:
             register = self._register_fn(cand)
@@ -301,6 +326,29 @@ class ExtensionSet:
                              f"{pin.version}; run `interlock ext approve {cand.name}`"), "changed"
             return pin, self._check_pin(pin, distribution_digest(dist)), "changed"
         return pin, None, ""
+
+    def _requirements_problem(self, cand: _Candidate) -> str | None:
+        """Why a candidate whose consent holds still cannot load: the Interlock
+        version, an extension it requires that did not load, a Python package."""
+        manifest = cand.manifest
+        if manifest is None:
+            return None
+        problem = interlock_problem(manifest.interlock) or self._broken.get(cand.name)
+        if problem is not None:
+            return problem
+        for req in manifest.requires:
+            dep = self.infos.get(req.name)
+            if dep is None or dep.status != "loaded":
+                why = "it is not installed" if dep is None else \
+                    f"it is {dep.status}: {dep.message}"
+                return f"requires {req.text!r}, which did not load ({why})"
+        if manifest.packages:
+            missing = missing_packages(self.home, cand.name, manifest.packages)
+            if missing:
+                return (f"needs Python package(s) {', '.join(missing)}; run `interlock ext "
+                        f"install {manifest.path}` (it installs them for this extension)")
+            activate_packages(self.home, cand.name)
+        return None
 
     @staticmethod
     def _check_pin(pin: Pin, digest: str) -> str | None:
@@ -430,6 +478,13 @@ class ExtensionSet:
             hook=f"extension:{sub.subscriber or 'host'}", event=f"bus:{message.topic}",
             session_id="", subject=message.sender or None, mode=mode, error=error,
             invocation_id=new_id(), fail_closed=False))
+
+
+def _version_of(cand: _Candidate) -> str:
+    if cand.manifest is not None:
+        return cand.manifest.version
+    dist = getattr(cand.entry_point, "dist", None)
+    return str(getattr(dist, "version", "") or "")
 
 
 def _event_names() -> frozenset[str]:
