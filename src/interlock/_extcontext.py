@@ -18,6 +18,7 @@ from interlock._errors import RegistrationError
 from interlock._extbus import BusClient, EventBus
 from interlock._extfind import ENTRY_POINT_GROUP
 from interlock._extstate import ExtensionState
+from interlock._extui import ExtensionUI, UIState
 from interlock._hooks import HookFn, HookOptions, Source
 from interlock.paths import state_dir as _state_dir
 from interlock.policies._common import interlock_home
@@ -75,7 +76,7 @@ class ExtensionContext:
 
     def __init__(self, engine: Engine, name: str, *, source: Source = Source.PACKAGE,
                  names: _Names | None = None, bus: EventBus | None = None,
-                 state_dir: Path | None = None) -> None:
+                 state_dir: Path | None = None, ui: UIState | None = None) -> None:
         self.engine = engine
         self.name = name
         self.source = source
@@ -88,6 +89,9 @@ class ExtensionContext:
         self._bus = bus
         self._events: BusClient | None = None
         self._state: ExtensionState | None = None
+        self._ui_state = ui if ui is not None else UIState()
+        self.ui = ExtensionUI(self._ui_state, name)
+        """Shortcuts, status line, widgets and prompts (interlock._extui)."""
         self.state_dir = state_dir if state_dir is not None else (
             _state_dir(interlock_home()) / "extensions" / name)
         """This extension's own folder for state (created on first write)."""
@@ -196,17 +200,18 @@ class ExtensionContext:
         for handle in self.handles:
             handle.unregister()
         self.handles.clear()
+        self._ui_state.drop(self.name)
         if self._events is not None:
             self._events.close()
 
 
 def load_extension(engine: Engine, name: str, register: Callable[[ExtensionContext], Any],
                    *, source: Source = Source.PACKAGE, names: _Names | None = None,
-                   bus: EventBus | None = None,
-                   state_dir: Path | None = None) -> ExtensionContext:
+                   bus: EventBus | None = None, state_dir: Path | None = None,
+                   ui: UIState | None = None) -> ExtensionContext:
     """Run one extension's ``register(ctx)``; on error, undo what it registered."""
     ctx = ExtensionContext(engine, name, source=source, names=names, bus=bus,
-                           state_dir=state_dir)
+                           state_dir=state_dir, ui=ui)
     try:
         result = register(ctx)
         if inspect.isawaitable(result):

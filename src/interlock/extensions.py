@@ -79,6 +79,7 @@ from interlock._extpins import (
     project_key,
     read_manifest,
 )
+from interlock._extui import UIState
 from interlock._hooks import Hook, Invocation, OnError, Source
 from interlock._invoke import new_id
 from interlock._sinks import FailureRecord
@@ -172,6 +173,8 @@ class ExtensionSet:
         self._placeholders: dict[str, Handle] = {}
         self._candidates: dict[str, _Candidate] = {}
         self.infos: dict[str, ExtensionInfo] = {}
+        self.ui = UIState()
+        """What extensions registered for a terminal; ``interlock chat`` draws it."""
         self._broken: dict[str, str] = {}
         """Why an extension cannot load, from the requires of all (load_all)."""
 
@@ -279,7 +282,7 @@ class ExtensionSet:
             if not info.guards and cand.entry_point is not None:
                 info.guards = cand.guards
             ctx = load_extension(self.engine, cand.name, register, source=cand.source,
-                                 names=self._names, bus=self.bus,
+                                 names=self._names, bus=self.bus, ui=self.ui,
                                  state_dir=state_dir(self.home) / "extensions" / cand.name)
         except Exception as exc:
             info.status = "failed"
