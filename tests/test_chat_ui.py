@@ -6,16 +6,14 @@ are harmless (the scripted model: nothing reaches the network)."""
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from _tmux import Tmux, tmux  # noqa: F401 - fixture
 from interlock import RegistrationError
 from interlock._extui import ExtensionUI, UIState, parse_key
 
@@ -69,39 +67,8 @@ def env(tmp_path: Path) -> dict[str, str]:
     return out
 
 
-class Tmux:
-    def __init__(self, sock: Path) -> None:
-        self.sock = sock
-
-    def __call__(self, *args: str) -> str:
-        return subprocess.run(["tmux", "-S", str(self.sock), *args], check=True,
-                              capture_output=True, text=True, timeout=30).stdout
-
-    def screen(self) -> str:
-        return self("capture-pane", "-p", "-t", "chat")
-
-    def wait(self, check: Callable[[str], bool], what: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while True:
-            screen = self.screen()
-            if check(screen):
-                return screen
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}; screen:\n{screen}")
-            time.sleep(0.1)  # polling the pane: the terminal has no event to wait on
-
-
-@pytest.fixture
-def tmux(tmp_path: Path) -> Iterator[Tmux]:
-    if shutil.which("tmux") is None:
-        pytest.skip("tmux is not installed")
-    t = Tmux(tmp_path / "tmux.sock")
-    yield t
-    subprocess.run(["tmux", "-S", str(t.sock), "kill-server"], capture_output=True, timeout=30)
-
-
 def test_shortcut_status_widget_and_question_in_a_real_terminal(
-        tmux: Tmux, env: dict[str, str], tmp_path: Path) -> None:
+        tmux: Tmux, env: dict[str, str], tmp_path: Path) -> None:  # noqa: F811
     exports = " ".join(f"{k}={v!r}" for k, v in env.items()
                        if k.startswith(("INTERLOCK_", "TERM", "PATH", "HOME")))
     cmd = (f"env {exports} {BIN} chat --model scripted:{tmp_path / 'script.yaml'}; "

@@ -59,6 +59,13 @@ class ExtensionTools(dict[str, ToolSpec]):
 
         return current().active.names()
 
+    def available(self) -> list[ToolSpec]:
+        """Every tool of the session in scope, active or not (``.read_only``,
+        ``.writes_files`` and ``.source`` say what each is)."""
+        from interlock.agent.active import current
+
+        return list(current().tools)
+
     def set_active(self, names: Iterable[str] | None, scope: str = "session") -> list[str]:
         """Show the model only ``names`` (None: every tool again), for the session or,
         with ``scope="turn"``, for the next model call's turn. Returns the new set.
