@@ -140,16 +140,69 @@ def test_before_llm_call_modifier_narrows_but_cannot_widen(tmp_path: Path) -> No
     assert any("only be narrowed" in f.error for f in sink.failures), sink.failures
 
 
-def test_tool_denied_outright_is_never_active(tmp_path: Path) -> None:
+def test_tool_denied_outright_is_not_offered_and_its_rule_still_answers(tmp_path: Path
+                                                                       ) -> None:
     engine = Engine()
-    agent, _model = build(engine, [], tmp_path,
-                          permissions=[rule("terminal", action="deny"),
-                                       rule("write_file", "*.py", "deny")])
+    agent, model = build(engine, [
+        {"tool_calls": [call("terminal", command="ls")]},
+        {"match": "denied by a permission rule", "text": "denied"},
+    ], tmp_path, permissions=[rule("terminal", action="deny"),
+                              rule("write_file", "*.py", "deny")])
     names = agent.active.names()
     assert "terminal" not in names
     assert "write_file" in names  # denied for some arguments only
+    asyncio.run(agent.run("go"))
+    model.assert_done()
+    assert "terminal" not in offered(model, 0)
+    assert agent.active._handle is None  # nothing narrowed: no stand-in
     agent.active.set(["terminal", "read_file"])
     assert agent.active.names() == ["read_file"]
+
+
+def test_narrowing_from_a_tool_hook_applies_to_the_next_call(tmp_path: Path) -> None:
+    engine = Engine()
+
+    def register(ctx: ExtensionContext) -> None:
+        def after_first(event: Any) -> None:
+            ctx.tools.set_active(["read_file"])
+
+        ctx.on("after_tool_call", after_first, matcher="list_dir")
+
+    exts = load(engine, tmp_path, register)
+    agent, model = build(engine, [
+        {"tool_calls": [call("list_dir", path=".")]},
+        {"tool_calls": [call("list_dir", path=".")]},
+        {"match": "'list_dir' is not active", "text": "ok"},
+    ], tmp_path)
+    asyncio.run(agent.run("go"))
+    model.assert_done()
+    exts.close()
+
+
+def test_new_session_gets_its_own_stand_in(tmp_path: Path) -> None:
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink])
+    agent, model = build(engine, [
+        {"text": "first"},
+        {"tool_calls": [call("read_file", path="x")]},
+        {"match": "'read_file' is not active", "text": "refused"},
+    ], tmp_path)
+    agent.active.set(["read_file"])
+    asyncio.run(agent.run("one"))
+    old = agent.session.id
+
+    async def second() -> None:
+        await agent.command("/new")
+        assert agent.session.id != old
+        assert agent.session.active_tools is None  # a new session starts with every tool
+        agent.active.set(["list_dir"])
+        await agent.run("two")
+
+    asyncio.run(second())
+    model.assert_done()
+    blocked = [o.event.session_id for o in sink.outcomes
+               if o.name == "before_tool_call" and str(o.verdict) == "block"]
+    assert blocked == [agent.session.id]
 
 
 def test_bad_calls_say_what_to_do(tmp_path: Path) -> None:

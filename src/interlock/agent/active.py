@@ -71,6 +71,7 @@ class ActiveTools:
         """What the current turn's model call offered (None before the first call)."""
         self._offered_turn: str | None = None
         self._handle: Handle | None = None
+        self._handle_session = ""
         _SESSIONS[agent.session.id] = self
         _install_validator(agent.engine)
 
@@ -80,21 +81,16 @@ class ActiveTools:
         assert agent is not None
         return agent
 
+    def _chosen(self, name: str) -> bool:
+        """Whether the session's and the turn's sets (where set) both hold ``name``."""
+        chosen = self.agent.session.active_tools
+        return (chosen is None or name in chosen) and (self._turn is None or name in self._turn)
+
     def names(self) -> list[str]:
-        """The active tools, in the registry's order."""
+        """The active tools, in the registry's order: what the model is offered."""
         agent = self.agent
-        chosen = agent.session.active_tools
-        keep = None if chosen is None else set(chosen)
-        out = []
-        for name in agent.tools.names():
-            if keep is not None and name not in keep:
-                continue
-            if self._turn is not None and name not in self._turn:
-                continue
-            if _denied_outright(agent, name):
-                continue
-            out.append(name)
-        return out
+        return [n for n in agent.tools.names()
+                if self._chosen(n) and not _denied_outright(agent, n)]
 
     def set(self, names: Iterable[str] | None, scope: str = "session") -> list[str]:
         """Make ``names`` the active tools (None: all of them again); returns the set."""
@@ -121,6 +117,7 @@ class ActiveTools:
     # -- the agent's side ---------------------------------------------------------
     def begin_call(self, turn_id: str | None) -> list[str]:
         """The names to offer at a model call of ``turn_id`` (binds a turn-scoped set)."""
+        _SESSIONS[self.agent.session.id] = self  # /new and /reset change the id
         if self._turn is not None and self._turn_of is None:
             self._turn_of = turn_id
         return self.names()
@@ -140,25 +137,29 @@ class ActiveTools:
         self.sync()
 
     def permitted(self, name: str) -> bool:
-        """May a call to ``name`` run now? (What the last model call of this turn
-        offered, else the active set.)"""
-        if self.offered is not None:
-            return name in self.offered
-        return name in self.names()
+        """May a call to ``name`` go on to the other gates? Only when it is active
+        now and the turn's model call offered it. A tool a deny rule covers
+        whatever its arguments is not offered, but a call to it goes on, so the
+        permission rule refuses it with its own reason."""
+        if not self._chosen(name):
+            return False
+        return (self.offered is None or name in self.offered
+                or _denied_outright(self.agent, name))
 
     def narrowed(self) -> bool:
-        every = self.agent.tools.names()
-        if self.offered is not None and any(n not in self.offered for n in every):
-            return True
-        return len(self.names()) != len(every)
+        return not all(self.permitted(n) for n in self.agent.tools.names())
 
     def sync(self) -> None:
         """Register the stand-in while the set is narrowed, remove it when it is not."""
         agent = self._agent()
         if agent is None:
             return
+        _SESSIONS[agent.session.id] = self
         narrowed = self.narrowed()
+        if self._handle is not None and self._handle_session != agent.session.id:
+            self.close()  # the session changed under the agent (/new, /reset)
         if narrowed and self._handle is None:
+            self._handle_session = agent.session.id
             self._handle = agent.engine.on(
                 "before_tool_call", self._check, name=STAND_IN, source=Source.CODE,
                 priority=-(2**31), matcher={"session_id": re.escape(agent.session.id)},
