@@ -7,6 +7,9 @@
         ctx.register_provider("myllm", lambda model: MyProvider(model))
         ctx.events.subscribe("git.*", on_git_event)
         ctx.state.set("runs", ctx.state.get("runs", 0) + 1)
+        ctx.ui.shortcut("ctrl+g", refresh)        # interlock._extui; drawn by `chat`
+        # in a hook, tool, command or shortcut: ctx.tools.set_active([...])
+        # (interlock.agent.active)
 
 Where they come from (:class:`ExtensionSet`, loaded in this order, so the
 most deliberately installed load first):
@@ -33,6 +36,10 @@ disables it with a clear message, and the others still load. If it declared
 fails closed is registered on each of them, so those events block until the
 extension loads again (:meth:`ExtensionSet.reload`). The same holds for an
 extension that is not approved or whose content changed since its pin.
+
+Dependencies: ``requires`` in ``extension.toml`` orders loading and fails
+an extension closed when what it requires is missing, of the wrong version,
+in a cycle or did not load (:mod:`interlock._extdeps`).
 
 Names: a tool or command name already taken (by a built-in passed as
 ``reserved_tools`` / ``reserved_commands``, or by another extension) is a
