@@ -192,6 +192,20 @@ def test_install_puts_packages_in_the_extensions_own_folder(
     monkeypatch.delitem(sys.modules, "tinydep", raising=False)
     importlib.invalidate_caches()
 
+    # The packages are pinned like the extension: a changed one stops it loading.
+    original = (site / "tinydep" / "__init__.py").read_text()
+    (site / "tinydep" / "__init__.py").write_text("VALUE = 666\n")
+    exts = load(home)
+    assert exts.infos["first"].status == "changed"
+    assert "its Python packages in" in exts.infos["first"].message
+    assert "tiny" not in exts.tools
+    exts.close()
+    (site / "tinydep" / "__init__.py").write_text(original)
+    exts = load(home)
+    assert exts.infos["first"].status == "loaded", exts.infos["first"].message
+    exts.close()
+    monkeypatch.delitem(sys.modules, "tinydep", raising=False)
+
     # A second extension wanting another version of the same package is refused.
     second = ext(src, "second", body=USES_TINYDEP, packages='["interlock-tinydep>=2"]')
     with pytest.raises(ConfigError) as info:

@@ -213,6 +213,8 @@ class Pin:
     guards: list[str] = field(default_factory=list)
     enabled: bool = True
     approved_at: float = field(default_factory=time.time)
+    packages_digest: str = ""
+    """folder, git: digest of the Python packages installed for it (interlock._extdeps)."""
 
 
 class PinStore(Protocol):

@@ -125,7 +125,8 @@ class Installer:
         shutil.copytree(folder, target, ignore=_IGNORE, symlinks=True)
         pin = Pin(name=manifest.name, kind=kind, source=source, digest=folder_digest(target),
                   commit=commit, version=manifest.version, path=str(target),
-                  guards=list(manifest.guards))
+                  guards=list(manifest.guards), packages_digest=self._packages_digest(
+                      manifest.name) if manifest.packages else "")
         self.store.put(manifest.name, pin)
         return pin
 
@@ -157,6 +158,10 @@ class Installer:
         if missing:
             raise ConfigError(f"after pip install, {', '.join(missing)} is still not met",
                               file=where, field="packages")
+
+    def _packages_digest(self, name: str) -> str:
+        folder = packages_dir(self.home, name)
+        return folder_digest(folder) if folder.is_dir() else ""
 
     def _install_git(self, source: str, force: bool) -> Pin:
         url = source.removeprefix("git+")
@@ -270,6 +275,8 @@ class Installer:
         pin = self.get(name)
         if pin.kind in ("folder", "git"):
             pin.digest = folder_digest(Path(pin.path))
+            if pin.packages_digest:
+                pin.packages_digest = self._packages_digest(name)
         elif pin.kind == "package":
             dist = distribution(pin.dist)
             pin.digest = distribution_digest(dist)

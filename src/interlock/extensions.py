@@ -73,6 +73,7 @@ from interlock._extdeps import (
     interlock_problem,
     load_order,
     missing_packages,
+    packages_dir,
 )
 from interlock._extfind import ENTRY_POINT_GROUP, folders, project_folder, user_folder
 from interlock._extpins import (
@@ -325,7 +326,8 @@ class ExtensionSet:
         if not pin.enabled:
             return pin, f"disabled (`interlock ext enable {cand.name}` turns it on)", "disabled"
         if cand.manifest is not None and pin.kind in ("folder", "git"):
-            return pin, self._check_pin(pin, folder_digest(cand.manifest.path)), "changed"
+            return pin, self._check_pin(pin, folder_digest(cand.manifest.path)) or \
+                self._check_packages(pin), "changed"
         if cand.entry_point is not None and pin.kind == "package":
             try:
                 dist = distribution(pin.dist)
@@ -359,6 +361,18 @@ class ExtensionSet:
                         f"install {manifest.path}` (it installs them for this extension)")
             activate_packages(self.home, cand.name)
         return None
+
+    def _check_packages(self, pin: Pin) -> str | None:
+        """The Python packages installed for it are code too: pinned the same way."""
+        if not pin.packages_digest:
+            return None
+        folder = packages_dir(self.home, pin.name)
+        now = folder_digest(folder) if folder.is_dir() else "missing"
+        if now == pin.packages_digest:
+            return None
+        return (f"its Python packages in {folder} changed since they were installed; "
+                f"review them, then run `interlock ext approve {pin.name}`, or install it "
+                "again")
 
     @staticmethod
     def _check_pin(pin: Pin, digest: str) -> str | None:
