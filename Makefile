@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench docs clean
+.PHONY: demo test lint typecheck unit bench docs clean wheel-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -14,8 +14,24 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev]'
 	touch $@
 
-demo: $(VENV)/.installed
+# The demo needs only the runtime dependencies (no test or type-check tools).
+$(VENV)/.runtime: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+demo: $(VENV)/.runtime
 	$(BIN)/interlock demo
+
+# Build the wheel, install it alone into a fresh venv and run the demo from it:
+# catches files missing from the wheel and dependencies missing from pyproject.
+WHEEL_DIR := build/wheel-check
+wheel-check: $(VENV)/.installed
+	rm -rf $(WHEEL_DIR)
+	$(BIN)/python -m build --no-isolation --wheel --outdir $(WHEEL_DIR)/dist .
+	$(PY) -m venv $(WHEEL_DIR)/venv
+	$(WHEEL_DIR)/venv/bin/python -m pip install --quiet $(WHEEL_DIR)/dist/*.whl
+	cd $(WHEEL_DIR) && venv/bin/interlock --version \
+	    && venv/bin/python -c 'import tree_sitter_bash' && venv/bin/interlock demo
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench
@@ -29,7 +45,7 @@ unit: $(VENV)/.installed
 test: lint typecheck unit
 
 # Each benchmark prints its figures and ends with one JSON line.
-BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console
+BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console cli
 bench: $(VENV)/.installed
 	$(BIN)/python -m pip install --quiet -e '.[bench]'
 	set -e; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py; done
@@ -38,4 +54,4 @@ docs: $(VENV)/.installed
 	$(BIN)/interlock events --markdown > docs/events.md
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build

@@ -5,13 +5,19 @@ and, in the "failing" runs, a hook that raises on every call and so leaves a
 dead letter). The clock covers N dispatches *and* the flush that commits
 them, so the writer thread's work is in the figure, not hidden behind it.
 
-Target (issue 5): <= 50 us of audit + dead-letter overhead per audited
-dispatch. Run: ``python bench/audit.py`` (or ``make bench``). Set
+Strict audit (what `interlock serve --audit strict` does: an answer leaves
+only once its audit rows have committed) is measured too, against the fast
+figure of the same run: one dispatch at a time (a commit, fsynced, per
+dispatch) and 16 concurrent dispatches (commits shared by whoever waits).
+
+Target: <= 50 us of audit + dead-letter overhead per audited
+dispatch (fast). Run: ``python bench/audit.py`` (or ``make bench``). Set
 INTERLOCK_BENCH_PG_URL to measure PostgreSQL too.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import sys
@@ -87,6 +93,36 @@ def best(make, url: str | None, sinks: str) -> float:
     return min(times)
 
 
+def strict(url: str, *, concurrency: int, n: int) -> float:
+    """Seconds per dispatch when each answer waits for its audit commit."""
+    engine = build(False)
+    store = open_store(url)
+    engine.add_sink(AuditSink(store))
+    engine.add_sink(DeadLetterSink(store))
+
+    async def one(i: int) -> None:
+        await engine.emit(BeforeToolCall(tool_name="terminal", args={"command": "ls", "i": i},
+                                         session_id="bench"))
+        assert await store.settled(60)
+
+    async def drive() -> float:
+        await one(-1)  # warm up
+        queue = iter(range(n))
+
+        async def worker() -> None:
+            for i in queue:
+                await one(i)
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(concurrency)))
+        return time.perf_counter() - t0
+
+    took = asyncio.run(drive())
+    store.close()
+    engine.close()
+    return took / n
+
+
 def main() -> None:
     logging.disable(logging.WARNING)  # the failing hook logs every call; not measured here
     results: dict[str, float] = {}
@@ -107,6 +143,17 @@ def main() -> None:
                   f"{results[f'{tag}_audited_us']:.1f} us -> overhead "
                   f"{results[f'{tag}_overhead_us']:.1f} us (with metrics "
                   f"{results[f'{tag}_overhead_with_metrics_us']:.1f} us)", flush=True)
+        url = str(Path(tmp) / "strict.db")
+        one = strict(url, concurrency=1, n=300)
+        many = strict(url, concurrency=16, n=5000)
+        fast = results["clean_audited_us"]
+        results["strict_1_at_a_time_us"] = one * 1e6
+        results["strict_16_concurrent_us"] = many * 1e6
+        results["strict_1_vs_fast"] = one * 1e6 / fast
+        results["strict_16_vs_fast"] = many * 1e6 / fast
+        print(f"strict   (clean; an answer waits for its commit): one at a time "
+              f"{one * 1e6:.0f} us per dispatch ({one * 1e6 / fast:.0f}x fast), 16 concurrent "
+              f"{many * 1e6:.0f} us ({many * 1e6 / fast:.1f}x fast)", flush=True)
         pg = os.environ.get("INTERLOCK_BENCH_PG_URL")
         if pg:
             base = best(lambda: build(True), None, "")

@@ -1,7 +1,7 @@
 """The bridge round trip, from process start to answer, with and without `serve`.
 
-Each run starts ``python -m interlock.bridge claude`` (what ``bridge install``
-writes) with a Claude Code
+Each run starts ``python -I -m interlock.bridge claude`` (what ``bridge install``
+writes, also timed inside its ``sh`` wrapper) with a Claude Code
 PreToolUse payload on stdin and waits for its answer, as Claude Code does.
 With a server, the bridge posts the raw payload over the Unix socket; without
 one it loads the hooks in process (``interlock.registry.open_engine``; when
@@ -123,7 +123,10 @@ def main() -> None:
     # set (as in some CI shells) every bridge would recompile its modules.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     # What `bridge install` writes; `interlock bridge claude` also loads interlock.cli.
-    bridge = [sys.executable, "-m", "interlock.bridge", "claude", "--project", str(root)]
+    from interlock.bridge.install import command_for
+
+    bridge = [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--project", str(root)]
+    installed = ["/bin/sh", "-c", command_for("claude", root, 20, "PreToolUse")]
     via_cli = [sys.executable, "-m", "interlock", "bridge", "claude", "--project", str(root)]
     figures: dict[str, Any] = {}
 
@@ -146,6 +149,9 @@ def main() -> None:
         samples, out = timed(bridge, env, PAYLOAD)
         assert "destructive" in out, out  # the policy's answer, not a failed-closed deny
         figures["with_server"] = summary("bridge claude, serve running", samples)
+        samples, out = timed(installed, env, PAYLOAD)
+        assert "destructive" in out, out
+        figures["with_server_installed_line"] = summary("installed line (sh), serve up", samples)
         samples, out = timed(via_cli, env, PAYLOAD)
         assert "destructive" in out, out
         figures["with_server_via_cli"] = summary("interlock bridge claude, serve up", samples)

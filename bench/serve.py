@@ -7,6 +7,11 @@ socket. The server runs in its own process, as `interlock serve` does;
 clients are 1 and 4 threads in this process. An in-process ``emit_sync`` of
 the same event is the ceiling the HTTP layer is measured against.
 
+The same server is then run recording into a SQLite store, with fast audit
+(answers at once) and strict audit (an answer leaves only once its audit rows
+have committed, what `interlock serve` does by default); each is reported
+as a ratio to the unrecorded server of the same run.
+
 Run: ``python bench/serve.py``.
 """
 
@@ -50,8 +55,15 @@ SERVER = textwrap.dedent('''
     engine.on("before_tool_call", lambda e: context("checked"), name="note")
     tokens = TokenStore()
     token = tokens.create("bench")
-    root, sock = Path(sys.argv[1]), Path(sys.argv[2])
-    app = create_app(engine, project_root=root, tokens=tokens, socket_path=sock)
+    root, sock, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
+    gate = None
+    if mode != "none":
+        from interlock.sinks import attach
+
+        store = attach(engine, url=str(root / f"{mode}.db"), tracing=False).store
+        gate = store.settled if mode == "strict" else None
+    app = create_app(engine, project_root=root, tokens=tokens, socket_path=sock,
+                     audit_gate=gate)
     serving = Serving(app, port=0, socket_path=sock)
     with serving.running():
         print(serving.port, token, flush=True)
@@ -102,15 +114,46 @@ def drive(make: Any, headers: dict[str, str], clients: int) -> float:
     return sum(counts) / (time.monotonic() - t0)
 
 
-def main() -> None:
-    root = Path(tempfile.mkdtemp(prefix="il-bench-")).resolve()
+def start(root: Path, mode: str) -> tuple[subprocess.Popen[bytes], int, Path,
+                                         dict[str, str]]:
     sock = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "run" / "serve.sock"
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(sock)],
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(sock), mode],
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=os.environ)
     assert server.stdout is not None
     port_text, token = server.stdout.readline().decode().split()
-    port = int(port_text)
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    return server, int(port_text), sock, headers
+
+
+def recorded(root: Path, figures: dict[str, Any], rounds: int = 3) -> None:
+    """Fast and strict audit against an unrecorded server, measured in turns (best of
+    ``rounds``), so load from elsewhere on the machine falls on all three alike."""
+    servers = {mode: start(root, mode) for mode in ("none", "fast", "strict")}
+    best: dict[str, float] = {}
+    try:
+        for _ in range(rounds):
+            for mode, (_server, port, _sock, headers) in servers.items():
+                for clients in (1, 4):
+                    key = f"{mode}_{clients}"
+                    rate = drive(lambda port=port: tcp(port), headers, clients)
+                    best[key] = max(best.get(key, 0.0), rate)
+    finally:
+        for server, *_ in servers.values():
+            server.terminate()
+            server.wait(30)
+    for mode in ("fast", "strict"):
+        for clients in (1, 4):
+            name = f"tcp_{clients}_{'client' if clients == 1 else 'clients'}"
+            rate, anchor = best[f"{mode}_{clients}"], best[f"none_{clients}"]
+            figures[f"{mode}_audit_{name}_per_s"] = round(rate)
+            figures[f"{mode}_audit_{name}_ratio"] = round(rate / anchor, 3)
+            print(f"{mode + ' audit, ' + name:<28} {rate:9.0f} evaluations/s  "
+                  f"({rate / anchor:.2f}x unrecorded, {anchor:.0f}/s in turn)", flush=True)
+
+
+def main() -> None:
+    root = Path(tempfile.mkdtemp(prefix="il-bench-")).resolve()
+    server, port, sock, headers = start(root, "none")
     figures: dict[str, Any] = {}
     try:
         check = tcp(port)
@@ -129,6 +172,7 @@ def main() -> None:
     finally:
         server.terminate()
         server.wait(10)
+    recorded(root, figures)
 
     engine = Engine()
     engine.on("before_tool_call", lambda e: block("destructive")

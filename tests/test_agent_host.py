@@ -30,7 +30,8 @@ def test_the_registry_supplies_the_one_permission_rule_type(tmp_path):
         pattern = "git *"
         action = "allow"
         """)
-    host = open_host(tmp_path, use_entry_points=False)
+    # A project's allow rule applies once approved (here by --accept-hooks).
+    host = open_host(tmp_path, use_entry_points=False, accept_hooks=True)
     try:
         (got,) = host.rules
     finally:
@@ -192,7 +193,8 @@ def test_a_running_agent_follows_the_registry_rules_after_a_reload(tmp_path):
     script = tmp_path / "s.yaml"
     script.write_text("- text: hi\n")
     agent, host = build_agent(RunSpec(model=f"scripted:{script}", cwd=tmp_path,
-                                      db=tmp_path / "s.db", deny=["write_file"]))
+                                      db=tmp_path / "s.db", deny=["write_file"],
+                                      accept_hooks=True))
     try:
         git = {"command": "git push"}
         assert agent.policy.decide("terminal", git) == "allow"

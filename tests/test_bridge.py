@@ -457,7 +457,10 @@ def test_no_effect_tables_match_the_catalog() -> None:
         expected = {name for spec in SPECS
                     if spec.kind is Kind.OBSERVE or spec.fail_closed is FailClosed.NO_EFFECT
                     for name in names_in(agent, spec)}
-        assert expected == host(agent).NO_EFFECT, agent
+        mod = host(agent)
+        assert expected | mod.UNMAPPED_OBSERVE == mod.NO_EFFECT, agent
+        mapped = {name for spec in SPECS for name in names_in(agent, spec)}
+        assert not (mod.UNMAPPED_OBSERVE | mod.UNMAPPED_GATE) & mapped, agent
 
 
 def test_unknown_agent_is_a_usage_error() -> None:
@@ -497,10 +500,10 @@ def _registry(factory: Any) -> ModuleType:
     an engine directly (or make loading fail in a chosen way)."""
     module = ModuleType("interlock.registry")
 
-    def open_engine(root: Path) -> tuple[Engine, _NoRegistry]:
+    def open_engine(root: Path, **options: Any) -> tuple[Engine, _NoRegistry]:
         return factory(root), _NoRegistry()
 
-    def close_engine(engine: Engine, registry: _NoRegistry) -> None:
+    def close_engine(engine: Engine, registry: _NoRegistry, **options: Any) -> None:
         registry.close()
         engine.close()
 
@@ -586,13 +589,17 @@ def test_in_process_bridge_imports_extension_machinery_only_for_extensions(
     home = tmp_path / "home"
     env = {"INTERLOCK_SOCKET": str(tmp_path / "none.sock"), "INTERLOCK_HOME": str(home),
            "INTERLOCK_STATE_DIR": str(home / "state"), "INTERLOCK_ACCEPT_HOOKS": "1"}
-    machinery = {"interlock.extensions", "interlock.agent"}
-    assert not machinery & _imported(env, tmp_path, CLAUDE_PRE)
+    machinery = {"interlock.extensions"}
+    without = _imported(env, tmp_path, CLAUDE_PRE)
+    assert not machinery & without
     ext = home / "extensions" / "quiet"
     ext.mkdir(parents=True)
     (ext / "extension.toml").write_text('name = "quiet"\n')
     (ext / "extension.py").write_text("def register(ctx):\n    pass\n")
-    assert machinery <= _imported(env, tmp_path, CLAUDE_PRE)
+    with_extensions = _imported(env, tmp_path, CLAUDE_PRE)
+    assert machinery <= with_extensions
+    # The host assembly (interlock.host) never needs the reference agent.
+    assert "interlock.agent" not in without | with_extensions
 
 
 @pytest.mark.parametrize("agent", ["claude", "moltis"])

@@ -40,9 +40,13 @@ def test_install_writes_absolute_commands_with_timeouts(agent: str, tmp_path: Pa
     found = _commands(agent, data)
     assert sorted(e for e, _ in found) == sorted(EVENTS[agent])
     for _, handler in found:
-        argv = shlex.split(handler["command"])
+        wrapper = shlex.split(handler["command"])
+        # /bin/sh -c SCRIPT NAME STDOUT STDERR, then the bridge's own argv
+        assert wrapper[:2] == ["/bin/sh", "-c"]
+        assert wrapper[3] == "interlock-bridge"
+        argv = wrapper[6:]
         assert Path(argv[0]).is_absolute()
-        assert argv[1:4] == ["-m", "interlock.bridge", agent]
+        assert argv[1:5] == ["-I", "-m", "interlock.bridge", agent]  # isolated: no cwd import
         assert argv[argv.index("--project") + 1] == str((tmp_path / "proj").resolve())
         assert float(argv[argv.index("--deadline") + 1]) < 30  # below the host's timeout
         assert handler["timeout"] == (30_000 if agent == "gemini" else 30)
@@ -117,3 +121,19 @@ def test_install_cli_reports_user_errors_without_traceback(tmp_path: Path) -> No
     assert proc.returncode == 2
     assert "unknown agent" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_a_user_site_install_keeps_the_cwd_out_without_losing_its_own_site(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # `-I` would skip the user site, where `pip install --user` put interlock:
+    # then only -E -P (no PYTHON* variables, no cwd on sys.path) are used.
+    import site
+
+    import interlock
+    from interlock.bridge.install import python_flags
+
+    assert python_flags() == ["-I"]  # this venv
+    monkeypatch.setattr(site, "ENABLE_USER_SITE", True)
+    monkeypatch.setattr(site, "getusersitepackages",
+                        lambda: str(Path(interlock.__file__).resolve().parent.parent))
+    assert python_flags() == ["-E", "-P"]

@@ -331,7 +331,7 @@ def test_permissions_are_read_in_source_order(world: World) -> None:
         pattern = "git *"
         action = "allow"
         """)
-    reg = world.registry()
+    reg = world.registry(accept=True)  # a project's allow rule applies once approved
     reg.load()
     rules = reg.permissions
     assert [r.action for r in rules] == ["deny", "allow"]

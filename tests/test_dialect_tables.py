@@ -121,8 +121,10 @@ def test_claude_permission_decisions():
 def test_claude_rewrites():
     mod = decode("claude", modifies=True, out=hso(permissionDecision="allow",
                                                   updatedInput={"command": "ls"}))
-    assert mod.verdict is Verdict.MODIFY
+    assert mod.verdict is Verdict.APPROVE  # approves and rewrites, not a bare rewrite
     assert mod.changes == {"args": {"command": "ls"}}
+    bare = decode("claude", modifies=True, out=hso(updatedInput={"command": "ls"}))
+    assert bare.verdict is Verdict.MODIFY
     with pytest.raises(ContractError, match="cannot do both"):
         decode("claude", modifies=True, out=hso(permissionDecision="ask",
                                                 updatedInput={"command": "ls"}))
@@ -155,8 +157,11 @@ def test_claude_permission_request():
     no = decode("claude", "permission_request", **pr,
                 out=hso("PermissionRequest", decision={"behavior": "deny", "message": "m"}))
     assert (no.verdict, no.reason) == (Verdict.BLOCK, "m")
-    with pytest.raises(ContractError, match="updatedPermissions"):
+    with pytest.raises(ContractError, match="declare `modifies = true`"):
         decode("claude", "permission_request", **pr, out=hso(
+            "PermissionRequest", decision={"behavior": "allow", "updatedPermissions": []}))
+    with pytest.raises(ContractError, match="updatedPermissions"):  # not in Codex's shape
+        decode("codex", "permission_request", modifies=True, **pr, out=hso(
             "PermissionRequest", decision={"behavior": "allow", "updatedPermissions": []}))
 
 
@@ -193,8 +198,27 @@ def test_codex_exit_2():
     assert decode("codex", code=2, err="no").reason == "no"
     with pytest.raises(ContractError, match="nothing on stderr"):
         decode("codex", code=2)
+    # Codex blocks a prompt on exit 2 (stderr is the reason) ...
+    assert decode("codex", "user_input", code=2, err="x", text="hi").verdict is Verdict.BLOCK
+    # ... but not a compaction.
     with pytest.raises(HookCrash, match="honours exit 2 only"):
-        decode("codex", "user_input", code=2, err="x", text="hi")
+        decode("codex", "before_compaction", code=2, err="x")
+
+
+@pytest.mark.parametrize("event", ["before_stop", "user_input", "after_tool_call",
+                                   "before_compaction", "session_start"])
+def test_codex_continue_false_stops_where_codex_accepts_it(event):
+    out = decode("codex", event, out={"continue": False, "stopReason": "enough"},
+                 **({"text": "hi"} if event == "user_input" else {}))
+    assert out.verdict is Verdict.STOP
+    assert out.reason == "enough"
+
+
+@pytest.mark.parametrize("event", ["before_compaction", "session_start", "subagent_start"])
+def test_codex_decision_block_is_not_in_these_schemas(event):
+    with pytest.raises(ContractError, match="continue: false"):
+        decode("codex", event, out={"decision": "block", "reason": "no"},
+               **({"task": "t"} if event == "subagent_start" else {}))
 
 
 def test_codex_sees_edits_as_apply_patch():
@@ -220,8 +244,25 @@ def test_gemini_stdin():
     assert body["tool_name"] == "run_shell_command"
     assert body["timestamp"].endswith("Z")
     llm = encode("gemini", "before_llm_call", model="m",
-                 messages=[{"role": "user", "content": "hi"}])
-    assert llm["llm_request"]["messages"] == [{"role": "user", "content": "hi"}]
+                 messages=[{"role": "user", "content": "hi"},
+                           {"role": "assistant", "content": "hello"}])
+    # Gemini's roles are user / model / system.
+    assert llm["llm_request"]["messages"] == [{"role": "user", "content": "hi"},
+                                              {"role": "model", "content": "hello"}]
+    reply = encode("gemini", "after_llm_call", model="m", text="done", finish_reason="stop")
+    assert reply["llm_response"]["candidates"] == [
+        {"content": {"role": "model", "parts": ["done"]}, "index": 0, "finishReason": "STOP"}]
+
+
+def test_gemini_llm_answers_in_gemini_shape():
+    changed = decode("gemini", "after_llm_call", modifies=True, model="m", text="a", out={
+        "hookSpecificOutput": {"llm_response": {"candidates": [
+            {"content": {"role": "model", "parts": ["redacted ", "reply"]}}]}}})
+    assert changed.changes == {"text": "redacted reply"}
+    req = decode("gemini", "before_llm_call", modifies=True, model="m", out={
+        "hookSpecificOutput": {"llm_request": {"messages": [
+            {"role": "model", "content": "x"}]}}})
+    assert req.changes == {"messages": [{"role": "assistant", "content": "x"}]}
 
 
 def test_gemini_table():
@@ -231,7 +272,10 @@ def test_gemini_table():
         decode("gemini", out="hello")  # silence is mandatory
     assert decode("gemini", code=2, err="no").reason == "no"
     assert decode("gemini", "session_start", code=2, err="no") is None
-    assert decode("gemini", out={"decision": "allow"}).verdict is Verdict.APPROVE
+    # allow is Gemini's pass-through, and approve is accepted: neither approves.
+    assert decode("gemini", out={"decision": "allow"}) is None
+    assert decode("gemini", out={"decision": "approve", "reason": "ok"}) is None
+    assert decode("gemini", out={"decision": "ask"}).verdict is Verdict.ASK
     assert decode("gemini", out={"decision": "block", "reason": "b"}).reason == "b"
     assert decode("gemini", out={"continue": False}).verdict is Verdict.STOP
     with pytest.raises(ContractError, match="decision 'perhaps'"):
@@ -256,7 +300,13 @@ def test_hermes_stdin():
     assert (body["tool_name"], body["tool_input"]) == ("terminal", {"command": "ls"})
     assert body["extra"] == {"tool_call_id": "c1", "turn_id": "t1"}
     assert body["profile"] == "default"
-    assert encode("hermes", "command", command="model")["hook_event_name"] == "command:model"
+    command = encode("hermes", "command", command="model", arguments="gpt-5")
+    assert command["hook_event_name"] == "pre_command"  # command:NAME is a gateway hook
+    assert command["extra"] == {"command": "model", "args_raw": "gpt-5"}
+    prompt = encode("hermes", "user_input", text="hi", platform="telegram")
+    assert prompt["extra"] == {"user_message": "hi", "platform": "telegram"}
+    child = encode("hermes", "subagent_start", task="review", child_session_id="c")
+    assert child["extra"] == {"child_goal": "review", "child_session_id": "c"}
     llm = encode("hermes", "user_input", text="hi")
     assert (llm["tool_name"], llm["tool_input"]) == (None, None)
     assert llm["extra"]["user_message"] == "hi"
@@ -304,11 +354,19 @@ def test_hermes_exit_codes():
 def test_moltis_stdin():
     body = encode("moltis", args={"command": "ls -la"}, tool_call_id="call_1",
                   session_id="telegram:bot:1", platform="telegram")
+    # Moltis's HookPayload has no tool_call_id.
     assert body == {"event": "BeforeToolCall", "session_key": "telegram:bot:1",
-                    "tool_call_id": "call_1", "tool_name": "exec",
+                    "tool_name": "exec",
                     "arguments": {"command": "ls -la"}, "channel": {"surface": "telegram"}}
-    msg = encode("moltis", "message_received", text="hi", channel="c")
+    msg = encode("moltis", "message_received", text="hi", channel="c", sender_id="u1")
     assert (msg["content"], msg["channel"]) == ("hi", "c")
+    assert msg["channel_binding"] == {"surface": "cli", "sender_id": "u1"}
+    assert "sender_id" not in msg
+    llm = encode("moltis", "before_llm_call", model="m", messages=[], params={"t": 1})
+    assert "params" not in llm
+    assert llm["tool_count"] == 0
+    assert set(encode("moltis", "before_agent_start", prompt="p")) == {
+        "event", "session_key", "model"}
 
 
 def test_moltis_exit_codes():
@@ -322,7 +380,7 @@ def test_moltis_exit_codes():
 def test_moltis_modify_data_forms():
     part = decode("moltis", modifies=True, out={"action": "modify", "data": {"command": "x"}})
     assert part.changes == {"args": {"command": "x"}}
-    whole = {"event": "BeforeToolCall", "session_key": "sess-1", "tool_call_id": "",
+    whole = {"event": "BeforeToolCall", "session_key": "sess-1",
              "tool_name": "exec", "arguments": {"command": "set -e; ls"},
              "channel": {"surface": "cli"}}
     out = decode("moltis", modifies=True, out={"action": "modify", "data": whole})

@@ -150,7 +150,7 @@ def test_an_extension_hook_blocks_in_serve_and_in_the_bridge(world: World) -> No
         code, answer, _ = world.bridge(PRE_TOOL)
         assert code == 2
         assert "no shell for rm -rf /" in _pre_tool_reason(answer)
-        status = _request(port, "GET", "/v1/status")
+        status = _request(port, "GET", "/v1/status", token=token)
         assert [(e["name"], e["status"]) for e in status["extensions"]] == [
             ("noshell", "loaded")]
         # A reload swaps only the registry's hooks: the extension's stay.
@@ -168,7 +168,10 @@ def test_the_guards_of_an_extension_that_cannot_load_block_everywhere(world: Wor
     code, answer, err = world.bridge(PRE_TOOL, "--local")
     assert code == 2
     assert "broken.unavailable" in _pre_tool_reason(answer)
-    assert "its policy server is down" in err  # logged, with why
+    # Logged, with why, to the state dir's bridge.log: never to the stderr
+    # Claude reads as the block reason.
+    assert "its policy server is down" in (world.home / "state" / "bridge.log").read_text()
+    assert "its policy server is down" not in err
     code, answer, _ = world.bridge(PROMPT, "--local")
     assert code == 2
     assert answer["decision"] == "block"
@@ -186,7 +189,7 @@ def test_the_guards_of_an_extension_that_cannot_load_block_everywhere(world: Wor
         code, answer, _ = world.bridge(PRE_TOOL)
         assert code == 2
         assert "broken.unavailable" in _pre_tool_reason(answer)
-        status = _request(port, "GET", "/v1/status")
+        status = _request(port, "GET", "/v1/status", token=token)
         assert {e["name"]: (e["status"], e["guards"]) for e in status["extensions"]} == {
             "broken": ("failed", ["before_tool_call"]),
             "unreviewed": ("unapproved", ["user_input"])}

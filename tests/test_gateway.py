@@ -424,7 +424,8 @@ def test_metrics_endpoint_serves_prometheus_text() -> None:
     made.engine.add_sink(MetricsSink(metrics))
     with running:
         made.post("/v1/chat", {"channel": "c", "text": "hi"}, token=made.alice)
-        status, ctype, text = made.get("/metrics")
+        assert made.get("/metrics")[0] == 401  # data: a token, as for status
+        status, ctype, text = made.get("/metrics", token=made.events_token)
         assert status == 200
         assert ctype.startswith("text/plain")
         assert "recorder" in text

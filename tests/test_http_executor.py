@@ -537,6 +537,8 @@ async def test_compressed_answers_are_refused(
     (b'{"decision": "explode"}', "unknown decision"),
     (b'{"decision": "block", "contract_version": 2}', "contract_version"),
     (b'{"verdict": "block"}', "unknown answer field"),
+    (b'{"decision": "block", "decision": "approve"}', "duplicate key 'decision'"),
+    (b'{"decision": "approve", "reason": NaN}', "NaN is not JSON"),
 ])
 async def test_bad_answers_are_contract_errors(
         server: HookServer, make_executor: Callable[..., HttpExecutor],

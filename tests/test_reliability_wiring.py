@@ -53,10 +53,12 @@ async def test_harden_defaults_to_the_hooks_timeout_and_the_design_breaker():
     engine.close()
 
 
-def test_python_hooks_are_left_alone():
+def test_python_hooks_without_a_book_or_a_threshold_are_left_alone():
     engine = Engine()
     handle = engine.on("before_tool_call", lambda e: None, name="py")
-    assert harden(handle.hook, breakers=BreakerBook()) is handle.hook
+    assert harden(handle.hook, breakers=None) is handle.hook
+    assert harden(handle.hook, Policy(breaker_threshold=0), breakers=BreakerBook()) is handle.hook
+    assert harden(handle.hook, breakers=BreakerBook()) is not handle.hook  # a breaker
     engine.close()
 
 

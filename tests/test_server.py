@@ -224,8 +224,12 @@ def test_admin_endpoints_work_with_an_admin_token(served: Served) -> None:
     assert served.engine.revision == before + 1
 
 
-def test_status_and_hooks_are_open_on_loopback(served: Served) -> None:
-    status = served.request("GET", "/v1/status")
+def test_status_and_hooks_need_a_token_or_the_socket(served: Served) -> None:
+    refused = served.request("GET", "/v1/status")
+    assert refused.status == 401
+    assert "token" in refused.body["error"]
+    assert served.request("GET", "/v1/status", unix=True).status == 200
+    status = served.request("GET", "/v1/status", token=served.events_token)
     assert status.status == 200
     assert status.body["revision"] == served.engine.revision
     assert status.body["breakers"] == {"project:guard": "closed"}
@@ -604,7 +608,8 @@ def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
     try:
         assert proc.stderr is not None
         line = proc.stderr.readline()
-        while "approving" in line:  # --accept-hooks says what it approved, first
+        # --accept-hooks says what it approved, and serve which project it serves, first.
+        while "approving" in line or "project root" in line:
             line = proc.stderr.readline()
         assert "listening on http://127.0.0.1:" in line, line
         assert f"unix:{sock}" in line
@@ -644,6 +649,9 @@ def test_serve_cli_runs_the_chat_gateway_with_a_chat_token(tmp_path: Path) -> No
     token = subprocess.run([sys.executable, "-m", "interlock", "serve", "token", "create",
                             "phone", "--chat", "--sender", "alice", "--project", str(tmp_path)],
                            env=env, capture_output=True, text=True, check=True).stdout.strip()
+    reader = subprocess.run([sys.executable, "-m", "interlock", "serve", "token", "create",
+                             "scraper", "--project", str(tmp_path)],
+                            env=env, capture_output=True, text=True, check=True).stdout.strip()
     proc = subprocess.Popen([sys.executable, "-m", "interlock", "serve", "--project",
                              str(tmp_path), "--port", "0", "--no-socket",
                              "--chat-model", f"scripted:{script}"],
@@ -661,7 +669,9 @@ def test_serve_cli_runs_the_chat_gateway_with_a_chat_token(tmp_path: Path) -> No
         with urllib.request.urlopen(request, timeout=30) as response:
             reply = json.loads(response.read())
         assert "hello from the gateway" in json.dumps(reply)
-        with urllib.request.urlopen(f"{base}/metrics", timeout=30) as response:
+        metrics = urllib.request.Request(f"{base}/metrics",
+                                         headers={"Authorization": f"Bearer {reader}"})
+        with urllib.request.urlopen(metrics, timeout=30) as response:
             assert response.status == 200
     finally:
         proc.send_signal(signal.SIGTERM)

@@ -112,10 +112,14 @@ def test_pruning_by_count_and_age(url):
     assert store.acknowledged <= 9
     assert store.wait(9, 10)  # the ninth record, acknowledged once committed
     assert store.acknowledged == 9
+    for d in store.dead_letters(limit=0):
+        if d.invocation_id != "i0":
+            assert store.resolve(d.id)
     store.prune()
     left = store.dead_letters(limit=0)
-    # the old one went by age; of the eight, the newest five stay
-    assert [d.invocation_id for d in left] == ["i3", "i4", "i5", "i6", "i7"]
+    # Only resolved ones go: the old one by age, then the oldest resolved down to five
+    # rows; i0, unresolved, stays whatever its age or rank.
+    assert [d.invocation_id for d in left] == ["i0", "i4", "i5", "i6", "i7"]
     store.close()
 
 

@@ -80,7 +80,7 @@ def test_serve_opens_the_breaker_across_requests_and_serves_dead_letters(
         # Three crashes opened the breaker; the fourth request never ran the script.
         assert len(counter.read_text().split()) == 3
 
-        code, status = request(port, "GET", "/v1/status")
+        code, status = request(port, "GET", "/v1/status", token=token)
         assert code == 200
         assert status["revision"] >= 1
         assert [(b["hook"], b["state"]) for b in status["breakers"]] == [
@@ -107,7 +107,7 @@ def test_serve_opens_the_breaker_across_requests_and_serves_dead_letters(
         code, _ = request(port, "POST", "/v1/runtime/hooks/dead-letter/nope/resolve",
                            token=token)
         assert code == 404
-        code, status = request(port, "GET", "/v1/status")
+        code, status = request(port, "GET", "/v1/status", token=token)
         assert status["unresolved_dead_letters"] == 3
         # The registry is the reloader: an operator reload keeps the (open) breaker.
         code, reloaded = request(port, "POST", "/v1/runtime/reload", token=token)

@@ -139,12 +139,12 @@ SPECS: tuple[EventSpec, ...] = (
         (Field("prompt", _S, "The prompt the agent will work on.", ""),
          Field("system_prompt", _S, "The system prompt.", "")),
         mutable=("system_prompt",), accepts=frozenset({_V.BLOCK, _V.MODIFY}), context=True,
-        aliases=_a(hermes="agent:start", moltis="BeforeAgentStart", pi="before_agent_start")),
+        aliases=_a(moltis="BeforeAgentStart", pi="before_agent_start")),
     EventSpec(
         "agent_end", OBS, "The agent finished a prompt.",
         (Field("status", _S, "completed | stopped | error", "completed"),
          Field("final_text", _OS, "The last assistant text.", None)),
-        aliases=_a(hermes="agent:end", moltis="AgentEnd", cursor="afterAgentResponse",
+        aliases=_a(moltis="AgentEnd", cursor="afterAgentResponse",
                    pi="agent_end")),
     EventSpec(
         "user_input", G, "The user submitted input.",
@@ -196,7 +196,7 @@ SPECS: tuple[EventSpec, ...] = (
          Field("status_code", "int | None", "HTTP status, where there was one.", None),
          Field("attempt", _I, "1 for the first failure.", 1)),
         accepts=frozenset({_V.RETRY}), fail_closed=FailClosed.NO_EFFECT,
-        aliases=_a(hermes="api_request_error", claude="StopFailure", codex="StopFailure")),
+        aliases=_a(hermes="api_request_error", claude="StopFailure")),
     EventSpec(
         "before_tool_call", G, "A tool is about to run.",
         _TOOL, mutable=("args",),
@@ -262,7 +262,7 @@ SPECS: tuple[EventSpec, ...] = (
         (Field("summary", _S, "The summary that replaced old messages.", ""),
          Field("messages_before", _I, "Message count before.", 0),
          Field("messages_after", _I, "Message count after.", 0)),
-        aliases=_a(hermes="session:compress", moltis="AfterCompaction", claude="PostCompact",
+        aliases=_a(moltis="AfterCompaction", claude="PostCompact",
                    codex="PostCompact", pi="session_compact")),
     EventSpec(
         "subagent_start", G, "A subagent is about to start.",
@@ -306,7 +306,7 @@ SPECS: tuple[EventSpec, ...] = (
         accepts=frozenset({_V.BLOCK, _V.RESPOND}),
         respond='{"type": "string", "description": "reply; the command counts as handled"}',
         subject="command",
-        aliases=_a(hermes="command:*", moltis="Command", claude="UserPromptExpansion")),
+        aliases=_a(hermes="pre_command", moltis="Command", claude="UserPromptExpansion")),
     EventSpec(
         "task_created", G, "A todo item is about to be created.",
         (Field("task_id", _S, "Task id.", ""), Field("title", _S, "Task title.")),
@@ -322,7 +322,7 @@ SPECS: tuple[EventSpec, ...] = (
         (Field("model", _S, "The model about to be used."),
          Field("requested", _OS, "What was asked for, e.g. by /model.", None)),
         mutable=("model",), accepts=frozenset({_V.MODIFY}), fail_closed=FailClosed.NO_EFFECT,
-        aliases=_a(claude="PreModelSwitch", pi="model_select")),
+        aliases=_a(pi="model_select")),
     EventSpec(
         "config_change", G, "The hooks configuration changed and is about to be applied.",
         (Field("path", _S, "The file that changed.", ""),
@@ -350,7 +350,7 @@ SPECS: tuple[EventSpec, ...] = (
     EventSpec(
         "gateway_start", OBS, "The chat gateway started.",
         (Field("address", _S, "Where it listens.", ""),),
-        aliases=_a(hermes="gateway:startup", moltis="GatewayStart")),
+        aliases=_a(moltis="GatewayStart")),
     EventSpec(
         "gateway_stop", OBS, "The chat gateway is stopping.",
         (Field("reason", _S, "Why.", "shutdown"),),

@@ -30,7 +30,7 @@ from interlock._contract import (
     restore,
 )
 from interlock._decisions import ENDING, Decision, Verdict
-from interlock._errors import HOOK_ERRORS, ContractError, HookFailure
+from interlock._errors import HOOK_ERRORS, ContractError, FailureMode, HookFailure
 from interlock._hooks import Hook, HookFn, HookOptions, Matcher, Mode, OnError
 from interlock._invoke import (
     Answer,
@@ -91,8 +91,11 @@ class Handle:
 def _failure_block_reason(hook: Hook, failure: HookFailure) -> str:
     # Fixed engine text, never the hook's own output: a block reason can become
     # the model's next instruction (DESIGN.md, What "fail closed" means).
-    return (f"blocked by the engine: fail-closed hook {hook.qualified_name!r} "
-            f"did not answer ({failure.mode.value})")
+    reason = (f"blocked by the engine: fail-closed hook {hook.qualified_name!r} "
+              f"did not answer ({failure.mode.value})")
+    if failure.mode is FailureMode.DRIFTED:  # the engine's own text: which file changed
+        reason += f": {failure}"
+    return reason
 
 
 class Engine:
@@ -477,7 +480,11 @@ class Engine:
             restored, failure = check_mutation(hook, current, run.snaps, failure)
             if restored is not current:
                 current, decision = restored, None
-        if failure is None and decision is not None and decision.verdict is Verdict.MODIFY:
+        # An approval may carry the rewrite it approves (a Claude script's allow
+        # with updatedInput): the changes apply and the approval stands.
+        if failure is None and decision is not None and (
+                decision.verdict is Verdict.MODIFY
+                or (decision.verdict is Verdict.APPROVE and decision.changes)):
             try:
                 current = apply_changes(spec, current, decision.changes or {},
                                         self._validators.get(spec.name, ()))

@@ -78,6 +78,8 @@ class FailureMode(enum.StrEnum):
     BREAKER_OPEN = "breaker_open"
     INELIGIBLE = "ineligible"
     UNAPPROVED = "unapproved"
+    DRIFTED = "drifted"
+    """A file its approval pinned changed since (the failure names it)."""
 
 
 HOOK_EXITS: tuple[type[BaseException], ...] = (SystemExit, KeyboardInterrupt, GeneratorExit)

@@ -155,7 +155,23 @@ def settle(hook: Hook, spec: EventSpec, answer: Any) -> Answer:
 
 
 def crash(hook: Hook, exc: BaseException) -> HookCrash:
-    return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}")
+    where = crash_site(exc, getattr(getattr(hook.fn, "__code__", None), "co_filename", None))
+    return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}"
+                     + (f" (at {where})" if where else ""))
+
+
+def crash_site(exc: BaseException, hook_file: str | None = None) -> str | None:
+    """``file:line`` of the hook's own frame in ``exc``'s traceback: the deepest frame
+    in ``hook_file`` if given, else the deepest one outside Interlock's package."""
+    import sysconfig
+    import traceback
+
+    skip = (__file__.rpartition("/")[0] + "/", sysconfig.get_paths()["stdlib"], "<")
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == hook_file if hook_file else \
+                not frame.filename.startswith(skip):
+            return f"{frame.filename}:{frame.lineno}"
+    return None
 
 # Enum members as module constants: a class attribute lookup on an enum costs
 # ~65 ns on Python 3.11, and check_answer runs for every hook that answers.

@@ -147,7 +147,7 @@ class _Show:
 
 async def _run(root: Path, show: _Show) -> tuple[Any, Any]:
     from interlock.agent import Agent, AgentOptions, CommandRegistry
-    from interlock.agent.host import builtin_names
+    from interlock.agent.runner import builtin_names
     from interlock.extensions import ExtensionSet
     from interlock.models.scripted import ScriptedModel
 

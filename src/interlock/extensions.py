@@ -180,6 +180,8 @@ class ExtensionSet:
         self._loaded: dict[str, ExtensionContext] = {}
         self._placeholders: dict[str, Handle] = {}
         self._candidates: dict[str, _Candidate] = {}
+        self._marks: dict[str, tuple[str, str]] = {}
+        """What each extension was when it was (last) loaded: content and pin."""
         self.infos: dict[str, ExtensionInfo] = {}
         self.ui = UIState()
         """What extensions registered for a terminal; ``interlock chat`` draws it."""
@@ -252,6 +254,74 @@ class ExtensionSet:
             cand = self._folder_candidate(cand.manifest.path, cand.source)
         return self._load_candidate(cand)
 
+    def refresh(self) -> list[str]:
+        """Bring the loaded set in line with what is on disk now (a host's live reload):
+        load new extensions, reload the ones whose folder or pin changed, and unload the
+        ones that are gone (as a restart would). Returns the names that changed.
+
+        While one reloads, a fail-closed stand-in holds the events its hooks were on, so
+        no call passes in the moment between unloading and loading it again.
+        """
+        found: dict[str, _Candidate] = {}
+        for cand in self.discover():
+            found.setdefault(cand.name, cand)
+        changed: list[str] = []
+        for name in list(self.infos):
+            old = self._candidates.get(name)
+            if old is None or old.register is not None:
+                continue  # given in code: nothing on disk to follow
+            now = found.pop(name, None)
+            if now is not None and self._mark(now) == self._marks.get(name):
+                continue
+            hold = self._hold(name)
+            try:
+                self.unload(name)
+                self._candidates.pop(name, None)
+                self._marks.pop(name, None)
+                if now is not None:
+                    self._load_candidate(now)
+            finally:
+                if hold is not None:
+                    hold.unregister()
+            changed.append(name)
+        for name, cand in found.items():
+            if name not in self.infos:
+                self._load_candidate(cand)
+                changed.append(name)
+        return changed
+
+    def _mark(self, cand: _Candidate) -> tuple[str, str]:
+        """(content, pin) of a candidate, compared by :meth:`refresh`."""
+        content = ""
+        if cand.entry_point is None:
+            try:
+                content = folder_digest(Path(cand.origin))
+            except Exception as exc:  # unreadable or gone: still a state to compare
+                content = f"error: {exc}"
+        key = (project_key(self.project, cand.name)
+               if cand.source is Source.PROJECT and self.project is not None else cand.name)
+        try:
+            pin = repr(self.pins.get(key))
+        except Exception as exc:
+            pin = f"error: {exc}"
+        return content, pin
+
+    def _hold(self, name: str) -> Handle | None:
+        """A fail-closed stand-in on every event ``name``'s hooks (and guards) are on."""
+        ctx = self._loaded.get(name)
+        info = self.infos.get(name)
+        events = {e for h in (ctx.handles if ctx is not None else []) for e in h.hook.events}
+        events.update(info.guards if info is not None else ())
+        events &= _event_names()
+        if not events:
+            return None
+        return self.engine.register(Hook(
+            name=f"{name}.reloading", events=tuple(sorted(events)),
+            executor=_Unavailable(f"extension {name!r} is being reloaded"),
+            on_error=OnError.CLOSED, source=info.source if info is not None else Source.USER,
+            kind="extension-guard", timeout=5.0,
+            description=f"stands in for {name!r} while it reloads"))
+
     def _load_candidate(self, cand: _Candidate) -> ExtensionInfo:
         if cand.name in self._loaded or (cand.name in self.infos
                                          and self._candidates.get(cand.name) is not cand):
@@ -262,6 +332,8 @@ class ExtensionSet:
             log.error("extension %r (%s) disabled: %s", cand.name, cand.origin, info.message)
             return info
         self._candidates[cand.name] = cand
+        if cand.register is None:
+            self._marks[cand.name] = self._mark(cand)
         info = ExtensionInfo(cand.name, cand.source, cand.origin, guards=cand.guards)
         self.infos[cand.name] = info
         try:

@@ -198,9 +198,12 @@ class Metrics:
                 breakers.append({"hook": b.key.hook, "digest": b.key.digest,
                                  "state": str(book.state(b.key)), "failures": b.failures,
                                  "opens": b.opens, "retry_in_s": round(b.retry_in(now), 3)})
-        return {"hooks": hooks, "breakers": breakers,
-                "dispatches": sum(self.dispatches().values()),
-                "unresolved_dead_letters": sum(unresolved.values())}
+        out = {"hooks": hooks, "breakers": breakers,
+               "dispatches": sum(self.dispatches().values()),
+               "unresolved_dead_letters": sum(unresolved.values())}
+        if self.store is not None:
+            out["store"] = self.store.health()
+        return out
 
     # -- Prometheus ---------------------------------------------------------------
     def registry(self) -> CollectorRegistry:
@@ -263,3 +266,42 @@ class _Collector:
             dispatches.add_metric([event, decision], n)
         yield from (executions, failures, retries, blocks, opens, latency, unresolved,
                     dispatches)
+        if self.metrics.store is not None:
+            yield from _store_families(self.metrics.store.health())
+
+
+def _store_families(health: dict[str, Any]) -> Iterator[Any]:
+    """The store's health (from memory: a scrape never waits on the database)."""
+    from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+    labels = ["backend"]
+    backend = [str(health["backend"])]
+
+    def gauge(name: str, doc: str, value: float) -> Any:
+        family = GaugeMetricFamily(name, doc, labels=labels)
+        family.add_metric(backend, value)
+        return family
+
+    def counter(name: str, doc: str, value: float) -> Any:
+        family = CounterMetricFamily(name, doc, labels=labels)
+        family.add_metric(backend, value)
+        return family
+
+    yield gauge("interlock_store_healthy", "1 when the store writes and keeps up, else 0",
+                1.0 if health["ok"] else 0.0)
+    yield counter("interlock_store_write_errors", "Failed store writes (each retried)",
+                  health["write_errors"])
+    yield gauge("interlock_store_backlog", "Records queued or being written, not committed",
+                health["backlog"])
+    yield gauge("interlock_store_oldest_unwritten_age_seconds",
+                "Age of the oldest record not yet committed", health["oldest_unwritten_age_s"])
+    yield gauge("interlock_store_last_commit_timestamp_seconds",
+                "Unix time of the last committed write", health["last_commit_at"] or 0.0)
+    yield counter("interlock_store_dropped", "Records refused because the backlog was full",
+                  health["dropped"])
+    overflow = CounterMetricFamily("interlock_dead_letters_overflow",
+                                   "Failures counted but not stored: past the cap per hook "
+                                   "and failure mode", labels=["hook", "mode"])
+    for entry in health["dead_letter_overflow"]:
+        overflow.add_metric([entry["hook"], entry["mode"]], entry["count"])
+    yield overflow

@@ -36,6 +36,7 @@ from interlock._dispatch import Engine
 from interlock._errors import ConfigError, FailureMode, RegistrationError
 from interlock._hooks import Executor, Hook, OnError, Source
 from interlock._sinks import Sink
+from interlock._watch import DEBOUNCE_MS, POLL_MS, Plan, Stop, watch
 from interlock.config.build import (
     guarded_events,
     load_handler,
@@ -44,9 +45,12 @@ from interlock.config.build import (
     policy_for,
     refusal_hook,
 )
+from interlock.config.drift import checked
+from interlock.config.imports import import_problem, pin_imports
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
-from interlock.config.refs import digest, folder_files, resolve_command, unmet_requirements
+from interlock.config.pins import hook_files
+from interlock.config.refs import digest, digest_and_pins, resolve_command, unmet_requirements
 from interlock.config.revision import (
     HookEntry,
     Options,
@@ -60,6 +64,9 @@ from interlock.config.revision import (
     summary,
     withhold,
 )
+from interlock.config.rules import ALIASES as RULE_ALIASES
+from interlock.config.rules import NAME as RULES
+from interlock.config.rules import RulesConsent, guard, in_force, project_rules
 from interlock.config.sources import Declared, Discovered, Place, discover
 from interlock.metrics import Metrics
 from interlock.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
@@ -116,6 +123,11 @@ class Registry:
     @property
     def permissions(self) -> list[PermissionRule]:
         return list(self._current.permissions) if self._current is not None else []
+
+    @property
+    def permission_consent(self) -> RulesConsent | None:
+        """The consent of the project's ``[[permissions]]`` rules (``project:permissions``)."""
+        return self._current.rules if self._current is not None else None
 
     @property
     def sandbox(self) -> tuple[str, bool]:
@@ -178,14 +190,11 @@ class Registry:
         options = dict(d.options)
         if set_options is not None:
             options.update(set_options[0])
-        files: list[Path] = []
         command: str | list[str] | None = None
+        named: list[Path] = []
         if d.command is not None:
-            command, files = resolve_command(d.command, decl.folder)
-        if decl.hook_dir is not None:
-            files = folder_files(decl.hook_dir)
-        elif d.handler is not None:
-            files.append((decl.folder / d.handler).resolve())
+            command, named = resolve_command(d.command, decl.folder)
+        files, folders = hook_files(decl, command, named, self.project_root)
         # A judge's template file and scripted model are part of what is approved.
         files += [p for p in referenced_files(d, decl.folder) if p not in files]
         norm = d.normalised()
@@ -193,7 +202,7 @@ class Registry:
         norm["source"] = decl.source.label
         norm["declared_in"] = str(decl.file)
         norm["options"] = options
-        dig = digest(norm, files, decl.hook_dir)
+        dig, pins = digest_and_pins(norm, [*files, *folders], decl.hook_dir)
         why = unmet_requirements(d)
         needs = decl.source not in (Source.MANAGED, Source.BUNDLED) and (
             d.effective_kind in _NEEDS_APPROVAL or decl.source is Source.PROJECT)
@@ -202,7 +211,7 @@ class Registry:
         needs = needs or (set_options is not None and set_options[1] is Source.PROJECT)
         approved = not needs or self.trust.approved(hook_key(decl.qualified_name, decl.file), dig)
         return HookEntry(decl, dig, enabled, not why, "; ".join(why), approved, needs,
-                         command=command, files=files, options=options)
+                         command=command, files=files, options=options, pins=pins)
 
     def _build(self, *, operator: bool, previous: Revision | None) -> Revision:
         found = discover(self.places())
@@ -230,6 +239,9 @@ class Registry:
                                    by="accept-hooks")
                 for e in todo:
                     e.approved = True
+        baseline = self.trust.baseline(self.project_root)
+        rules = project_rules(self.trust, found.permissions, self.project_root,
+                              accept=self.accept_hooks, operator=operator, baseline=baseline)
         reuse = previous.executors() if previous is not None else {}
         hooks: list[Hook] = []
         for e in entries:
@@ -238,9 +250,11 @@ class Registry:
                 hooks.append(e.hook)
         guards = {e.qualified_name: guard_record(e) for e in entries
                   if e.hook is not None and guard_record(e)["events"]}
-        withheld = [] if operator else withhold(
-            self.trust.baseline(self.project_root), guards, hooks)
-        return Revision(entries, hooks, found.permissions, found, guards, withheld)
+        withheld = [] if operator else withhold(baseline, guards, hooks)
+        withheld += [RULES] if rules.withheld else []
+        guards[RULES] = guard(rules)
+        return Revision(entries, hooks, in_force(found.permissions, rules), found, guards,
+                        withheld, rules=rules)
 
     @staticmethod
     def _note_state(found: Discovered, path: Path) -> None:
@@ -272,6 +286,8 @@ class Registry:
             problem = (FailureMode.UNAPPROVED,
                        f"hook {e.qualified_name} is not approved; run "
                        f"`interlock hooks approve {e.qualified_name}`")
+        elif (why := import_problem(self.trust, e, accept=self.accept_hooks)) is not None:
+            problem = (FailureMode.UNAPPROVED, why)
         if problem is not None:
             label = "ineligible" if problem[0] is FailureMode.INELIGIBLE else "unapproved"
             guarded = guarded_events(e.declared.events,
@@ -287,20 +303,29 @@ class Registry:
             meta["shadows"] = e.shadows
         if d.effective_kind is HookKind.PYTHON:
             e.state = "active"
-            return make_hook(e.declared, e.digest, fn=load_handler(e.declared, e.digest, e.options),
-                             meta=meta)
+            imported: list[Path] = []
+            fn = load_handler(e.declared, e.digest, e.options, root=self.project_root,
+                              imported=imported)
+            pin_imports(self.trust, e, imported)
+            # The breaker inside, the pin check outside (as for executors below).
+            return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta),
+                                  policy_for(d), breakers=self.breakers), e.pins)
         executor = reuse.get((e.qualified_name, e.digest))
         if executor is None:
             try:
                 executor = make_executor(e.declared, e.command, self.project_root,
-                                         protected=(self.home, self.state_dir, self.managed))
+                                         protected=(self.home, self.state_dir, self.managed),
+                                         pycache=self.state_dir / "pycache")
             except ConfigError as exc:
                 field = exc.field or ("command" if e.command is not None else "kind")
                 raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
                                   line=e.declared.line, field=field, fix=exc.fix) from None
         e.state = "active"
         hook = make_hook(e.declared, e.digest, executor=executor, meta=meta)
-        return harden(hook, policy_for(d), breakers=self.breakers, metrics=self.metrics)
+        # Outside the breaker: a drifted file is no outage to count, and the
+        # block names the file.
+        return checked(harden(hook, policy_for(d), breakers=self.breakers,
+                              metrics=self.metrics), e.pins)
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:
@@ -393,6 +418,7 @@ class Registry:
         number = self._install(rev)
         unapproved = [e.qualified_name for e in rev.entries
                       if e.enabled and e.shadowed_by is None and not e.approved]
+        unapproved += [RULES] if rev.rules is not None and rev.rules.pending else []
         return self._tell(ReloadResult(True, True, number, changed, withheld=rev.withheld,
                                        unapproved=unapproved))
 
@@ -428,11 +454,16 @@ class Registry:
         withheld = set(self.withheld)
         targets: list[HookEntry] = []
         release: list[str] = []
+        rules = self.permission_consent
+        pending = rules is not None and rules.pending
         if names is None:
             targets = [e for e in self.hooks if e.needs_approval and not e.approved]
             release = sorted(withheld)
         else:
+            pending = pending and any(n in RULE_ALIASES for n in names)
             for name in names:
+                if name in RULE_ALIASES and RULES not in withheld:
+                    continue
                 # One approval covers what the hook now is: its new definition,
                 # and the removal or weakening of what it was.
                 held = [w for w in withheld if name in (w, w.partition(":")[2])]
@@ -444,8 +475,12 @@ class Registry:
                         raise
         targets = [e for e in targets if e.needs_approval and not e.approved]
         done = [e.qualified_name for e in targets]
-        if targets:
-            self.trust.approve([(e.key, e.digest, e.qualified_name) for e in targets], by=by)
+        items = [(e.key, e.digest, e.qualified_name) for e in targets]
+        if pending and rules is not None:
+            items.append((rules.key, rules.digest, RULES))
+            done.append(RULES)
+        if items:
+            self.trust.approve(items, by=by)
         if release:
             done += [r for r in self.trust.release(self.project_root, release) if r not in done]
         if done:
@@ -492,37 +527,25 @@ class Registry:
             return True
         return "hooks" in p.parts or p.is_relative_to(self.bundled.resolve())
 
-    async def watch(self, stop: asyncio.Event | None = None, *, debounce_ms: int = 300,
-                    rescan_ms: int = 2000) -> None:
-        """Apply changes to any config file or hook folder while running, until ``stop``."""
+    def watch_plan(self) -> Plan:
+        """The folders to watch (config layers, hook folders, the state dir) and the
+        pinned files to poll (a script outside ``.interlock/`` included)."""
+        return Plan(self.watch_dirs(), sorted(set(self.pinned_files)), self._relevant)
+
+    async def watch(self, stop: Stop | None = None, *, debounce_ms: int = DEBOUNCE_MS,
+                    rescan_ms: int = POLL_MS) -> None:
+        """Apply changes to any config file, hook folder, pinned file, approval or
+        toggle while running, until ``stop`` (an asyncio or threading Event)."""
         try:
-            from watchfiles import awatch
+            import watchfiles  # noqa: F401
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ConfigError("watching needs the watchfiles package",
                               fix="pip install watchfiles") from exc
-        stop = stop if stop is not None else asyncio.Event()
         with contextlib.suppress(OSError):
             self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-        catch_up = True  # changes made before the first watcher started count too
-        while not stop.is_set():
-            dirs = self.watch_dirs()
-            restart = False
-            async for changes in awatch(
-                    *dirs, stop_event=stop, debounce=debounce_ms, rust_timeout=rescan_ms,
-                    yield_on_timeout=True, watch_filter=lambda _c, p: self._relevant(p)):
-                if changes or catch_up:
-                    # After a restart, reload once the new watcher runs: files
-                    # written while no watcher covered them are not lost.
-                    catch_up = False
-                    try:
-                        await asyncio.to_thread(self.reload)
-                    except Exception:  # keep watching; the last good revision stays
-                        log.exception("reloading the hook configuration failed")
-                if self.watch_dirs() != dirs:  # a folder appeared (or went): watch again
-                    restart = catch_up = True
-                    break
-            if not restart:
-                return
+        await watch(self.watch_plan, lambda _paths: self.reload(),
+                    stop if stop is not None else asyncio.Event(),
+                    debounce_ms=debounce_ms, poll_ms=rescan_ms)
 
     # -- recording ---------------------------------------------------------------------
     def record(self, url: str | None = None) -> Attached:
@@ -593,18 +616,25 @@ def _close_executor(ex: Executor) -> None:
 
 def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,
                 sinks: Iterable[Sink] = (), record: bool = False,
-                store: str | None = None) -> tuple[Engine, Registry]:
+                store: str | None = None, timed: bool = False,
+                lenient: bool = False) -> tuple[Engine, Registry]:
     """An engine with the project's configured hooks loaded (raises ConfigError if invalid).
 
     With ``record`` every dispatch is audited, every failure dead-lettered and
     both counted, in ``store`` (default: ``$INTERLOCK_STORE``, else the state
-    dir's ``interlock.db``). Close with :func:`close_engine`.
+    dir's ``interlock.db``). ``timed``: hooks are timed even with no sinks.
+    ``lenient``: with no good revision, return the engine anyway, every gate
+    blocking (``registry.last_error`` says why). Close with :func:`close_engine`.
     """
-    engine = Engine(sinks=sinks)
+    engine = Engine(sinks=sinks, timed=timed)
     registry = Registry(engine, project_root=project_root, accept_hooks=accept_hooks,
                         config=config)
     try:
-        registry.load()
+        try:
+            registry.load()
+        except ConfigError:
+            if not lenient:
+                raise
         if record:
             registry.record(store)
     except ConfigError:  # no good revision, or a store that cannot be opened

@@ -36,6 +36,7 @@ APPROVALS = "approvals.json"
 TOGGLES = "toggles.json"
 BASELINES = "baselines.json"
 PINS = "extension_pins.json"
+IMPORTS = "imports.json"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,6 +63,9 @@ class TrustStore:
         self.baselines_path = state_dir / BASELINES
         # Apart from approvals too: the hooks' watcher reloads on approvals.json.
         self.pins_path = state_dir / PINS
+        # What each approved Python handler imported from the project when first
+        # loaded: a later load checks it before importing (see config/imports.py).
+        self.imports_path = state_dir / IMPORTS
 
     # -- files ----------------------------------------------------------------
     @contextlib.contextmanager
@@ -132,6 +136,12 @@ class TrustStore:
                 table[key] = {"digest": dig, "name": name, "approved_at": now, "by": by}
 
         self._update(self.approvals_path, change)
+        if self.imports_path.exists():  # a new approval covers the modules as they are now
+            def forget(data: dict[str, Any]) -> None:
+                for key, _dig, _name in items:
+                    data.setdefault("imports", {}).pop(key, None)
+
+            self._update(self.imports_path, forget)
 
     def revoke(self, keys: list[str]) -> int:
         removed = 0
@@ -145,6 +155,25 @@ class TrustStore:
 
         self._update(self.approvals_path, change)
         return removed
+
+    # -- modules an approved handler imports -----------------------------------------
+    def imports(self, key: str, digest: str) -> dict[str, str] | None:
+        """file -> sha256 of the project modules the approval ``digest`` of ``key`` loaded."""
+        found = self._load(self.imports_path).get("imports", {}).get(key)
+        if not isinstance(found, dict) or found.get("digest") != digest:
+            return None
+        files: dict[str, str] = found.get("files", {})
+        return files
+
+    def set_imports(self, key: str, digest: str, files: dict[str, str] | None) -> None:
+        def change(data: dict[str, Any]) -> None:
+            table = data.setdefault("imports", {})
+            if files is None:
+                table.pop(key, None)
+            else:
+                table[key] = {"digest": digest, "files": files}
+
+        self._update(self.imports_path, change)
 
     # -- fail-closed baseline ---------------------------------------------------
     def baseline(self, project: Path) -> dict[str, dict[str, Any]] | None:

@@ -14,9 +14,10 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from interlock._extui import UIState
 from interlock.agent.chat_ui import ChatUI, PlainUI, Pressed
-from interlock.agent.host import RunSpec, _print_step, build_agent
 from interlock.agent.options import PermissionPrompt
+from interlock.agent.runner import RunSpec, _print_step, build_agent
 
 
 def terminal_asker(ui: PlainUI) -> Callable[[PermissionPrompt], Awaitable[bool]]:
@@ -49,7 +50,8 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input, *, tty: bool | None 
 
     agent, host = build_agent(spec, interactive=True, on_text=on_text, on_step=on_step,
                               ask_person=terminal_asker(ui))
-    ui.attach(host.extensions.ui, agent)
+    state = host.extensions.ui if host.extensions is not None else UIState()
+    ui.attach(state, agent)
     sys.stderr.write(f"session {agent.session.id} · model {agent.session.model} · "
                      "/help for commands, /exit to quit\n")
     sys.stderr.write(agent.sandbox.status.line() + "\n")
@@ -79,7 +81,7 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input, *, tty: bool | None 
                     sys.stderr.write(f"[{result.status.value}] {result.text}\n")
             await agent.close()
         finally:
-            host.extensions.ui.frontend = None
+            state.frontend = None
             host.close()
 
     asyncio.run(loop())

@@ -138,9 +138,15 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str],
         if gate.blocked:
             refusal = gate.outcome.tool_block_error()
             refusal["reason"] = redact(refusal["reason"])
+            by = gate.outcome.hook
             agent.step("blocked", event="before_tool_call", tool=call.name, args=args,
-                       reason=refusal["reason"], hook=refusal["hook"])
+                       reason=refusal["reason"], hook=refusal["hook"],
+                       stand_in=by is not None and by.kind == "extension-guard")
             return "blocked", refusal, args
+        if gate.payload.args != args:
+            agent.step("rewritten", tool=call.name, args=args, new_args=gate.payload.args,
+                       hook=", ".join(h.hook for h in gate.outcome.hooks
+                                      if h.verdict == "modify"))
         args = gate.payload.args
         # Where the hooks judged the call is where it runs and is checked: a
         # sibling call's `cd` must not move it after approval.
@@ -221,6 +227,9 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
         return None
     reason = gate.outcome.reason if asked else (
         "a permission rule asks" if rule is Action.ASK else f"{call.name} needs approval")
+    agent.step("asked", tool=call.name, args=args, reason=reason,
+               hook=gate.outcome.hook.qualified_name
+               if asked and gate.outcome.hook is not None else None)
     request = await agent.gate("permission_request", tool_call_id=call.id, tool_name=call.name,
                                args=args, reason=reason)
     # Rules a hook suggests for later calls count only once this call is

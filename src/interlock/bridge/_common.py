@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from typing import Any
 
 
+DECISIONS = frozenset({"none", "approve", "ask", "retry", "respond", "skip", "block", "stop",
+                       "modify"})
+"""Every decision an outcome can carry (``Verdict``; ``modify`` for a bare rewrite)."""
+
+
 class BridgeError(Exception):
     """Anything that keeps a bridge from a real answer; the bridge then denies."""
 
@@ -54,16 +59,45 @@ class Result:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Result:
+        """The outcome the server (or the in-process engine) gave; BridgeError unless
+        every field the bridge acts on is present and of its type.
+
+        An answer the bridge does not fully understand is a deny, never "no
+        opinion": a missing or unknown decision (``"deny"``, ``"BLOCK"``) would
+        otherwise fall through every branch of a host's ``answer`` to "allow".
+        """
         try:
-            ctx = tuple((str(c["hook"]), str(c["text"])) for c in data.get("context") or ())
+            decision = data["decision"]
+            if not isinstance(decision, str) or decision not in DECISIONS:
+                raise TypeError(f"unknown decision {decision!r} (known: "
+                                f"{', '.join(sorted(DECISIONS))})")
+            event = data["event"]
+            if not isinstance(event, str) or not event:
+                raise TypeError(f"event {event!r} is not an event name")
+            texts = {k: data.get(k) for k in ("reason", "hint", "hook")}
+            for key, value in texts.items():
+                if value is not None and not isinstance(value, str):
+                    raise TypeError(f"{key} is not a string")
+            context = data.get("context") or ()
+            if not isinstance(context, list | tuple):
+                raise TypeError("context is not a list")
+            ctx = []
+            for item in context:
+                if not (isinstance(item.get("hook"), str) and isinstance(item.get("text"), str)):
+                    raise TypeError("a context item lacks its hook or text")
+                ctx.append((item["hook"], item["text"]))
             changes = data.get("changes") or {}
             if not isinstance(changes, dict):
                 raise TypeError("changes is not an object")
-            return cls(event=str(data["event"]), decision=str(data.get("decision") or "none"),
-                       reason=data.get("reason"), hint=data.get("hint"), hook=data.get("hook"),
-                       changes=changes, value=data.get("value"), context=ctx)
-        except (KeyError, TypeError, AttributeError) as exc:
-            raise BridgeError(f"the server's answer is malformed: {exc}") from None
+            return cls(event=event, decision=decision, reason=texts["reason"],
+                       hint=texts["hint"], hook=texts["hook"], changes=changes,
+                       value=data.get("value"), context=tuple(ctx))
+        except KeyError as exc:
+            raise BridgeError(f"the server's answer is malformed: it has no {exc} field; "
+                              "denied rather than guessed") from None
+        except (TypeError, AttributeError) as exc:
+            raise BridgeError(f"the server's answer is malformed: {exc}; "
+                              "denied rather than guessed") from None
 
     @property
     def ends(self) -> bool:
@@ -89,6 +123,31 @@ class Result:
                 text = text[:cap] + f"... [truncated {len(text) - cap} characters]"
             parts.append(f'<hook-context hook="{hook}">\n{text}\n</hook-context>')
         return "\n".join(parts)
+
+
+def logs_off_stderr() -> None:
+    """Send the engine's log lines to the state dir's ``bridge.log``, never to stderr.
+
+    Hosts read a hook's stderr as its reason (Claude's and Codex's exit 2), so a
+    warning logged while hooks load ("approving 1 hook(s) because of
+    --accept-hooks ...") would reach the model as policy. In process only: the
+    fast path imports no logging.
+    """
+    import logging
+
+    from interlock.paths import state_dir
+
+    handler: logging.Handler
+    try:
+        path = state_dir() / "bridge.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(path, delay=True)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    except OSError:
+        handler = logging.NullHandler()
+    logger = logging.getLogger("interlock")
+    logger.addHandler(handler)
+    logger.propagate = False
 
 
 def redact_reasons(record: dict[str, Any]) -> None:
@@ -120,6 +179,12 @@ def merge_covers(old: Any, new: Any) -> bool:
 
 def dumps(data: Any) -> str:
     return json.dumps(data, ensure_ascii=False, default=str)
+
+
+def as_text(value: Any) -> str:
+    """A tool result as the text a host shows the model in its place (never empty)."""
+    text = value if isinstance(value, str) else dumps(value)
+    return text or "[tool output removed by policy]"
 
 
 def tool_name(system: str, name: Any) -> str:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-    from interlock.agent.host import Host
+    from interlock.host import Host
 
 USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
          "[--socket PATH] [--local]\n"
@@ -93,6 +93,23 @@ class _Answer:
         return True
 
 
+def kill_hook_groups() -> None:
+    """SIGKILL the process groups of hooks still running in this process's engine.
+
+    The bridge is about to answer without them and exit; a hook it gave up on
+    must not go on acting. Safe in a signal handler: no import, no allocation
+    worth mentioning. With a server up no hook runs here, and the module was
+    never imported.
+    """
+    process = sys.modules.get("interlock.executors._process")
+    groups = getattr(process, "LIVE_GROUPS", None) if process is not None else None
+    for pgid in tuple(groups or ()):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
 def failure(mod: ModuleType, host_event: str, reason: str, *, scrub: bool = True) -> Reply:
     """The deny a failing bridge answers (no effect where the catalog says so).
 
@@ -114,7 +131,9 @@ def failure(mod: ModuleType, host_event: str, reason: str, *, scrub: bool = True
 
 def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> str:
     """The project's resolved root: --project, $INTERLOCK_PROJECT, the host's
-    project variable, else the nearest folder above cwd holding `.interlock/`."""
+    project variable, else the nearest folder at or above the call's cwd holding
+    `.interlock/`, up to the repository root (as every command finds it:
+    interlock._project), else that cwd, with a warning on stderr."""
     start = (opts.project or os.environ.get("INTERLOCK_PROJECT")
              or (os.environ.get(mod.PROJECT_ENV) if mod.PROJECT_ENV else None))
     if start:
@@ -124,14 +143,14 @@ def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> str
     if not (isinstance(cwd, str) and cwd) and isinstance(roots, list) and roots:
         cwd = roots[0]
     base = os.path.realpath(cwd if isinstance(cwd, str) and cwd else os.getcwd())
-    candidate = base
-    while True:
-        if os.path.isdir(os.path.join(candidate, ".interlock")):
-            return candidate
-        parent = os.path.dirname(candidate)
-        if parent == candidate:
-            return base
-        candidate = parent
+    from interlock._project import find_root
+
+    found = find_root(base)
+    if found is None:
+        sys.stderr.write(f"interlock bridge: no .interlock/ in {base} or above; "
+                         "only user and managed hooks apply\n")
+        return base
+    return found
 
 
 def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: Options,
@@ -150,46 +169,35 @@ def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: 
 
 
 def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str, Any]:
+    from interlock.bridge._common import logs_off_stderr
+
+    logs_off_stderr()  # hosts read stderr as the block reason
     try:
-        from interlock.registry import open_engine
+        from interlock.host import Host
     except ImportError as exc:
         raise BridgeError("no server is running and hooks cannot be loaded in process "
                           f"({exc}); start `interlock serve`") from None
-    from pathlib import Path
-
-    from interlock._extfind import present
     from interlock.bridge._events import build_event
-    from interlock.registry import close_engine
 
     event = build_event(system, payload)
-    engine, registry = open_engine(Path(root))
-    host: Host | None = None
-    if present(Path(root)):
-        # The extensions `interlock run` and `serve` load (their hooks, and stand-ins
-        # for the events a failed one guards); their machinery only when there are any.
-        from interlock.agent.host import Host, load_extensions
+    # The host every command assembles (interlock.host); the extension machinery is
+    # imported only when there are extensions to load.
+    from pathlib import Path
 
-        try:
-            host = Host(engine, registry, load_extensions(engine, Path(root)))
-        except BaseException:
-            close_engine(engine, registry)
-            raise
+    host: Host = Host.open(Path(root), record=False, extensions=None)
     try:
-        if not engine.hooks:
-            # DESIGN.md: a bridge never runs with no hooks; a host agent calling it
-            # expects a policy, and an empty one would mean "allow everything".
+        if not host.engine.hooks:
+            # A bridge never runs with no hooks: a host agent calling it expects a
+            # policy, and an empty one would mean "allow everything".
             raise BridgeError(f"no server is running and no hooks are configured for {root}; "
                               "configure .interlock/config.toml or start `interlock serve`")
         # Recorded like any host, but only once there is something to record: the
         # store's rows are written in one transaction when the bridge exits.
-        registry.record()
-        outcome = engine.emit_sync(event)
+        host.registry.record()
+        outcome = host.engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
     finally:
-        if host is not None:
-            host.close()
-        else:
-            close_engine(engine, registry)
+        host.close()
     from interlock.bridge._common import redact_reasons
 
     redact_reasons(out)
@@ -234,6 +242,7 @@ def main(argv: list[str]) -> int:
     def expire(signum: int, frame: object) -> None:
         reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s", scrub=False)
         if out.write(reply):
+            kill_hook_groups()
             os._exit(reply.code)
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -243,7 +252,12 @@ def main(argv: list[str]) -> int:
         if len(raw) > MAX_INPUT:
             raise BridgeError("the hook input is larger than 8 MiB")
         reply = run(mod, opts, raw, state, deadline)
-    except Exception as exc:  # any failure at all is a deny (DESIGN.md, Security: Bridges)
+    except BaseException as exc:  # any failure at all is a deny
+        # BaseException too: a hook (in process) raising SystemExit or
+        # KeyboardInterrupt must not end the bridge with exit 0 and no answer,
+        # which the host reads as "allow" (docs/one-policy.md, When the bridge
+        # fails). The watchdog never gets here: it leaves through os._exit.
+        kill_hook_groups()
         reason = str(exc) if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"
         reply = failure(mod, state["host_event"], reason)
     signal.setitimer(signal.ITIMER_REAL, 0)

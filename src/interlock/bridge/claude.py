@@ -11,6 +11,7 @@ from interlock.bridge._common import (
     Reply,
     Result,
     as_args,
+    as_text,
     common_fields,
     dumps,
     tool_name,
@@ -31,10 +32,19 @@ PROJECT_ENV = "CLAUDE_PROJECT_DIR"
 # Host events where a failing bridge must have no effect: observe events, and
 # those where "block" means "keep working" (DESIGN.md, What "fail closed"
 # means). A test holds this equal to what the catalog says.
+# Claude's events with no Interlock event: those it reads no verdict from (or
+# where a block means "keep working") get no effect; the rest fail closed.
+UNMAPPED_OBSERVE = frozenset({
+    'Elicitation', 'ElicitationResult', 'InstructionsLoaded', 'MessageDisplay',
+    'PostToolBatch', 'Setup', 'TeammateIdle', 'WorktreeRemove'})
+UNMAPPED_GATE = frozenset({'WorktreeCreate'})
 NO_EFFECT = frozenset({
     'CwdChanged', 'FileChanged', 'Notification', 'PermissionDenied', 'PostCompact',
-    'PostToolUseFailure', 'PreModelSwitch', 'SessionEnd', 'Stop', 'StopFailure',
-    'SubagentStop'})
+    'PostToolUseFailure', 'SessionEnd', 'Stop', 'StopFailure', 'SubagentStop'}) | UNMAPPED_OBSERVE
+
+# Events where Claude honours no block (it shows exit 2's stderr to the user
+# only); a rewrite it cannot apply there is refused at `bridge install`.
+DENY_IGNORED = frozenset({"SessionStart", "SubagentStart"})
 
 # Events where Claude reads a top-level {"decision": "block", "reason"}.
 TOP_LEVEL_BLOCK = frozenset({
@@ -54,6 +64,10 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["turn_id"] = p.get("prompt_id")
     if "tool_name" in p:
         out["tool_name"] = tool_name(system, p["tool_name"])
+        if system == "gemini" and "mcp_context" in p:  # mcp_<server>_<tool> is ambiguous
+            from interlock.toolnames import gemini_mcp_name
+
+            out["tool_name"] = gemini_mcp_name(out["tool_name"], p["mcp_context"])
         out["args"] = as_args(p.get("tool_input"))
         out["tool_call_id"] = p.get("tool_use_id") or p.get("tool_call_id") or ""
     if event == "after_tool_call":
@@ -62,6 +76,8 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["error"] = str(p.get("error") or "")
     elif event == "permission_denied":
         out["reason"] = p.get("reason")
+    elif event == "permission_request":
+        out["permission_updates"] = to_updates(system, p.get("permission_suggestions"))
     elif event == "user_input":
         out["text"] = str(p.get("prompt") or "")
     elif event in ("before_stop", "subagent_stop"):
@@ -77,7 +93,8 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["instructions"] = p.get("custom_instructions")
     elif event == "notification":
         out["message"] = str(p.get("message") or "")
-        out["kind"] = str(p.get("notification_type") or "info")
+        kind = str(p.get("notification_type") or "info")
+        out["kind"] = "permission_prompt" if kind == "ToolPermission" else kind  # Gemini's
     elif event == "subagent_start":
         out["task"] = str(p.get("prompt") or p.get("agent_type") or "")
         out["child_session_id"] = str(p.get("agent_id") or "")
@@ -100,6 +117,32 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["command"] = str(p.get("command_name") or p.get("command") or "")
         out["arguments"] = str(p.get("command_args") or p.get("arguments") or "")
     return out
+
+
+def to_updates(system: str, suggestions: Any) -> list[dict[str, Any]]:
+    """Claude's permission suggestions (``addRules`` entries) as Interlock's
+    ``permission_updates`` ({tool, pattern, action}); other kinds are skipped."""
+    out: list[dict[str, Any]] = []
+    for item in suggestions if isinstance(suggestions, list) else ():
+        if not (isinstance(item, dict) and item.get("type") == "addRules"):
+            continue
+        for rule in item.get("rules") or ():
+            if isinstance(rule, dict) and rule.get("toolName"):
+                out.append({"tool": tool_name(system, rule["toolName"]),
+                            "pattern": str(rule.get("ruleContent") or "*"),
+                            "action": str(item.get("behavior") or "allow")})
+    return out
+
+
+def to_suggestions(system: str, updates: Any) -> list[dict[str, Any]]:
+    """Interlock's ``permission_updates`` in Claude's PermissionUpdate shape."""
+    from interlock.toolnames import to_host
+
+    return [{"type": "addRules", "behavior": str(u.get("action") or "allow"),
+             "destination": "session",
+             "rules": [{"toolName": to_host(system, str(u.get("tool") or "")),
+                        "ruleContent": str(u.get("pattern") or "*")}]}
+            for u in (updates if isinstance(updates, list) else ()) if isinstance(u, dict)]
 
 
 def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -148,25 +191,40 @@ def answer(host: str, payload: dict[str, Any], r: Result, *, strict: bool = Fals
         if event in ("before_stop", "subagent_stop") and r.decision == "block":
             # Block means "keep working"; the reason is the next instruction.
             return Reply(dumps({"decision": "block", "reason": r.reason or r.block_text()}))
-        reply = deny(host, r.block_text())
-        if r.decision == "stop" and not strict:  # the run ends (Codex rejects `continue`)
+        reply = _deny(host, r.block_text(), strict)
+        if r.decision == "stop" and not (strict and host in _CODEX_NO_CONTINUE):
             import json
 
+            # Exit 0: the host reads JSON (and so `continue`) only then.
             body = {**json.loads(reply.stdout), "continue": False, "stopReason": r.block_text()}
-            return Reply(dumps(body), reply.stderr, reply.code)
+            return Reply(dumps(body), reply.stderr, 0)
         return reply
     if event == "before_tool_call":
         return _tool_answer(host, r, ctx, strict)
     if event == "permission_request":
+        # Claude applies updatedPermissions with an allow; Codex takes neither.
+        problem = unapplied(r, () if strict else ("permission_updates",))
+        if problem:
+            return deny(host, problem)
         if r.decision == "approve":
             decision: dict[str, Any] = {"behavior": "allow"}
-            if "args" in r.changes and not strict:
-                decision["updatedInput"] = r.changes["args"]
+            if "permission_updates" in r.changes:
+                decision["updatedPermissions"] = to_suggestions(
+                    SYSTEM, r.changes["permission_updates"])
             return Reply(dumps(_specific(host, decision=decision)))
-        problem = unapplied(r, ("args",) if not strict else ())
-        return deny(host, problem) if problem else Reply()
-    return _other_answer(host, r, ctx)
+        if r.changes:
+            # A rule change with nobody approving the call: Claude applies
+            # updatedPermissions only together with an allow.
+            return deny(host, "Interlock: policy changed the permission rules without "
+                              "approving the call; denied rather than dropped")
+        return Reply()
+    return _other_answer(host, r, ctx, strict)
 
+
+# Codex rejects `continue` / `stopReason` only here; elsewhere they stop the run.
+_CODEX_NO_CONTINUE = frozenset({"PreToolUse", "PermissionRequest"})
+# Codex events whose only way to refuse is `continue: false`.
+_CODEX_STOP_BLOCKS = frozenset({"PreCompact", "SessionStart", "SubagentStart"})
 
 _REWRITE_ASK = "Interlock: policy changed this call's arguments; confirm the changed call"
 _REWRITE_DENY = ("Interlock: policy changed this call's arguments and nothing approved the "
@@ -202,15 +260,34 @@ def _tool_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     return Reply(dumps(_specific(host, **out)) if out else "")
 
 
-def _other_answer(host: str, r: Result, ctx: str) -> Reply:
+def _deny(host: str, text: str, strict: bool) -> Reply:
+    if strict and host in _CODEX_STOP_BLOCKS:
+        # Codex's schemas for these have no `decision`, and it fails open on
+        # one; `continue: false` is what stops them.
+        return Reply(dumps({"continue": False, "stopReason": text}), text + "\n", 0)
+    return deny(host, text)
+
+
+def _other_answer(host: str, r: Result, ctx: str, strict: bool) -> Reply:
     event = r.event
     out: dict[str, Any] = {}
+    if strict and event == "after_tool_call" and "result" in r.changes:
+        # Codex has no updatedToolOutput (its PostToolUse schema rejects it and
+        # then lets the original output through); a block's reason is what the
+        # model sees in place of the output, so the rewritten result goes there.
+        body: dict[str, Any] = {"decision": "block", "reason": as_text(r.changes["result"])}
+        if ctx:
+            body.update(_specific(host, additionalContext=ctx))
+        problem = unapplied(r, ("result",))
+        return deny(host, problem) if problem else Reply(dumps(body))
     mapping = {"after_tool_call": {"result": "updatedToolOutput"},
                "session_start": {"initial_message": "initialUserMessage",
                                  "watch_paths": "watchPaths"}}.get(event, {})
+    if strict:
+        mapping = {}  # Codex's schemas take neither (and it fails open on them)
     problem = unapplied(r, tuple(mapping))
     if problem:
-        return deny(host, problem)
+        return _deny(host, problem, strict)
     for ours, theirs in mapping.items():
         if ours in r.changes:
             out[theirs] = r.changes[ours]

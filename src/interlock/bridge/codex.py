@@ -12,7 +12,7 @@ docs/dialects.md and docs/one-policy.md (codex-rs/hooks output_parser.rs).
 from __future__ import annotations
 
 from interlock.bridge import claude
-from interlock.bridge._common import Reply, Result
+from interlock.bridge._common import Reply, Result, dumps
 
 # typing is not imported at run time: it costs the bridge ~3 ms at start-up.
 TYPE_CHECKING = False
@@ -27,8 +27,10 @@ PROJECT_ENV = ""
 # Host events where a failing bridge must have no effect: observe events, and
 # those where "block" means "keep working" (DESIGN.md, What "fail closed"
 # means). A test holds this equal to what the catalog says.
+UNMAPPED_OBSERVE = frozenset({'Interrupt'})
+UNMAPPED_GATE: frozenset[str] = frozenset()
 NO_EFFECT = frozenset({
-    'PostCompact', 'SessionEnd', 'Stop', 'StopFailure', 'SubagentStop'})
+    'PostCompact', 'SessionEnd', 'Stop', 'SubagentStop'}) | UNMAPPED_OBSERVE
 
 host_event = claude.host_event
 
@@ -41,7 +43,11 @@ def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
 
 
 def deny(host: str, text: str) -> Reply:
-    return claude.deny(host, text or "denied by Interlock")
+    text = text or "denied by Interlock"
+    if host in ("PreCompact", "SessionStart", "SubagentStart"):
+        # No `decision` in these schemas (Codex fails open on one): stop instead.
+        return Reply(dumps({"continue": False, "stopReason": text}), text + "\n", 0)
+    return claude.deny(host, text)
 
 
 def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:

@@ -6,6 +6,20 @@ it, so the bridge denies before the agent gives up on it (a hook the agent
 times out is allowed to run by Claude Code). Existing settings are merged,
 never dropped: other hooks stay, and our own entries are replaced, not
 duplicated.
+
+Two things about the written command keep the bridge from failing open
+(docs/one-policy.md, When the bridge fails):
+
+- Python runs isolated (``-I``): agents run hooks in the project folder,
+  and a plain ``python -m`` would import a ``json.py`` or an ``interlock/``
+  planted there before the real ones. ``-I`` also ignores ``PYTHON*``
+  variables a project's agent settings could set.
+- A ``/bin/sh -c`` line runs the bridge and checks how it ended: an exit
+  code the bridge never answers with (the interpreter is gone: 127;
+  interlock cannot be imported: 1; killed by a signal) is turned into the
+  same reply the bridge gives when it fails, written into the line at
+  install time for that one event: the agent's deny on gate events,
+  nothing on observe events.
 """
 
 from __future__ import annotations
@@ -45,11 +59,57 @@ class Plan:
     deadline: int
 
 
-def command_for(agent: str, project: Path, deadline: int) -> str:
-    """The absolute command line an agent runs for the bridge."""
-    argv = [sys.executable, "-m", "interlock.bridge", agent, "--project", str(project),
-            "--deadline", str(deadline)]
-    return shlex.join(argv)
+ANSWER_CODES = {"claude": (0, 2), "codex": (0, 2), "gemini": (0, 2), "cursor": (0,),
+                "hermes": (0,), "moltis": (0, 1)}
+"""The exit codes each agent's bridge answers with; any other means it never answered."""
+
+
+def bridge_argv(agent: str, project: Path, deadline: int) -> list[str]:
+    """The isolated Python command line of the bridge itself."""
+    return [sys.executable, *python_flags(), "-m", "interlock.bridge", agent,
+            "--project", str(project), "--deadline", str(deadline)]
+
+
+def python_flags() -> list[str]:
+    """``-I`` (isolated: no cwd, no ``PYTHON*`` variables, no user site), unless
+    interlock itself lives in the user site; then ``-E -P`` keeps the first two."""
+    import site
+
+    import interlock
+
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE is not False else ""
+    here = Path(interlock.__file__).resolve()
+    if user_site and here.is_relative_to(Path(user_site).resolve()):
+        return ["-E", "-P"]
+    return ["-I"]
+
+
+def command_for(agent: str, project: Path, deadline: int, event: str | None = None) -> str:
+    """The absolute command line an agent runs for ``event`` (wrapped: see the module doc).
+
+    Without ``event``, the bare bridge command (what ``bridge install`` prints).
+    """
+    argv = bridge_argv(agent, project, deadline)
+    if event is None:
+        return shlex.join(argv)
+    from interlock.bridge import host
+    from interlock.bridge._core import failure
+
+    reason = ("the bridge could not start or crashed (its Python is gone, or cannot import "
+              f"interlock); reinstall it with `interlock bridge install {agent}`")
+    reply = failure(host(agent), event, reason, scrub=False)
+    script = guard_script(ANSWER_CODES[agent], reply.code)
+    return shlex.join(["/bin/sh", "-c", script, "interlock-bridge", reply.stdout.rstrip("\n"),
+                       reply.stderr.rstrip("\n"), *argv])
+
+
+def guard_script(answers: tuple[int, ...], code: int) -> str:
+    """The ``sh`` script: run the bridge, and when it ended with a code it never
+    answers with, write the reply it would have failed with ($1: stdout, $2:
+    stderr; ``code``: the exit code)."""
+    return (f'o=$1; e=$2; shift 2; "$@"; c=$?; case $c in {"|".join(map(str, answers))}) '
+            f'exit $c;; esac; if [ -n "$o" ]; then printf "%s\\n" "$o"; fi; '
+            f'printf "%s (exit %s)\\n" "$e" "$c" >&2; exit {code}')
 
 
 def config_path(agent: str, project: Path, *, user: bool = False) -> Path:
@@ -112,25 +172,30 @@ def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
     if timeout < 5:
         raise ConfigError("timeout must be at least 5 seconds", field="--timeout")
     project = project.resolve()
+    from interlock.bridge._fit import check
+
+    check(agent, project, EVENTS[agent])  # a rewrite the agent would drop: refused
     deadline = max(2, timeout - 3)
     target = path or config_path(agent, project, user=user)
+    check_importable()
     command = command_for(agent, project, deadline)
     if agent == "hermes":
-        _install_hermes(target, command, timeout)
+        _install_hermes(target, agent, project, deadline, timeout)
     else:
         data = _read_json(target)
         hooks = data.setdefault("hooks", {})
         if not isinstance(hooks, dict):
             raise ConfigError("'hooks' must be an object", file=str(target), field="hooks")
         for event in EVENTS[agent]:
+            line = command_for(agent, project, deadline, event)
             if agent == "cursor":
                 entries = hooks.setdefault(event, [])
                 if not isinstance(entries, list):
                     raise ConfigError(f"hooks.{event} must be a list", file=str(target))
                 hooks[event] = [e for e in entries if not _ours(e)]
-                hooks[event].append({"command": command, "timeout": timeout})
+                hooks[event].append({"command": line, "timeout": timeout})
             else:
-                handler: dict[str, Any] = {"type": "command", "command": command}
+                handler: dict[str, Any] = {"type": "command", "command": line}
                 # Gemini takes milliseconds; Claude and Codex take seconds.
                 handler["timeout"] = timeout * 1000 if agent == "gemini" else timeout
                 if agent == "gemini":
@@ -142,7 +207,26 @@ def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
     return Plan(path=target, command=command, timeout=timeout, deadline=deadline)
 
 
-def _install_hermes(target: Path, command: str, timeout: int) -> None:
+def check_importable() -> None:
+    """ConfigError unless the bridge imports under the flags the command uses.
+
+    A bridge that cannot import would deny every call (the wrapper fails
+    closed); better to say so now than at the agent's first tool call.
+    """
+    import subprocess
+
+    argv = [sys.executable, *python_flags(), "-c", "import interlock.bridge._core"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd="/", timeout=60,
+                          check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise ConfigError(f"{shlex.join(argv)} fails: {last}", field="python",
+                          fix="install interlock where this Python finds it in isolated "
+                              "mode (a venv or the system site-packages)")
+
+
+def _install_hermes(target: Path, agent: str, project: Path, deadline: int,
+                    timeout: int) -> None:
     import yaml
 
     data: Any = {}
@@ -158,7 +242,8 @@ def _install_hermes(target: Path, command: str, timeout: int) -> None:
         raise ConfigError("'hooks' must be a mapping", file=str(target), field="hooks")
     for event in EVENTS["hermes"]:
         entries = [e for e in (hooks.get(event) or []) if not _ours(e)]
-        entries.append({"command": command, "timeout": timeout})
+        entries.append({"command": command_for(agent, project, deadline, event),
+                        "timeout": timeout})
         hooks[event] = entries
     _write(target, yaml.safe_dump(data, sort_keys=False))
 

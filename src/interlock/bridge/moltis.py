@@ -22,9 +22,18 @@ PROJECT_ENV = ""
 # Host events where a failing bridge must have no effect: observe events, and
 # those where "block" means "keep working" (DESIGN.md, What "fail closed"
 # means). A test holds this equal to what the catalog says.
+UNMAPPED_OBSERVE: frozenset[str] = frozenset()
+UNMAPPED_GATE: frozenset[str] = frozenset()
 NO_EFFECT = frozenset({
     'AfterCompaction', 'AgentEnd', 'GatewayStart', 'GatewayStop', 'MessageSent',
     'SessionEnd'})
+
+# Events Moltis runs read-only: it ignores exit 1 and `modify` there, so a
+# rewrite the bridge answers is lost (refused at `bridge install`). A tool
+# result is rewritten on ToolResultPersist, never on AfterToolCall.
+DENY_IGNORED = frozenset({
+    "AfterToolCall", "SessionStart", "SessionEnd", "AgentEnd", "AfterCompaction",
+    "MessageSent", "Command", "GatewayStart", "GatewayStop"})
 
 
 def host_event(payload: dict[str, Any]) -> str:
@@ -52,9 +61,11 @@ def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         key = "text" if name == "message_received" else "content"
         out[key] = str(p.get("content") or "")
         out["channel"] = channel if isinstance(channel, str) else ""
-        if isinstance(channel, dict):
-            out["sender_id"] = str(channel.get("sender_id") or "")
-            out["channel"] = str(channel.get("chat_id") or "")
+        binding = p.get("channel_binding")
+        if isinstance(binding, dict):  # MessageReceived's provenance
+            out["platform"] = str(binding.get("surface") or SYSTEM)
+            out["sender_id"] = str(binding.get("sender_id") or "")
+            out["channel"] = out["channel"] or str(binding.get("chat_id") or "")
     elif name in ("before_llm_call", "after_llm_call", "before_agent_start"):
         out["model"] = str(p.get("model") or "")
         if name == "before_llm_call":
@@ -90,8 +101,8 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
         return deny(host, problem)
     if field and field in r.changes:
         value = r.changes[field]
-        data = value if field == "args" else {"content": value}
-        if field == "result":
-            data = {"result": value}
+        # BeforeToolCall and ToolResultPersist take the new value itself as
+        # `data`; the message events take {"content": ...}.
+        data = value if field in ("args", "result") else {"content": value}
         return Reply(dumps({"action": "modify", "data": data}))
     return Reply("")

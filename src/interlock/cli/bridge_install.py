@@ -20,7 +20,8 @@ def register(app: typer.Typer) -> None:
     @bridge_app.command("install")
     def install_cmd(
         agent: Annotated[str, typer.Argument(help="claude | codex | gemini | cursor | hermes")],
-        project: Annotated[Path, typer.Option(help="Project root.")] = Path("."),
+        project: Annotated[Path | None, typer.Option(
+            help="Project root (default: found from here, as every command finds it).")] = None,
         timeout: Annotated[int, typer.Option(
             help="The agent's hook timeout, seconds; the bridge denies 3 s before it.")] = 30,
         user: Annotated[bool, typer.Option(
@@ -30,10 +31,14 @@ def register(app: typer.Typer) -> None:
         """Write the agent's hook config (merged) so it calls the bridge."""
         from interlock.bridge.install import install
         from interlock.cli._common import user_errors
+        from interlock.host import Project
 
         with user_errors():
-            plan = install(agent, project, timeout=timeout, user=user, path=path)
-        typer.echo(f"wrote {plan.path}\n  command: {plan.command}\n"
+            where = Project.discover(project)
+            plan = install(agent, where.root, timeout=timeout, user=user, path=path)
+        typer.echo(f"{where.describe()}\nwrote {plan.path}\n  command: {plan.command}\n"
+                   "  (each event runs it inside a /bin/sh guard: a bridge that cannot start "
+                   "denies)\n"
                    f"  timeout: {plan.timeout}s (bridge deadline {plan.deadline}s)")
         if agent == "hermes":
             typer.echo("  Hermes asks before running new shell hooks: approve them once, or run "

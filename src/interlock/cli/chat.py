@@ -13,18 +13,20 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option(None, "--model", "-m",
                                   help="scripted:FILE or openai:NAME (default $INTERLOCK_MODEL)."),
         config: Path = typer.Option(None, "--config", help="Hooks config file to load."),
-        base_url: str = typer.Option(None, "--base-url"),
+        base_url: str = typer.Option(None, "--base-url",
+                                     help="OpenAI-compatible server (default $OPENAI_BASE_URL)."),
         api_key: str = typer.Option(None, "--api-key", envvar="OPENAI_API_KEY",
-                                    show_envvar=False),
+                                    show_envvar=False, help="API key (default $OPENAI_API_KEY)."),
         session: str = typer.Option(None, "--session", help="Resume this session id."),
         db: Path = typer.Option(None, "--db", help="Sessions database (default: state dir)."),
         allow: list[str] = typer.Option([], "--allow", help="Permission rule TOOL[:PATTERN]."),
         deny: list[str] = typer.Option([], "--deny", help="Permission rule TOOL[:PATTERN]."),
-        accept_hooks: bool = typer.Option(False, "--accept-hooks"),
+        accept_hooks: bool = typer.Option(False, "--accept-hooks",
+                                          help="Approve project hooks for this session."),
     ) -> None:
         """Chat with the agent. /new /reset /model NAME /compact /help; /exit or Ctrl-D quits."""
         from interlock.agent.chat import chat
-        from interlock.agent.host import RunSpec
+        from interlock.agent.runner import RunSpec
         from interlock.cli._common import user_errors
 
         with user_errors():

@@ -13,11 +13,10 @@ ASSUME_YES_ENV = "INTERLOCK_ASSUME_YES"
 
 
 def _project() -> Path:
-    here = Path.cwd()
-    for folder in (here, *here.parents):
-        if (folder / ".interlock").is_dir():
-            return folder
-    return here
+    """The project found from here, as every command finds it (interlock.host.Project)."""
+    from interlock.host import Project
+
+    return Project.discover().root
 
 
 def _consent(what: str, yes: bool) -> None:
@@ -39,8 +38,10 @@ def register(app: typer.Typer) -> None:
     app.add_typer(ext, name="ext")
 
     @ext.command("list")
-    def list_cmd(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-        """List extensions, where they come from, and whether they may load."""
+    def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                 = False) -> None:
+        """List extensions, where they come from, and whether they load (approved ones
+        are imported to find out, as a host would)."""
         from interlock.cli._common import print_json, user_errors
 
         with user_errors():
@@ -76,7 +77,12 @@ def register(app: typer.Typer) -> None:
                            f"{pin.digest[:23]}...)")
 
     @ext.command("remove")
-    def remove_cmd(name: str) -> None:
+    def remove_cmd(
+        name: str,
+        yes: Annotated[bool, typer.Option(
+            "--yes", "-y", help="Accepted as in install; removing runs no code, so it "
+                                "never asks.")] = False,
+    ) -> None:
         """Remove an installed extension (and its pin)."""
         from interlock.cli._common import user_errors
         from interlock.ext_install import Installer
@@ -125,7 +131,9 @@ def register(app: typer.Typer) -> None:
 
 
 def _status_rows() -> list[dict[str, object]]:
-    """Every discoverable extension and its consent status, without running its code."""
+    """Every discoverable extension and its status. Only extensions whose consent holds
+    (approved, unchanged) are loaded, as any host would load them, to tell ok from
+    failed; no other extension's code runs."""
     from interlock._dispatch import Engine
     from interlock.extensions import ExtensionSet
     from interlock.policies._common import interlock_home
@@ -144,6 +152,13 @@ def _status_rows() -> list[dict[str, object]]:
                 "guards": list(cand.guards),
                 "pin": (pin.commit[:12] or pin.version or pin.digest[7:19]) if pin else None,
             })
+        # Consent alone says "may load"; an approved extension that crashes while
+        # loading must not be listed as ok.
+        loaded = {info.name: info for info in exts.load_all()}
+        for row in rows:
+            info = loaded.get(str(row["name"]))
+            if row["status"] == "ok" and info is not None and info.status == "failed":
+                row["status"], row["message"] = "failed", info.message
         for key, pin in exts.pins.all().items():
             if pin.name in seen or key.startswith("project-"):
                 continue

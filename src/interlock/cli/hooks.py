@@ -9,38 +9,44 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 if TYPE_CHECKING:
-    from interlock._dispatch import Engine
-    from interlock.registry import HookEntry, Registry
+    from interlock.host import Host
+    from interlock.host import Project as Where
+    from interlock.registry import HookEntry
 
-Project = Annotated[Path, typer.Option("--project", "-C", help="Project root (default: here).",
-                                       file_okay=False)]
+Project = Annotated[Path | None, typer.Option(
+    "--project", "-C", file_okay=False,
+    help="Project root (default: the nearest folder holding .interlock/, from here up to "
+         "the repository root).")]
 Config = Annotated[Path | None, typer.Option("--config", help="Use this config file instead of "
                                              ".interlock/config.toml.", dir_okay=False)]
 
 
-def _open(project: Path, config: Path | None, *, accept: bool = False,
-          lenient: bool = False) -> tuple[Engine, Registry]:
-    """An engine and a loaded registry; with ``lenient`` a bad config is reported, not fatal."""
-    from interlock._dispatch import Engine
-    from interlock._errors import ConfigError
-    from interlock.registry import Registry
+def _open(project: Path | Where | None, config: Path | None, *, accept: bool = False,
+          lenient: bool = False, extensions: bool | None = False) -> Host:
+    """The project's host (interlock.host), not recording; with ``lenient`` a bad config
+    is reported, not fatal; outside any project with no other hooks, a warning."""
+    from interlock.host import Host
+    from interlock.host import Project as Where
 
-    engine = Engine(timed=True)
-    registry = Registry(engine, project_root=project, config=config, accept_hooks=accept)
-    try:
-        registry.load()
-    except ConfigError as exc:
-        if not lenient:
-            engine.close(timeout=1)
-            raise
-        sys.stderr.write(f"interlock: error: {exc}\n"
+    where = project if isinstance(project, Where) else Where.discover(project)
+    host = Host.open(where, config=config, accept_hooks=accept,
+                     record=False, timed=True, lenient=lenient, extensions=extensions)
+    error = host.registry.last_error
+    if error is not None:
+        sys.stderr.write(f"interlock: error: {error}\n"
                          "interlock: no valid hook configuration; every gate blocks\n")
-    return engine, registry
+    else:
+        host.warn_if_unguarded()
+    return host
 
 
-def _close(engine: Engine, registry: Registry) -> None:
-    registry.close()
-    engine.close(timeout=2)
+def _close(host: Host) -> None:
+    from interlock.registry import close_engine
+
+    if host.extensions is not None:
+        host.close()
+        return
+    close_engine(host.engine, host.registry, timeout=2)
 
 
 def _approved(e: HookEntry) -> str:
@@ -75,7 +81,7 @@ def register(app: typer.Typer) -> None:
 
     @hooks.command("list")
     def list_cmd(
-        project: Project = Path("."), config: Config = None,
+        project: Project = None, config: Config = None,
         as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
         eligible: Annotated[bool, typer.Option("--eligible",
                                                help="Only hooks eligible here.")] = False,
@@ -84,15 +90,21 @@ def register(app: typer.Typer) -> None:
         from interlock.cli._common import print_json, user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
+        registry = host.registry
         try:
             entries = [e for e in registry.hooks if e.eligible or not eligible]
+            rules = registry.permission_consent
             if as_json:
-                print_json({"revision": registry.revision,
+                print_json({"project_root": str(host.project.root),
+                            "project_found": host.project.found,
+                            "revision": registry.revision,
                             "hooks": [entry_dict(e) for e in entries],
+                            "permissions": rules.to_dict() if rules is not None else None,
                             "withheld": registry.withheld})
                 return
-            if not entries and not registry.withheld:
+            typer.echo(host.project.describe())
+            if not entries and not registry.withheld and (rules is None or not rules.declared):
                 typer.echo("no hooks configured")
                 return
             rows = [["NAME", "KIND", "EVENTS", "STATE", "APPROVED", "SHADOWS"]]
@@ -100,33 +112,48 @@ def register(app: typer.Typer) -> None:
                 state = e.state + (f" [{e.why}]" if e.why else "")
                 rows.append([e.qualified_name, e.definition.effective_kind.value,
                              ",".join(e.declared.events), state, _approved(e), e.shadows or ""])
+            if rules is not None and rules.declared:
+                rows.append([rules.name, "rules", "-", f"{len(rules.declared)} rule(s), "
+                             + rules.state, "yes" if rules.approved else
+                             ("n/a" if not rules.needs_approval else "no"), ""])
             for name in registry.withheld:
-                rows.append([name, "-", "-", "blocking (removal needs an operator)", "no", ""])
+                what = ("removed deny rules stay in force" if name == "project:permissions"
+                        else "blocking")
+                rows.append([name, "-", "-", f"{what} (removal needs an operator)", "no", ""])
             typer.echo(_table(rows))
         finally:
-            _close(engine, registry)
+            _close(host)
 
     @hooks.command("info")
     def info_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                 project: Project = Path("."), config: Config = None) -> None:
+                 project: Project = None, config: Config = None,
+                 as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                 = False) -> None:
         """Everything about one hook: its definition, state, files and docs."""
-        from interlock.cli._common import user_errors
+        from interlock.cli._common import print_json, user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
             try:
-                e = registry.entry(name)
-                for key, value in entry_dict(e).items():
+                e = host.registry.entry(name)
+                data = entry_dict(e)
+                data.update(command=e.command, files=[str(f) for f in e.files],
+                            docs=e.declared.docs or None)
+                if as_json:
+                    print_json(data)
+                    return
+                # The declaring file once, as file:line; what the hook runs under files.
+                data["file"] = f"{data['file']}:{data.pop('line')}" if data["line"] \
+                    else data.pop("line") or data["file"]
+                docs = data.pop("docs")
+                for key, value in data.items():
                     if value not in (None, "", [], {}):
-                        typer.echo(f"{key:>14}: {value}")
-                if e.command is not None:
-                    typer.echo(f"{'command':>14}: {e.command}")
-                for f in e.files:
-                    typer.echo(f"{'file':>14}: {f}")
-                if e.declared.docs:
-                    typer.echo("\n" + e.declared.docs)
+                        shown = ", ".join(value) if key == "files" else value
+                        typer.echo(f"{key:>14}: {shown}")
+                if docs:
+                    typer.echo("\n" + docs)
             finally:
-                _close(engine, registry)
+                _close(host)
 
     @hooks.command("test")
     def test_cmd(
@@ -138,7 +165,7 @@ def register(app: typer.Typer) -> None:
         = False,
         accept: Annotated[bool, typer.Option(
             "--accept-hooks", help="Approve new or edited hooks first (recorded).")] = False,
-        project: Project = Path("."), config: Config = None,
+        project: Project = None, config: Config = None,
     ) -> None:
         """Fire one event through the real hooks and print the effective outcome."""
         import json
@@ -161,131 +188,183 @@ def register(app: typer.Typer) -> None:
                     raise ConfigError("the payload must be a JSON object",
                                       file=str(payload_file), fix='e.g. {"args": {"command": '
                                                                   '"ls"}}')
-            ev = sample_event(event, tool=tool, payload=payload, cwd=str(project.resolve()))
-        engine, registry = _open(project, config, accept=accept, lenient=True)
+            from interlock.host import Project as Where
+
+            where = Where.discover(project)
+            ev = sample_event(event, tool=tool, payload=payload,
+                              cwd=str(where.start if project is None else where.root))
+            # The extensions `run` and `serve` load apply here too.
+            host = _open(where, config, accept=accept, lenient=True, extensions=None)
         try:
-            outcome = engine.emit_sync(ev)
+            outcome = host.engine.emit_sync(ev)
             if as_json:
-                print_json(outcome.to_dict(ev))
+                print_json({**outcome.to_dict(ev), "project_root": str(host.project.root)})
             else:
                 _print_outcome(outcome, ev)
+                typer.echo(host.project.describe(), err=True)
         finally:
-            _close(engine, registry)
-        if registry.last_error is not None:
+            _close(host)
+        if host.registry.last_error is not None:
             raise SystemExit(2)
 
     @hooks.command("doctor")
-    def doctor_cmd(project: Project = Path("."), config: Config = None,
-                   smoke: Annotated[bool, typer.Option(help="Run each hook once.")] = True
-                   ) -> None:
+    def doctor_cmd(project: Project = None, config: Config = None,
+                   smoke: Annotated[bool, typer.Option(help="Run each hook once.")] = True,
+                   as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                   = False) -> None:
         """Check scripts, consent and drift, requirements, a smoke run and fail-open gates."""
-        from interlock.cli._common import user_errors
+        from interlock.cli._common import print_json, user_errors
         from interlock.config.doctor import diagnose
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
         try:
-            report = diagnose(registry, smoke=smoke)
+            report = diagnose(host.registry, smoke=smoke)
         finally:
-            engine.close(timeout=2)
+            host.engine.close(timeout=2)
+        sandbox = _sandbox_finding(host.registry)
+        failed = any(f.level == "error" for f in [*report.findings, sandbox])
+        if as_json:
+            print_json({"project_root": str(host.project.root),
+                        "findings": [{"hook": f.hook, "level": f.level, "check": f.check,
+                                      "message": f.message}
+                                     for f in [*report.findings, sandbox]],
+                        "problems": report.problems, "ok": not failed})
+            raise SystemExit(1 if failed else 0)
         for f in report.findings:
             typer.echo(f"{f.level:5}  {f.hook}  {f.check}: {f.message}")
         if not report.findings:
             typer.echo("no hooks configured")
-        sandbox_failed = _sandbox_line(registry)
+        typer.echo(f"{sandbox.level:5}  {sandbox.hook}  {sandbox.check}: {sandbox.message}")
         typer.echo(f"{report.problems} problem(s)" if report.problems else "all good")
-        raise SystemExit(1 if sandbox_failed or any(f.level == "error"
-                                                    for f in report.findings) else 0)
+        raise SystemExit(1 if failed else 0)
 
-    def _sandbox_line(registry: Any) -> bool:
-        """Say whether the agent's commands are sandboxed here; True when the config
+    def _sandbox_finding(registry: Any) -> Any:
+        """Whether the agent's commands are sandboxed here; an error when the config
         requires a sandbox that cannot run."""
         from interlock.agent.sandbox import status
+        from interlock.config.doctor import Finding
 
         found = status()
         mode, network = registry.sandbox
         level = "ok" if found.available else ("error" if mode == "required" else "warn")
         extra = "" if network else "; no network (sandbox_network = false)"
-        typer.echo(f"{level:5}  agent  sandbox: {found.line().removeprefix('sandbox: ')}"
-                   f"{extra}" + ('; sandbox = "required" refuses to start'
-                                 if level == "error" else ""))
-        return level == "error"
+        return Finding("agent", level, "sandbox",
+                       f"{found.line().removeprefix('sandbox: ')}{extra}"
+                       + ('; sandbox = "required" refuses to start' if level == "error"
+                          else ""))
 
     @hooks.command("validate")
-    def validate_cmd(project: Project = Path("."), config: Config = None) -> None:
-        """Validate every config file and hook folder; exit 2 with file:line on error."""
+    def validate_cmd(project: Project = None, config: Config = None,
+                     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                     = False) -> None:
+        """Validate every config file and hook folder, and that each hook can run; exit 2
+        with file:line on error."""
         from interlock.cli._common import user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
+        registry = host.registry
         try:
+            if as_json:
+                _validate_json(host)
+            if _report_unrunnable(registry.hooks):
+                raise SystemExit(2)
+            if host.missing_policy():
+                # Nothing would guard an agent here: say so with a failing exit.
+                typer.echo(f"interlock: error: {host.project.describe()}, and no user or "
+                           "managed hooks are configured (fix: run from the project, pass "
+                           "--project, or create .interlock/config.toml)", err=True)
+                raise SystemExit(1)
             active = sum(1 for e in registry.hooks if e.state == "active")
             pending = [e.qualified_name for e in registry.hooks
                        if e.enabled and e.shadowed_by is None and not e.approved]
+            rules = registry.permission_consent
+            if rules is not None and rules.pending:
+                pending.append(rules.name)
             typer.echo(f"ok: {len(registry.hooks)} hook(s), {active} active, "
                        f"{len(registry.permissions)} permission rule(s)")
             if pending:
                 typer.echo(f"not approved: {', '.join(pending)} "
                            "(run `interlock hooks approve NAME`)")
+            typer.echo(host.project.describe())
         finally:
-            _close(engine, registry)
+            _close(host)
 
     @hooks.command("approve")
     def approve_cmd(
         name: Annotated[str | None, typer.Argument(help="source:name or name.")] = None,
         all_: Annotated[bool, typer.Option("--all", help="Every hook waiting.")] = False,
-        project: Project = Path("."), config: Config = None,
+        project: Project = None, config: Config = None,
+        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
     ) -> None:
-        """Approve a hook's current definition (pinned to its digest), or a removal."""
+        """Approve a hook's current definition (pinned to its digest), or a removal.
+        A hook that cannot run (hooks validate says why) is refused."""
         from interlock._errors import ConfigError
-        from interlock.cli._common import user_errors
+        from interlock.cli._common import print_json, user_errors
 
         with user_errors():
             if (name is None) == (not all_):
                 raise ConfigError("give a hook name or --all",
                                   fix="interlock hooks approve user:guard")
-            engine, registry = _open(project, config, lenient=True)
+            host = _open(project, config, lenient=True)
             try:
-                done = registry.approve(None if all_ else [name or ""])
+                # A hook that cannot run is not approved: approving a handler that does
+                # not compile would make the whole config invalid.
+                reg = host.registry
+                wanted = ([e for e in reg.hooks if e.needs_approval and not e.approved]
+                          if all_ else [e for e in reg.hooks if name in
+                                        (e.qualified_name, e.definition.name)][:1])
+                broken = [e for e in wanted if _report_unrunnable([e], refused=True)]
+                names: list[str] | None = None if all_ else [name or ""]
+                if broken:
+                    names = [e.qualified_name for e in wanted if e not in broken]
+                    names += list(reg.withheld) if all_ else []
+                done = reg.approve(names) if names is None or names else []
             finally:
-                _close(engine, registry)
-        typer.echo("approved: " + ", ".join(done) if done else "nothing to approve")
+                _close(host)
+        if as_json:
+            print_json({"approved": done, "refused": [e.qualified_name for e in broken]})
+        else:
+            typer.echo("approved: " + ", ".join(done) if done else "nothing to approve")
+        if broken:
+            raise SystemExit(2)
 
     @hooks.command("revoke")
     def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                   project: Project = Path("."), config: Config = None) -> None:
+                   project: Project = None, config: Config = None) -> None:
         """Withdraw a hook's approval."""
         from interlock.cli._common import user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
             try:
-                removed = registry.revoke(name)
-                q = registry.entry(name).qualified_name
+                removed = host.registry.revoke(name)
+                q = host.registry.entry(name).qualified_name
             finally:
-                _close(engine, registry)
+                _close(host)
         typer.echo(f"revoked: {q}" if removed else f"{q} was not approved")
 
-    def _toggle(name: str, on: bool, project: Path, config: Path | None) -> None:
+    def _toggle(name: str, on: bool, project: Path | None, config: Path | None) -> None:
         from interlock.cli._common import user_errors
 
         with user_errors():
-            engine, registry = _open(project, config)
+            host = _open(project, config)
             try:
-                e = registry.set_enabled(name, on)
+                e = host.registry.set_enabled(name, on)
             finally:
-                _close(engine, registry)
+                _close(host)
         typer.echo(f"{e.qualified_name}: {e.state}")
 
     @hooks.command("enable")
     def enable_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                   project: Project = Path("."), config: Config = None) -> None:
+                   project: Project = None, config: Config = None) -> None:
         """Turn a hook on in this project (bundled hooks are off until enabled)."""
         _toggle(name, True, project, config)
 
     @hooks.command("disable")
     def disable_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-                    project: Project = Path("."), config: Config = None) -> None:
+                    project: Project = None, config: Config = None) -> None:
         """Turn a hook off in this project (a managed hook cannot be disabled)."""
         _toggle(name, False, project, config)
 
@@ -325,6 +404,43 @@ def register(app: typer.Typer) -> None:
                    "`interlock hooks approve --all`")
 
 
+def _validate_json(host: Host) -> None:
+    """`hooks validate --json`: the counts and every problem as data; exits."""
+    from interlock.cli._common import print_json
+    from interlock.config.runnable import problems
+
+    registry = host.registry
+    found = [{"hook": e.qualified_name, "file": p.file, "line": p.line, "field": p.field,
+              "message": p.message, "fix": p.fix}
+             for e in registry.hooks if e.enabled and e.shadowed_by is None
+             for p in problems(e)]
+    missing = host.missing_policy()
+    print_json({
+        "ok": not found and not missing, "project_root": str(host.project.root),
+        "project_found": host.project.found, "hooks": len(registry.hooks),
+        "active": sum(1 for e in registry.hooks if e.state == "active"),
+        "permissions": len(registry.permissions),
+        "not_approved": [e.qualified_name for e in registry.hooks
+                         if e.enabled and e.shadowed_by is None and not e.approved],
+        "problems": found, "no_policy": missing})
+    raise SystemExit(2 if found else 1 if missing else 0)
+
+
+def _report_unrunnable(entries: Any, *, refused: bool = False) -> bool:
+    """Print why each enabled hook of ``entries`` cannot run; True if any cannot."""
+    from interlock.config.runnable import problems
+
+    found = False
+    for e in entries:
+        if not e.enabled or e.shadowed_by is not None:
+            continue
+        for problem in problems(e):
+            found = True
+            typer.echo(f"interlock: error: {problem}" +
+                       (f" ({e.qualified_name} not approved)" if refused else ""), err=True)
+    return found
+
+
 def _print_outcome(outcome: Any, event: Any) -> None:
     data = outcome.to_dict(event)
     line = f"{data['event']}: {data['decision']}"
@@ -339,5 +455,7 @@ def _print_outcome(outcome: Any, event: Any) -> None:
         typer.echo(f"  context from {item['hook']}: {item['text']}")
     for h in data.get("hooks") or []:
         extra = f" ({h['failure']})" if h.get("failure") else ""
+        if h.get("error"):
+            extra += f": {h['error']}"
         latency = f" {h['latency_ms']:.1f} ms" if h.get("latency_ms") is not None else ""
         typer.echo(f"  {h['hook']}: {h['verdict']} [{h['status']}]{extra}{latency}")

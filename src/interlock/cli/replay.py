@@ -12,7 +12,8 @@ def register(app: typer.Typer) -> None:
     def replay_cmd(
         transcript: Path = typer.Argument(..., help="A JSONL transcript (run --export)."),
         config: Path = typer.Option(None, "--config", help="Hooks config file to load."),
-        accept_hooks: bool = typer.Option(False, "--accept-hooks"),
+        accept_hooks: bool = typer.Option(False, "--accept-hooks",
+                                          help="Approve project hooks for this replay."),
         as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
         check: bool = typer.Option(False, "--check",
                                    help="Exit 1 when any decision would differ."),
@@ -21,13 +22,13 @@ def register(app: typer.Typer) -> None:
         tool or model, and report each decision that would now differ."""
         from dataclasses import asdict
 
-        from interlock.agent.host import open_host
         from interlock.agent.replay import read_events, replay
         from interlock.cli._common import print_json, user_errors
+        from interlock.host import Host, Project
 
         with user_errors():
             # A replay re-judges old calls: a dry run, so nothing is audited.
-            host = open_host(Path.cwd(), config=config, accept_hooks=accept_hooks,
+            host = Host.open(Project.discover(), config=config, accept_hooks=accept_hooks,
                              record=False)
             try:
                 report = replay(host.engine, read_events(transcript), source=str(transcript))

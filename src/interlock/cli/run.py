@@ -27,16 +27,21 @@ def register(app: typer.Typer) -> None:
         deny: list[str] = typer.Option([], "--deny", help="Permission rule TOOL[:PATTERN]."),
         accept_hooks: bool = typer.Option(False, "--accept-hooks",
                                           help="Approve project hooks for this run."),
-        max_turns: int = typer.Option(25, "--max-turns"),
+        max_turns: int = typer.Option(25, "--max-turns",
+                                      help="Model turns before the run stops."),
         verbose: bool = typer.Option(False, "--verbose", "-v", help="Show tool calls."),
+        as_json: bool = typer.Option(False, "--json", help="Print one JSON object (status, "
+                                     "final text, each blocked/asked/rewritten call) instead "
+                                     "of the streamed reply."),
     ) -> None:
         """Run PROMPT through the agent. Exit 0 when it completed, 1 when blocked,
-        stopped or failed, 2 on a usage error."""
-        from interlock.agent.host import RunSpec, run_once
+        stopped or failed (or when an extension's stand-in refused every tool call),
+        2 on a usage error. Each blocked, asked or rewritten call gets one stderr line."""
+        from interlock.agent.runner import RunSpec, run_once
         from interlock.cli._common import user_errors
 
         with user_errors():
             spec = RunSpec(model=model, config=config, base_url=base_url, api_key=api_key,
                            session=session, db=db, cwd=cwd, allow=allow, ask=ask, deny=deny,
                            accept_hooks=accept_hooks, max_turns=max_turns, verbose=verbose)
-            raise SystemExit(run_once(spec, prompt, export))
+            raise SystemExit(run_once(spec, prompt, export, as_json=as_json))

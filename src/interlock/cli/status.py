@@ -1,7 +1,11 @@
-"""`interlock status`: dead letters, breakers and recent hook activity at a glance."""
+"""`interlock status`: dead letters, breakers and recent hook activity at a glance,
+and the store's health: the file's, and (when `interlock serve` runs for the
+project) the server's writer: write errors, backlog, last commit. Exits 1 when
+the store is unhealthy."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -17,8 +21,12 @@ def register(app: typer.Typer) -> None:
         as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
         store: Annotated[str | None, typer.Option(help=STORE_HELP,
                                                   envvar="INTERLOCK_STORE")] = None,
+        project: Annotated[Path, typer.Option(
+            help="Project whose running `interlock serve` is asked for its store's "
+                 "health (over its Unix socket).")] = Path("."),
     ) -> None:
-        """Summarise the store: unresolved dead letters, open breakers, hook activity."""
+        """Summarise the store: unresolved dead letters, open breakers, hook activity,
+        and its health; exit 1 when it is unhealthy."""
         from interlock.cli._common import print_json, user_errors
         from interlock.cli._store import missing, open_backend, parse_time
 
@@ -33,10 +41,47 @@ def register(app: typer.Typer) -> None:
                     summary = _summary(backend, window)
                 finally:
                     backend.close()
+            summary["server_store"] = _server_store(project)
         if as_json:
             print_json(summary)
         else:
             typer.echo(_render(summary, since))
+        health = summary["server_store"]
+        if health is not None and not health.get("ok", True):
+            raise typer.Exit(1)
+
+
+def _server_store(project: Path) -> dict[str, Any] | None:
+    """The running server's store health (``GET /v1/status`` on the project's socket,
+    where the peer-uid check admits us), or None when no server answers."""
+    import http.client
+    import json
+    import socket
+
+    from interlock.server.paths import socket_path
+
+    path = socket_path(project.resolve())
+    if not path.exists():
+        return None
+
+    class Conn(http.client.HTTPConnection):
+        def connect(self) -> None:
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.settimeout(self.timeout)
+            sock.connect(str(path))
+            self.sock = sock
+
+    conn = Conn("localhost", timeout=5.0)
+    try:
+        conn.request("GET", "/v1/status")
+        resp = conn.getresponse()
+        data = json.loads(resp.read())
+    except (OSError, ValueError):
+        return None  # a stale socket: no server
+    finally:
+        conn.close()
+    store = data.get("store") if isinstance(data, dict) else None
+    return store if isinstance(store, dict) else None
 
 
 def _summary(backend: Any, since: float) -> dict[str, Any]:
@@ -60,28 +105,37 @@ def _summary(backend: Any, since: float) -> dict[str, Any]:
 
     return {
         "store": backend.location,
+        "created_at": backend.created_at(),
         "counts": backend.counts(),
         "dead_letters": letters,
         "hooks": hooks,
         "breakers": msgspec.to_builtins(backend.breakers()),
+        "dead_letter_overflow": [{"hook": h, "mode": m, "count": n, "first_at": f,
+                                  "last_at": la} for h, m, n, f, la in backend.overflow()],
     }
 
 
 def _render(summary: dict[str, Any], since: str) -> str:
     from interlock.cli._store import table, when
 
+    out = _render_health(summary.get("server_store"))
     if summary.get("store") is None:
-        return str(summary["note"])
+        return "\n".join([str(summary["note"]), *out])
     counts = summary["counts"]
-    out = [f"store: {summary['store']}",
+    out = [f"store: {summary['store']} (created {when(summary.get('created_at'))})",
            f"dead letters: {counts['unresolved']} unresolved of {counts['dead_letters']}; "
-           f"audit records: {counts['audit']}"]
+           f"audit records: {counts['audit']}", *out]
     open_breakers = [b for b in summary["breakers"] if b["state"] != "closed"]
     if open_breakers:
         out.append("\nbreakers not closed:")
         out.append(table(["HOOK", "STATE", "FAILURES", "OPENS", "NEXT PROBE"],
                          [[b["hook"], b["state"], str(b["failures"]), str(b["opens"]),
                            when(b["retry_at"])] for b in open_breakers]))
+    if summary["dead_letter_overflow"]:
+        out.append("\nfloods: failures counted past the cap, not stored one by one:")
+        out.append(table(["HOOK", "MODE", "COUNTED", "FIRST", "LAST"],
+                         [[o["hook"], o["mode"], str(o["count"]), when(o["first_at"]),
+                           when(o["last_at"])] for o in summary["dead_letter_overflow"]]))
     pending = [d for d in summary["dead_letters"] if d["unresolved"]]
     if pending:
         out.append("\nunresolved dead letters (`interlock deadletter list --unresolved`):")
@@ -102,3 +156,19 @@ def _render(summary: dict[str, Any], since: str) -> str:
     else:
         out.append(f"\nno hook activity since {since}")
     return "\n".join(out)
+
+
+def _render_health(health: dict[str, Any] | None) -> list[str]:
+    from interlock.cli._store import when
+
+    if health is None:
+        return ["store health: no server running for this project (nothing queued)"]
+    if health.get("ok"):
+        head = "store health: ok"
+    else:
+        head = "store health: UNHEALTHY (" + "; ".join(health.get("problems") or []) + ")"
+    age = health.get("oldest_unwritten_age_s") or 0.0
+    return [head,
+            f"  server's writer ({health.get('backend')}): backlog {health.get('backlog')} "
+            f"(oldest {age:.1f} s), write errors {health.get('write_errors')}, "
+            f"last commit {when(health.get('last_commit_at'))}"]

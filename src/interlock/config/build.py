@@ -16,6 +16,7 @@ import sys
 import traceback
 from collections.abc import Sequence
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from interlock._catalog import BY_NAME, FailClosed
@@ -25,6 +26,7 @@ from interlock._hooks import Executor, Hook, HookFn, Invocation, Matcher, OnErro
 from interlock.config import kinds
 from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.sources import Declared
+from interlock.dialects._matchers import for_dialect as dialect_matcher
 from interlock.reliability import Policy
 
 MAX_RETRIES = 10
@@ -80,12 +82,17 @@ def _module_name(decl: Declared, digest: str) -> str:
     return f"interlock_hooks.{decl.source.label}_{safe}_{digest[:12]}"
 
 
-def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = None) -> HookFn:
+def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = None, *,
+                 root: Path | None = None, imported: list[Path] | None = None) -> HookFn:
     """Import the hook's handler file and return its ``handle``.
 
     A freshly imported module's ``configure(options)`` is called once. The
     digest (part of the module's name) covers the options, so new options
     mean a new module, configured afresh, while unchanged ones keep state.
+
+    With ``root`` and ``imported``: the files of the modules the handler
+    imported from under ``root`` (while it was loaded, or named in its
+    globals) are appended to ``imported``, for the approval to pin them.
     """
     d = decl.definition
     assert d.handler is not None
@@ -96,6 +103,7 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
                           fix="create it, defining handle(event)", **where)  # type: ignore[arg-type]
     name = _module_name(decl, digest)
     module = sys.modules.get(name)
+    before = set(sys.modules)
     if module is None:
         spec = importlib.util.spec_from_file_location(name, path)
         assert spec is not None
@@ -113,6 +121,10 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
                               fix="fix the error in the handler file") from None
         _configure(module, d.name, path, decl, options or {})
         sys.modules[name] = module
+        module.__interlock_imports__ = _project_modules(  # type: ignore[attr-defined]
+            module, [sys.modules[m] for m in set(sys.modules) - before], root, path)
+    if imported is not None:
+        imported += [p for p in getattr(module, "__interlock_imports__", ()) if p not in imported]
     handle = getattr(module, "handle", None)
     if handle is None or not callable(handle):
         raise ConfigError(f"hook {d.name!r}: {path.name} defines no handle(event) function",
@@ -128,6 +140,27 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
                           file=str(path), fix="write `def handle(event):`")
     result: HookFn = handle
     return result
+
+
+def _project_modules(module: Any, new: list[Any], root: Path | None,
+                     handler: Path) -> list[Path]:
+    """Files of the modules ``new`` (imported while loading) and those named in the
+    handler's globals, that live under ``root``."""
+    if root is None:
+        return []
+    root = root.resolve()
+    mods = [*new, *(v for v in vars(module).values() if isinstance(v, ModuleType))]
+    mods += [sys.modules[m] for v in vars(module).values()
+             if (m := getattr(v, "__module__", None)) in sys.modules and m != module.__name__]
+    out: list[Path] = []
+    for mod in mods:
+        file = getattr(mod, "__file__", None)
+        if not isinstance(file, str):
+            continue
+        path = Path(file).resolve()
+        if path != handler and path.is_relative_to(root) and path not in out:
+            out.append(path)
+    return sorted(out)
 
 
 def _configure(module: Any, name: str, path: Path, decl: Declared,
@@ -171,8 +204,19 @@ def _executor_class(kind: HookKind) -> Any:
                       fix="install a release of interlock that ships the executors")
 
 
+def hook_cwd(decl: Declared, project_root: Path) -> Path:
+    """Where a command or worker hook runs (what its relative words resolve from)."""
+    d = decl.definition
+    if d.cwd is not None:
+        return (decl.folder / d.cwd).resolve()
+    if d.dialect == "moltis" and decl.hook_dir is not None:
+        return decl.hook_dir  # Moltis runs a HOOK.md hook in its own folder
+    return project_root
+
+
 def make_executor(decl: Declared, command: str | list[str] | None,
-                  project_root: Path, protected: Sequence[Path] = ()) -> Executor:
+                  project_root: Path, protected: Sequence[Path] = (),
+                  pycache: Path | None = None) -> Executor:
     d = decl.definition
     kind = d.effective_kind
     if kind in kinds.REMOTE_KINDS:
@@ -182,14 +226,14 @@ def make_executor(decl: Declared, command: str | list[str] | None,
         return kinds.build(d, decl.folder, project_root, decl.events, err, protected)
     assert command is not None
     cls = _executor_class(kind)
-    if d.cwd is not None:
-        cwd = (decl.folder / d.cwd).resolve()
-    elif d.dialect == "moltis" and decl.hook_dir is not None:
-        cwd = decl.hook_dir  # Moltis runs a HOOK.md hook in its own folder
-    else:
-        cwd = project_root
+    cwd = hook_cwd(decl, project_root)
+    env = dict(d.env)
+    if pycache is not None:
+        # Python reads and writes bytecode there, never from a __pycache__ in the
+        # project: a planted .pyc cannot stand in for a pinned script.
+        env.setdefault("PYTHONPYCACHEPREFIX", str(pycache))
     kwargs: dict[str, Any] = {
-        "hook_name": d.name, "cwd": cwd, "env": dict(d.env),
+        "hook_name": d.name, "cwd": cwd, "env": env,
         "env_passthrough": tuple(d.env_passthrough), "timeout": min(d.timeout, MAX_TIMEOUT),
         "project_dir": project_root, "plugin_root": decl.hook_dir,
     }
@@ -211,7 +255,7 @@ def make_hook(decl: Declared, digest: str, *, fn: HookFn | None = None,
         executor=executor,
         priority=d.priority,
         source=decl.source,
-        matcher=Matcher.parse(d.matcher),
+        matcher=Matcher.parse(dialect_matcher(d.dialect, d.matcher)),
         # A refusal is a plain check that always fails: it must never be queued
         # (background) or shadowed, or nothing would be blocked.
         modifies=False if refusal else d.modifies,

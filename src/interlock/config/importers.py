@@ -59,8 +59,8 @@ def _matcher(system: str, raw: Any) -> str | None:
     if text in ("", "*", ".*"):
         return None
     tools = _their_tools(system)
-    if system == "hermes":
-        return text  # Hermes already full-matches, on its own (our) tool names
+    if system == "hermes" and not _EXACT_LIST.match(text):
+        return text  # Hermes already full-matches; most of its names are ours
     if _EXACT_LIST.match(text):
         names = [n.strip() for n in re.split(r"[|,]", text) if n.strip()]
         return "|".join(dict.fromkeys(tools.get(n, n) for n in names))
@@ -199,10 +199,23 @@ def import_claude_like(system: str, path: Path) -> Imported:
                     hook["description"] = str(handler["description"])
                 if matcher is not None:
                     hook["matcher"] = matcher
-                timeout = _timeout(handler.get("timeout"), millis=system == "gemini")
+                # Codex spells it timeoutSec; Gemini's is in milliseconds.
+                raw = handler.get("timeout", handler.get("timeoutSec"))
+                timeout = _timeout(raw, millis=system == "gemini")
                 hook["timeout"] = timeout if timeout is not None else _DEFAULT_TIMEOUT[system]
-                if handler.get("async"):
+                env = handler.get("env")
+                if isinstance(env, dict) and env:  # Gemini's per-hook environment
+                    hook["env"] = {str(k): str(v) for k, v in env.items()}
+                if handler.get("async") or handler.get("asyncRewake"):
                     hook["background"] = True
+                    if handler.get("asyncRewake"):
+                        out.notes.append(f"{their_event}: {hook['name']}: asyncRewake imported "
+                                         "as a background hook; its exit 2 does not wake the "
+                                         "agent here")
+                if handler.get("if"):
+                    out.notes.append(f"{their_event}: {hook['name']}: condition if = "
+                                     f"{handler['if']!r} has no equivalent; the hook runs on "
+                                     "every call its matcher selects, and its script decides")
                 out.hooks.append(hook)
     return out
 

@@ -169,9 +169,15 @@ def convert_error(exc: msgspec.ValidationError, cls: type[msgspec.Struct], file:
     m = re.match(r"(.*) - at `\$(.*)`", text)
     if m:
         sub = _parse_at(m.group(2))
+        allowed = _allowed_values(cls, sub)
+        fix = _type_fix(m.group(1))
+        if allowed:
+            given = re.search(r"value '(.*)'", m.group(1))
+            close = difflib.get_close_matches(given.group(1) if given else "", allowed, n=1)
+            fix = f"use one of: {', '.join(allowed)}" + (
+                f" (did you mean {close[0]!r}?)" if close else "")
         return ConfigError(m.group(1), file=str(file), line=locate((*base, *sub)),
-                           field=".".join(str(p) for p in sub) or None,
-                           fix=_type_fix(m.group(1)))
+                           field=".".join(str(p) for p in sub) or None, fix=fix)
     return ConfigError(text, file=str(file), line=locate(base))
 
 
@@ -185,6 +191,28 @@ def _type_fix(msg: str) -> str:
     if "one of" in msg.lower() or "Invalid enum value" in msg:
         return "use one of the values the docs list (docs/configuration.md)"
     return "see docs/configuration.md for the field's type"
+
+
+def _allowed_values(cls: type[msgspec.Struct], sub: PathKey) -> list[str]:
+    """The values a Literal or enum field at ``sub`` accepts ([] for any other field)."""
+    import enum
+    import typing
+
+    names = [p for p in sub if isinstance(p, str)]
+    if not names:
+        return []
+    fields = {f.name: f.type for f in msgspec.structs.fields(cls)} \
+        if len(names) == 1 else {}
+    pending, out = [fields.get(names[0])], []
+    while pending:
+        tp = pending.pop()
+        if typing.get_origin(tp) is typing.Literal:
+            out += [str(a) for a in typing.get_args(tp)]
+        elif isinstance(tp, type) and issubclass(tp, enum.Enum):
+            out += [str(m.value) for m in tp]
+        else:
+            pending += list(typing.get_args(tp))
+    return out
 
 
 def _parse_at(at: str) -> PathKey:

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from interlock.config.drift import PinSet, read
 from interlock.config.model import HookDef
 from interlock.config.validate import KNOWN_OS
 
@@ -86,19 +87,33 @@ def folder_files(folder: Path) -> list[Path]:
 
 def digest(definition: dict[str, Any], files: Iterable[Path], base: Path | None = None) -> str:
     """sha256 over the normalised definition and each file's path, mode and content."""
+    return digest_and_pins(definition, files, base)[0]
+
+
+def digest_and_pins(definition: dict[str, Any], files: Iterable[Path],
+                    base: Path | None = None) -> tuple[str, PinSet]:
+    """The digest, and the pins checked before each run, from one read of each file.
+
+    One read: a file that changes between the two is then either in the
+    digest (not approved) or caught by the next check.
+    """
     h = hashlib.sha256()
     h.update(json.dumps(definition, sort_keys=True, default=str).encode())
+    reads = []
     for path in sorted(set(files)):
         label = str(path.relative_to(base)) if base is not None and path.is_relative_to(base) \
             else str(path)
         h.update(b"\0file\0" + label.encode())
-        try:
-            st = path.stat()
-            h.update(b"x" if st.st_mode & 0o111 else b"-")
-            h.update(path.read_bytes())
-        except OSError:
+        r = read(path)
+        reads.append(r)
+        if r.data is None:
             h.update(b"\0missing")
-    return h.hexdigest()
+            continue
+        h.update(r.mode_bit)
+        if r.link is not None:  # where a link points is part of what runs
+            h.update(b"\0link\0" + r.link.encode(errors="surrogateescape"))
+        h.update(r.data)
+    return h.hexdigest(), PinSet(reads)
 
 
 def current_os() -> str:

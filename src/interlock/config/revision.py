@@ -15,7 +15,9 @@ from typing import Any
 from interlock._errors import ConfigError, FailureMode
 from interlock._hooks import Executor, Hook, OnError, Source
 from interlock.config.build import guarded_events, refusal_hook
+from interlock.config.drift import PinSet
 from interlock.config.model import HookDef, HookKind, PermissionRule
+from interlock.config.rules import RulesConsent
 from interlock.config.sources import Declared, Discovered, Reference
 from interlock.trust import hook_key
 
@@ -42,7 +44,10 @@ class HookEntry:
     command: str | list[str] | None = None
     """The command with relative paths resolved."""
     files: list[Path] = field(default_factory=list)
-    """Files the digest covers."""
+    """Every file the approval pins: the digest covers them and each call checks
+    them (docs/configuration.md, Trust)."""
+    pins: PinSet | None = None
+    """Those files as read for the digest, checked before each call."""
     options: dict[str, Any] = field(default_factory=dict)
     """What the handler's ``configure`` gets: its own options, then a reference's."""
 
@@ -86,7 +91,10 @@ class Revision:
     guards: dict[str, dict[str, Any]]
     """Fail-closed hooks in force (the new baseline)."""
     withheld: list[str]
-    """Fail-closed hooks whose removal or weakening waits for an operator."""
+    """Fail-closed hooks (and ``project:permissions``) whose removal or weakening
+    waits for an operator."""
+    rules: RulesConsent | None = None
+    """The consent of the project's ``[[permissions]]`` (``permissions`` are those in force)."""
     number: int = 0
 
     def executors(self) -> dict[tuple[str, str], Executor]:
@@ -214,6 +222,8 @@ def withhold(baseline: dict[str, dict[str, Any]] | None, guards: dict[str, dict[
     if baseline is None:
         return withheld
     for qname, old in baseline.items():
+        if "events" not in old:  # the project's deny rules (config/rules.py)
+            continue
         new = guards.get(qname)
         if new is not None and set(old["events"]) <= set(new["events"]) and (
                 new["matcher"] is None or new["matcher"] == old["matcher"]):

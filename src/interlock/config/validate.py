@@ -15,6 +15,8 @@ from interlock._errors import ConfigError, RegistrationError, UnknownEventError
 from interlock._hooks import Matcher
 from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.parse import Locator, PathKey
+from interlock.dialects._matchers import check as check_matcher
+from interlock.dialects._matchers import for_dialect as dialect_matcher
 
 log = logging.getLogger("interlock.config")
 
@@ -78,13 +80,15 @@ def _check_reliability(d: HookDef, err: _Err, kind: HookKind) -> None:
     from interlock.config.build import RELIABILITY_FIELDS, policy_for
 
     if kind is HookKind.PYTHON:
+        # In process: a breaker (docs/reliability.md), but no retries.
         default = HookDef(name=d.name)
         for name in RELIABILITY_FIELDS:
+            if name.startswith("breaker_"):
+                continue
             if getattr(d, name) != getattr(default, name):
                 raise err(name, f"{name} has no effect on a python hook (it runs in process, "
-                          "with no retries or breaker)",
+                          "with a breaker but no retries)",
                           f"remove {name}, or run the check as a command or worker hook")
-        return
     try:
         policy_for(d)
     except ConfigError as exc:
@@ -137,7 +141,7 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
         log.warning("%s: hook %r: timeout %gs capped at %gs", file, d.name, d.timeout, MAX_TIMEOUT)
     _check_reliability(d, err, kind)
     try:
-        matcher = Matcher.parse(d.matcher)
+        matcher = Matcher.parse(dialect_matcher(d.dialect, d.matcher))
     except RegistrationError as exc:
         raise err("matcher", str(exc), "write an anchored regex such as terminal|read_file, "
                   "or a glob like mcp__github__*") from None
@@ -148,6 +152,9 @@ def check_hook(d: HookDef, file: Path, base: PathKey, locate: Locator) -> tuple[
             raise err("matcher", str(exc).split(": ", 1)[1], "match the tool or command name "
                       "only on events that have one (before_tool_call, command, ...), or "
                       "match one of the event's fields") from None
+    nothing = check_matcher(d.dialect, d.matcher, tuple(events))
+    if nothing is not None:
+        raise err("matcher", *nothing)
     if d.modifies and not any(BY_NAME[e].mutable for e in events):
         raise err("modifies", "none of this hook's events has fields a hook may change",
                   "remove modifies = true, or pick an event a hook may modify")

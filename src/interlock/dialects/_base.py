@@ -12,7 +12,9 @@ import msgspec
 from interlock._catalog import BY_NAME, COMMON, names_in
 from interlock._decisions import RANK, Decision, Verdict, context, modify
 from interlock._errors import ContractError
-from interlock.toolnames import host_names, to_host, to_ours
+from interlock._strictjson import AmbiguousJSON
+from interlock._strictjson import loads as strict_loads
+from interlock.toolnames import args_to_host, args_to_ours, host_names, to_host, to_ours
 
 if TYPE_CHECKING:
     from interlock._hooks import Invocation
@@ -49,6 +51,17 @@ class BaseDialect:
     def tool_from_host(self, tool: str) -> str:
         """Interlock's name for a host tool name (interlock.toolnames)."""
         return to_ours(self.system, tool)
+
+    def host_args(self, invocation: Invocation) -> dict[str, Any]:
+        """The event's tool arguments with the host's argument names (``file_path``...)."""
+        ev = invocation.event
+        return args_to_host(self.system, getattr(ev, "tool_name", ""), getattr(ev, "args", {}))
+
+    def our_args(self, invocation: Invocation, answer: dict[str, Any]) -> dict[str, Any]:
+        """A rewrite of the arguments the script answered, back in Interlock's names."""
+        ev = invocation.event
+        return args_to_ours(self.system, getattr(ev, "tool_name", ""),
+                            getattr(ev, "args", {}), answer)
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:
@@ -88,8 +101,12 @@ def extra_fields(invocation: Invocation, renames: Mapping[str, str] = {},
 def parse_json(invocation: Invocation, dialect: str, stdout: bytes) -> Any:
     """Parse a JSON answer; a ContractError that quotes the output otherwise."""
     try:
-        return msgspec.json.decode(stdout)
-    except msgspec.DecodeError:
+        return strict_loads(stdout)
+    except AmbiguousJSON as exc:
+        raise ContractError(
+            f"hook {label(invocation)} ({dialect} dialect) printed an ambiguous JSON answer "
+            f"({exc}): {preview(stdout)} (fix: name each field once)") from None
+    except ValueError:
         raise ContractError(
             f"hook {label(invocation)} ({dialect} dialect) printed something that is not "
             f"JSON: {preview(stdout)} (fix: print only the JSON answer on stdout; "
@@ -133,15 +150,19 @@ def combine(invocation: Invocation, dialect: str, decisions: list[Decision],
     """Fold what one answer said into one decision.
 
     Interlock runs rewrites (modify phase) and verdicts (check phase)
-    separately, so one hook answers one of them. A rewrite paired with allow
-    is a rewrite (the allow is implied by not blocking); a rewrite paired with
+    separately, so one hook answers one of them, except that an approval may
+    carry the rewrite it approves (allow + updatedInput). A rewrite paired with
     a block is a block. A rewrite paired with ask cannot be honoured either
     way without dropping something (nor can one with respond), so it is a failure.
     """
     best = max(decisions, key=lambda d: RANK[d.verdict], default=None)
     if changes:
-        if best is None or best.verdict is Verdict.APPROVE:
+        if best is None:
             return modify(context=ctx, **changes)
+        if best.verdict is Verdict.APPROVE:
+            # Claude's allow + updatedInput approves the changed call: both stand.
+            return Decision(verdict=Verdict.APPROVE, reason=best.reason, changes=changes,
+                            context=ctx)
         if best.verdict not in (Verdict.BLOCK, Verdict.STOP):
             raise contract(invocation, dialect, f"answered a rewrite together with "
                            f"{best.verdict.value}; Interlock cannot do both in one hook (fix: "

@@ -56,7 +56,7 @@ _RENAMES: dict[str, dict[str, str]] = {
     "user_input": {"text": "prompt"},
     "before_stop": {"last_message": "last_assistant_message"},
     "subagent_stop": {"result": "last_assistant_message", "child_session_id": "agent_id"},
-    "subagent_start": {"task": "prompt", "child_session_id": "agent_id"},
+    "subagent_start": {"task": "agent_type", "child_session_id": "agent_id"},
     "before_compaction": {"instructions": "custom_instructions"},
     "after_compaction": {"summary": "compact_summary"},
     "notification": {"kind": "notification_type"},
@@ -75,6 +75,11 @@ _CLAUDE_EXIT2_BLOCKS = frozenset({
     "task_completed", "config_change", "before_compaction", "after_tool_call", "command",
     "model_select"})
 _CLAUDE_EXIT2_FEEDBACK = frozenset({"tool_error"})
+
+# Codex rejects continue: false / stopReason here (elsewhere they stop the run),
+# and has no `decision` in these events' schemas.
+_CODEX_NO_STOP = frozenset({"before_tool_call", "permission_request"})
+_CODEX_NO_DECISION = frozenset({"before_compaction", "session_start", "subagent_start"})
 
 _TOP_KEYS = frozenset({"continue", "stopReason", "suppressOutput", "systemMessage",
                        "terminalSequence", "decision", "reason", "hookSpecificOutput"})
@@ -105,9 +110,20 @@ class ClaudeDialect(BaseDialect):
         }
         if "tool_name" in type(ev).__struct_fields__:
             body["permission_mode"] = "default"
+        if ev.turn_id is not None:
+            body["prompt_id"] = ev.turn_id
+        if ev.depth > 0:  # inside a subagent, Claude names it on every event
+            body["agent_id"] = ev.session_id
         body.update(extra_fields(invocation, _RENAMES.get(ev.name, {}), _SKIP))
+        if "permission_suggestions" in body:
+            from interlock.bridge.claude import to_suggestions
+
+            body["permission_suggestions"] = to_suggestions(self.system,
+                                                            body["permission_suggestions"])
         if "tool_name" in body:
             body["tool_name"] = self.tool_name(body["tool_name"])
+            if isinstance(body.get("tool_input"), dict):
+                body["tool_input"] = self.host_args(invocation)
         self.adapt(invocation, body)
         return dump(body)
 
@@ -150,17 +166,21 @@ class ClaudeDialect(BaseDialect):
         unknown = set(answer) - _TOP_KEYS
         if unknown and self.strict:
             raise contract(invocation, name, f"answered unknown field(s) {sorted(unknown)}")
-        need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
+        # What the person is shown; a deny with no reason of its own (hookify's
+        # shape) is explained by it.
+        shown = need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
+        why = shown or f"denied by hook {label(invocation)}"
         if self.strict:
-            for key, bad in (("continue", False), ("suppressOutput", True)):
-                if answer.get(key) is bad:
-                    raise contract(invocation, name, f"answered {key}: {str(bad).lower()}, "
-                                   "which codex does not support")
-            if "stopReason" in answer:
-                raise contract(invocation, name, "answered stopReason, which codex rejects")
-        elif answer.get("continue") is False:
-            why = need_str(invocation, name, answer.get("stopReason"), "stopReason")
-            return stop(why or f"stopped by hook {label(invocation)}")
+            if answer.get("suppressOutput") is True:
+                raise contract(invocation, name, "answered suppressOutput: true, which codex "
+                               "does not support")
+            if event in _CODEX_NO_STOP and (answer.get("continue") is False
+                                            or "stopReason" in answer):
+                raise contract(invocation, name, "answered continue: false or stopReason, "
+                               f"which codex rejects on {self.host_event(invocation)}")
+        if answer.get("continue") is False:
+            stop_why = need_str(invocation, name, answer.get("stopReason"), "stopReason")
+            return stop(stop_why or shown or f"stopped by hook {label(invocation)}")
 
         decisions: list[Decision] = []
         changes: dict[str, Any] = {}
@@ -175,16 +195,20 @@ class ClaudeDialect(BaseDialect):
                                f"{hso.get('hookEventName')!r}; this event is {expected!r}")
             ctx = need_str(invocation, name, hso.get("additionalContext"),
                            "additionalContext")
-            self._specific(invocation, hso, decisions, changes)
+            self._specific(invocation, hso, decisions, changes, why)
 
         top = answer.get("decision")
         reason = need_str(invocation, name, answer.get("reason"), "reason")
         if top is not None:
+            if top == "block" and self.strict and event in _CODEX_NO_DECISION:
+                raise contract(invocation, name, "answered decision \"block\", which is not "
+                               f"in codex's {self.host_event(invocation)} schema (codex fails "
+                               "open on it; block with continue: false)")
             if top == "block":
                 if self.strict and not reason:
                     raise contract(invocation, name, 'answered decision "block" with no '
                                    "reason; codex treats that as a failure")
-                decisions.append(block(reason or f"blocked by hook {label(invocation)}"))
+                decisions.append(block(reason or why))
             elif top == "approve" and not self.strict and event == "before_tool_call":
                 decisions.append(approve(reason))  # the legacy PreToolUse shape
             else:
@@ -195,17 +219,24 @@ class ClaudeDialect(BaseDialect):
         return combine(invocation, name, decisions, changes, ctx)
 
     def _specific(self, invocation: Invocation, hso: dict[str, Any],
-                  decisions: list[Decision], changes: dict[str, Any]) -> None:
+                  decisions: list[Decision], changes: dict[str, Any], why: str) -> None:
         name = self.name
         event = invocation.event.name
         if event == "before_tool_call":
-            self._pre_tool(invocation, hso, decisions, changes)
+            self._pre_tool(invocation, hso, decisions, changes, why)
         elif event == "permission_request":
             raw = hso.get("decision")
             if raw is None:
                 return
             dec = need_object(invocation, name, raw, "hookSpecificOutput.decision")
-            for reserved in ("updatedInput", "updatedPermissions", "interrupt"):
+            if "updatedPermissions" in dec and not self.strict:
+                require_modifies(invocation, name, "decision.updatedPermissions")
+                from interlock.bridge.claude import to_updates
+
+                changes["permission_updates"] = to_updates(self.system,
+                                                           dec["updatedPermissions"])
+            for reserved in ("updatedInput", "interrupt") + (
+                    ("updatedPermissions",) if self.strict else ()):
                 if reserved in dec:
                     raise contract(invocation, name, f"answered decision.{reserved}; "
                                    "Interlock's permission_request cannot take it (fix: "
@@ -215,7 +246,7 @@ class ClaudeDialect(BaseDialect):
             if behavior == "allow":
                 decisions.append(approve(message))
             elif behavior == "deny":
-                decisions.append(block(message or f"denied by hook {label(invocation)}"))
+                decisions.append(block(message or why))
             else:
                 raise contract(invocation, name, f"answered decision.behavior {behavior!r}; "
                                'use "allow" or "deny"')
@@ -234,7 +265,7 @@ class ClaudeDialect(BaseDialect):
                 changes["watch_paths"] = hso["watchPaths"]
 
     def _pre_tool(self, invocation: Invocation, hso: dict[str, Any],
-                  decisions: list[Decision], changes: dict[str, Any]) -> None:
+                  decisions: list[Decision], changes: dict[str, Any], why: str) -> None:
         name = self.name
         verdict = hso.get("permissionDecision")
         reason = need_str(invocation, name, hso.get("permissionDecisionReason"),
@@ -258,11 +289,11 @@ class ClaudeDialect(BaseDialect):
         if updated is not None:
             require_modifies(invocation, name, "updatedInput")
             self.check_rewrite(invocation)
-            changes["args"] = updated
+            changes["args"] = self.our_args(invocation, updated)
         if verdict is None or verdict == "defer":
             return
         if verdict == "deny":
-            decisions.append(block(reason or f"denied by hook {label(invocation)}"))
+            decisions.append(block(reason or why))
         elif verdict == "ask":
             decisions.append(ask(reason))
         elif verdict == "allow":

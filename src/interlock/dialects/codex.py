@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from interlock.executors._process import Completed
 
 _EXIT2_BLOCKS = frozenset({"before_tool_call", "permission_request", "after_tool_call",
-                           "before_stop", "subagent_stop"})
+                           "before_stop", "subagent_stop", "user_input"})
 _EDIT_TOOLS = frozenset({"write_file", "edit_file", "patch", "Write", "Edit", "MultiEdit"})
 
 
@@ -42,7 +42,9 @@ class CodexDialect(ClaudeDialect):
         if invocation.event.turn_id is not None:
             body["turn_id"] = invocation.event.turn_id
         tool_input = body.get("tool_input")
-        if body.get("tool_name") in _EDIT_TOOLS and isinstance(tool_input, dict):
+        ours = getattr(invocation.event, "tool_name", None)
+        if (ours in _EDIT_TOOLS or body.get("tool_name") in _EDIT_TOOLS) and isinstance(
+                tool_input, dict):
             patch = patch_text(tool_input)
             if patch is not None:
                 body["tool_name"] = "apply_patch"
@@ -79,7 +81,8 @@ def patch_text(args: dict[str, Any]) -> str | None:
     if isinstance(content, str):
         body = "".join(f"+{line}\n" for line in content.splitlines())
         return f"*** Begin Patch\n*** Add File: {path}\n{body}*** End Patch"
-    old, new = args.get("old_string"), args.get("new_string")
+    old = args.get("old_string", args.get("old"))
+    new = args.get("new_string", args.get("new"))
     if isinstance(old, str) and isinstance(new, str):
         lines = [f"-{line}" for line in old.splitlines()]
         lines += [f"+{line}" for line in new.splitlines()]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import TYPE_CHECKING, Any
 
-from interlock._decisions import Decision, approve, ask, block, respond, stop
+from interlock._decisions import Decision, ask, block, respond, stop
 from interlock._errors import HookCrash
 from interlock.dialects._base import (
     BaseDialect,
@@ -43,7 +43,9 @@ class GeminiDialect(BaseDialect):
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:
-        return {"GEMINI_PROJECT_DIR": project_dir, "GEMINI_SESSION_ID": session_id(invocation)}
+        # As Gemini's hook runner sets them (CLAUDE_PROJECT_DIR for Claude scripts).
+        return {"GEMINI_PROJECT_DIR": project_dir, "GEMINI_CWD": project_dir,
+                "GEMINI_SESSION_ID": session_id(invocation), "CLAUDE_PROJECT_DIR": project_dir}
 
     def encode(self, invocation: Invocation, *, project_dir: str) -> bytes:
         ev = invocation.event
@@ -58,7 +60,12 @@ class GeminiDialect(BaseDialect):
         name = ev.name
         if "tool_name" in data:
             body["tool_name"] = self.tool_name(data["tool_name"])
-            body["tool_input"] = data["args"]
+            body["tool_input"] = self.host_args(invocation)
+            server, sep, tool = data["tool_name"].removeprefix("mcp__").partition("__")
+            if data["tool_name"].startswith("mcp__") and sep:
+                # Gemini names MCP tools mcp_<server>_<tool> and says which is which.
+                body["tool_name"] = f"mcp_{server}_{tool}"
+                body["mcp_context"] = {"server_name": server, "tool_name": tool}
         if name == "after_tool_call":
             result = data["result"]
             body["tool_response"] = {
@@ -73,12 +80,12 @@ class GeminiDialect(BaseDialect):
             body["prompt_response"] = data["last_message"]
             body["stop_hook_active"] = data["stop_hook_active"]
         elif name == "before_llm_call":
-            body["llm_request"] = {"model": data["model"], "messages": data["messages"],
+            body["llm_request"] = {"model": data["model"],
+                                   "messages": to_gemini_messages(data["messages"]),
                                    "config": data["params"]}
         elif name == "after_llm_call":
-            body["llm_request"] = {"model": data["model"]}
-            body["llm_response"] = {"text": data["text"], "tool_calls": data["tool_calls"],
-                                    "finish_reason": data["finish_reason"]}
+            body["llm_request"] = {"model": data["model"], "messages": []}
+            body["llm_response"] = gemini_response(data["text"], data["finish_reason"])
         elif name in ("session_start", "before_compaction"):
             key = "source" if name == "session_start" else "trigger"
             body[key] = data[key]
@@ -86,7 +93,10 @@ class GeminiDialect(BaseDialect):
             body["reason"] = data["reason"]
         elif name == "notification":
             body["message"] = data["message"]
-            body["notification_type"] = data["kind"]
+            # Gemini's only type is ToolPermission; details carry the call, if any.
+            body["notification_type"] = ("ToolPermission" if data["kind"] == "permission_prompt"
+                                         else data["kind"])
+            body["details"] = {}
         return dump(body)
 
     def decode(self, invocation: Invocation, result: Completed) -> Decision | None:
@@ -109,20 +119,19 @@ class GeminiDialect(BaseDialect):
         name = self.name
         event = invocation.event.name
         flow = event in _FLOW
-        need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
+        shown = need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
         if flow and answer.get("continue") is False:
             why = need_str(invocation, name, answer.get("stopReason"), "stopReason")
-            return stop(why or f"stopped by hook {label(invocation)}")
+            return stop(why or shown or f"stopped by hook {label(invocation)}")
         decisions: list[Decision] = []
         changes: dict[str, Any] = {}
         reason = need_str(invocation, name, answer.get("reason"), "reason")
         verdict = answer.get("decision")
         if verdict is not None and flow:
             if verdict in ("deny", "block"):
-                decisions.append(block(reason or f"denied by hook {label(invocation)}"))
-            elif verdict == "allow":
-                if event == "before_tool_call":
-                    decisions.append(approve(reason))
+                decisions.append(block(reason or shown or f"denied by hook {label(invocation)}"))
+            elif verdict in ("allow", "approve"):
+                pass  # Gemini's pass-through: no opinion, never an approval
             elif verdict == "ask" and event == "before_tool_call":
                 decisions.append(ask(reason))
             else:
@@ -146,7 +155,7 @@ class GeminiDialect(BaseDialect):
             require_modifies(invocation, name, "hookSpecificOutput.tool_input")
             new = need_object(invocation, name, hso["tool_input"], "tool_input")
             # Gemini merges these keys over the model's arguments.
-            changes["args"] = {**getattr(ev, "args", {}), **new}
+            changes["args"] = {**getattr(ev, "args", {}), **self.our_args(invocation, new)}
         elif ev.name == "after_tool_call" and "tool_output" in hso:
             require_modifies(invocation, name, "hookSpecificOutput.tool_output")
             changes["result"] = hso["tool_output"]
@@ -155,23 +164,62 @@ class GeminiDialect(BaseDialect):
                 require_modifies(invocation, name, "hookSpecificOutput.llm_request")
                 req = need_object(invocation, name, hso["llm_request"], "llm_request")
                 if "messages" in req:
-                    changes["messages"] = req["messages"]
+                    changes["messages"] = from_gemini_messages(req["messages"])
                 if "config" in req:
                     changes["params"] = req["config"]
             if "llm_response" in hso:
                 resp = need_object(invocation, name, hso["llm_response"], "llm_response")
-                text = need_str(invocation, name, resp.get("text"), "llm_response.text")
+                text = response_text(resp)
                 if text is None:
-                    raise contract(invocation, name, "answered llm_response without text")
-                return respond({"text": text, "tool_calls": resp.get("tool_calls") or []})
+                    raise contract(invocation, name, "answered llm_response without text or "
+                                   "candidates[].content.parts")
+                return respond({"text": text, "tool_calls": []})
         elif ev.name == "after_llm_call" and "llm_response" in hso:
             require_modifies(invocation, name, "hookSpecificOutput.llm_response")
             resp = need_object(invocation, name, hso["llm_response"], "llm_response")
-            if "text" in resp:
-                changes["text"] = need_str(invocation, name, resp["text"], "llm_response.text")
-            if "tool_calls" in resp:
-                changes["tool_calls"] = resp["tool_calls"]
+            text = response_text(resp)
+            if text is not None:
+                changes["text"] = text
         return None
+
+
+# Gemini's hook LLM shapes (its hookTranslator's decoupled LLMRequest and
+# LLMResponse): roles user / model / system, reply text in
+# candidates[].content.parts. Interlock's messages are in OpenAI's shape.
+_TO_GEMINI_ROLE = {"assistant": "model", "tool": "user", "developer": "system"}
+
+
+def to_gemini_messages(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"role": _TO_GEMINI_ROLE.get(str(m.get("role")), m.get("role") or "user"),
+             "content": m.get("content") if m.get("content") is not None else ""}
+            for m in messages]
+
+
+def from_gemini_messages(messages: Any) -> Any:
+    if not isinstance(messages, list):
+        return messages  # the engine's schema check reports it
+    return [{**m, "role": "assistant" if m.get("role") == "model" else m.get("role")}
+            if isinstance(m, dict) else m for m in messages]
+
+
+def gemini_response(text: str, finish_reason: str | None) -> dict[str, Any]:
+    finish = {"stop": "STOP", "length": "MAX_TOKENS", "content_filter": "SAFETY"}
+    candidate: dict[str, Any] = {"content": {"role": "model", "parts": [text]}, "index": 0}
+    if finish_reason:
+        candidate["finishReason"] = finish.get(finish_reason, "OTHER")
+    return {"text": text, "candidates": [candidate]}
+
+
+def response_text(resp: dict[str, Any]) -> str | None:
+    """The reply text of an LLMResponse: its candidates' parts, else its text."""
+    candidates = resp.get("candidates")
+    if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+        parts = (candidates[0].get("content") or {}).get("parts")
+        if isinstance(parts, list):
+            return "".join(p if isinstance(p, str) else str(p.get("text", ""))
+                           if isinstance(p, dict) else "" for p in parts)
+    text = resp.get("text")
+    return text if isinstance(text, str) else None
 
 
 GEMINI = GeminiDialect()

@@ -16,10 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-import msgspec
-
 from interlock._decisions import Decision, ask, block
 from interlock._errors import HookCrash
+from interlock._strictjson import loads as strict_loads
 from interlock.dialects._base import (
     BaseDialect,
     combine,
@@ -39,7 +38,14 @@ if TYPE_CHECKING:
     from interlock._hooks import Invocation
     from interlock.executors._process import Completed
 
-_RENAMES = {"user_input": {"text": "user_message"}}
+# Our field -> Hermes's kwarg, per event (the kwargs its call sites pass).
+_RENAMES = {
+    "user_input": {"text": "user_message"},
+    "subagent_start": {"task": "child_goal"},
+    "subagent_stop": {"result": "child_summary"},
+    "command": {"arguments": "args_raw"},
+    "llm_error": {"error": "error_message"},
+}
 _DEFAULT_BLOCK = "Blocked by shell hook."
 
 
@@ -54,14 +60,14 @@ class HermesDialect(BaseDialect):
                              frozenset({"tool_name", "args"}))
         if ev.turn_id is not None:
             extra["turn_id"] = ev.turn_id
+        if ev.name == "user_input":
+            extra["platform"] = ev.platform  # pre_llm_call passes it
         tool = getattr(ev, "tool_name", None)
         event = self.host_event(invocation)
-        if event == "command:*":  # Hermes fires the concrete command:NAME
-            event = f"command:{getattr(ev, 'command', '')}"
         body = {
             "hook_event_name": event,
             "tool_name": self.tool_name(tool) if tool is not None else None,
-            "tool_input": getattr(ev, "args", None) if tool is not None else None,
+            "tool_input": self.host_args(invocation) if tool is not None else None,
             "session_id": session_id(invocation),
             "cwd": ev.cwd or project_dir,
             "profile": "default",
@@ -78,8 +84,8 @@ class HermesDialect(BaseDialect):
                 answer = parse_json(invocation, self.name, text)
             else:
                 try:
-                    answer = msgspec.json.decode(text)
-                except msgspec.DecodeError:
+                    answer = strict_loads(text)
+                except ValueError:  # a repeated key too: never read half an answer
                     answer = None
         if code == 2 and invocation.event.name == "before_tool_call":
             reason = None
@@ -144,7 +150,8 @@ class HermesDialect(BaseDialect):
         require_modifies(invocation, self.name, f"modify ({key})")
         new = need_object(invocation, self.name, new, key)
         # Hermes merges a modify over the arguments, key by key.
-        changes["args"] = {**getattr(invocation.event, "args", {}), **new}
+        changes["args"] = {**getattr(invocation.event, "args", {}),
+                           **self.our_args(invocation, new)}
 
 
 HERMES = HermesDialect()

@@ -59,7 +59,9 @@ class MoltisDialect(BaseDialect):
     system = "moltis"
 
     def body(self, invocation: Invocation) -> dict[str, Any]:
-        """The tagged HookPayload Moltis would send for this event."""
+        """The tagged HookPayload Moltis would send for this event (crates/common
+        hooks.rs: no tool_call_id, params or system_prompt; counters Interlock
+        does not keep are 0)."""
         ev = invocation.event
         d = ev.to_dict()
         name = ev.name
@@ -68,10 +70,9 @@ class MoltisDialect(BaseDialect):
             out["session_key"] = session_id(invocation)
         channel = {"surface": ev.platform}
         if name in ("before_tool_call", "after_tool_call", "tool_result_persist"):
-            out["tool_call_id"] = d["tool_call_id"]
             out["tool_name"] = self.tool_name(d["tool_name"])
         if name == "before_tool_call":
-            out["arguments"] = d["args"]
+            out["arguments"] = self.host_args(invocation)
             out["channel"] = channel
         elif name == "after_tool_call":
             out["success"] = d["status"] == "ok"
@@ -79,28 +80,30 @@ class MoltisDialect(BaseDialect):
             out["channel"] = channel
         elif name == "tool_result_persist":
             out["result"] = d["result"]
+            out["channel"] = channel
         elif name == "before_agent_start":
-            out.update(prompt=d["prompt"], system_prompt=d["system_prompt"])
+            out["model"] = ""
         elif name == "agent_end":
-            out["text"] = d["final_text"]
+            out.update(text=d["final_text"] or "", iterations=0, tool_calls=0)
         elif name == "before_llm_call":
-            out.update(model=d["model"], messages=d["messages"], params=d["params"])
+            out.update(provider="", model=d["model"], messages=d["messages"], tool_count=0,
+                       iteration=0)
         elif name == "after_llm_call":
-            out.update(model=d["model"], text=d["text"], tool_calls=d["tool_calls"])
+            out.update(provider="", model=d["model"], text=d["text"], tool_calls=d["tool_calls"],
+                       input_tokens=0, output_tokens=0, iteration=0)
         elif name == "before_compaction":
-            out.update(message_count=d["message_count"], instructions=d["instructions"],
-                       summary=d["summary"])
+            out["message_count"] = d["message_count"]
         elif name == "after_compaction":
-            out.update(summary_len=len(d["summary"]), summary=d["summary"])
+            out["summary_len"] = len(d["summary"])
         elif name == "message_received":
-            out.update(content=d["text"], channel=d["channel"], sender_id=d["sender_id"],
-                       channel_binding=channel)
+            out.update(content=d["text"], channel=d["channel"] or None,
+                       channel_binding={**channel, "sender_id": d["sender_id"]})
         elif name in ("before_message_send", "message_sent"):
             out["content"] = d["content"]
         elif name == "session_start":
             out["channel"] = channel
         elif name == "command":
-            out.update(action=d["command"], arguments=d["arguments"])
+            out.update(action=d["command"], sender_id=None)
         elif name == "gateway_start":
             out["address"] = d["address"]
         return out
@@ -154,9 +157,12 @@ class MoltisDialect(BaseDialect):
                                    f"hook may not change (it may change: {', '.join(names)})")
             if not changes:
                 return None  # the payload echoed back unchanged
+            if isinstance(changes.get("args"), dict):
+                changes["args"] = self.our_args(invocation, changes["args"])
         elif isinstance(mutable, tuple):
             if mutable[1] == "args":
-                data = need_object(invocation, self.name, data, "data (the new arguments)")
+                data = self.our_args(invocation, need_object(
+                    invocation, self.name, data, "data (the new arguments)"))
             changes = {mutable[1]: data}
         else:
             data = need_object(invocation, self.name, data, "data")

@@ -71,6 +71,11 @@ def host_env(extra: Mapping[str, str], env: Mapping[str, str] | None = None) -> 
     return out
 
 
+LIVE_GROUPS: set[int] = set()
+"""Process groups of hooks running now: a bridge that answers before they are
+done (its watchdog fired) kills them on its way out (bridge/_core.py)."""
+
+
 def kill_group(pid: int) -> None:
     """SIGKILL the process group led by ``pid``; gone already is fine."""
     try:
@@ -166,6 +171,7 @@ async def run_once(
         raise HookCrash(f"hook {label} could not start {argv[0]!r}: "
                         f"{exc.strerror or exc}") from None
     pid = transport.get_pid()
+    LIVE_GROUPS.add(pid)
     finished = False
     try:
         stdin_pipe = transport.get_pipe_transport(0)
@@ -199,6 +205,7 @@ async def run_once(
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(asyncio.shield(collector.exited), _REAP_GRACE)
         transport.close()
+        LIVE_GROUPS.discard(pid)
     code = transport.get_returncode()
     return Completed(exit_code=-1 if code is None else code, stdout=bytes(collector.out),
                      stderr=bytes(collector.err), stderr_truncated=collector.err_truncated)

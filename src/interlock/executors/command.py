@@ -18,6 +18,8 @@ import msgspec
 
 from interlock._decisions import Decision, block, decode_wire
 from interlock._errors import ConfigError, ContractError, HookCrash
+from interlock._strictjson import AmbiguousJSON
+from interlock._strictjson import loads as strict_loads
 from interlock.executors._process import Completed, argv_for, clean_env, host_env, run_once
 
 if TYPE_CHECKING:
@@ -120,8 +122,12 @@ def decode_answer(stdout: bytes, label: str) -> Decision | None:
     if not stdout.strip():
         return None
     try:
-        answer = msgspec.json.decode(stdout)
-    except msgspec.DecodeError:
+        answer = strict_loads(stdout)
+    except AmbiguousJSON as exc:
+        raise ContractError(
+            f"hook {label} printed an ambiguous JSON answer ({exc}): {_preview(stdout)} "
+            "(fix: name each field once)") from None
+    except ValueError:
         raise ContractError(
             f"hook {label} printed something that is not a JSON answer: "
             f"{_preview(stdout)} (fix: print one JSON object such as "

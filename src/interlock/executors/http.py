@@ -39,6 +39,7 @@ from interlock._errors import (
     HookTimeout,
 )
 from interlock._hooks import Invocation
+from interlock._strictjson import loads as strict_loads
 
 if TYPE_CHECKING:
     from interlock._hooks import Executor
@@ -262,8 +263,8 @@ class HttpExecutor:
         if not raw.strip():
             return None
         try:
-            answer: Any = msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
+            answer: Any = strict_loads(raw)
+        except ValueError as exc:  # AmbiguousJSON included: a repeated key is no answer
             raise ContractError(f"{self._me()} answered invalid JSON ({exc}); answer {{}} "
                                 'or {"decision": ..., "reason": ...}') from None
         try:

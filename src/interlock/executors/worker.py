@@ -34,7 +34,9 @@ import msgspec
 from interlock._decisions import Decision, decode_wire
 from interlock._errors import ConfigError, ContractError, HookCrash, HookFailure, HookTimeout
 from interlock._runner import LoopThread
-from interlock.executors._process import argv_for, clean_env, kill_group
+from interlock._strictjson import AmbiguousJSON
+from interlock._strictjson import loads as strict_loads
+from interlock.executors._process import LIVE_GROUPS, argv_for, clean_env, kill_group
 from interlock.executors.command import DEFAULT_OUTPUT_CAP
 
 if TYPE_CHECKING:
@@ -89,15 +91,18 @@ class _Worker(asyncio.SubprocessProtocol):
                 "it is refused, not truncated (fix: answer less, or raise output_cap)"))
 
     def _answer(self, line: bytes) -> None:
+        problem = ""
         try:
-            answer = msgspec.json.decode(line)
+            answer = strict_loads(line)
             rid = answer["id"] if isinstance(answer, dict) else None
-        except (msgspec.DecodeError, KeyError):
+        except AmbiguousJSON as exc:
+            rid, problem = None, f" ({exc}: which value counts is ambiguous)"
+        except (ValueError, KeyError):
             rid = None
         if not isinstance(rid, int):
             text = line.decode("utf-8", "replace")
             self.fail(ContractError(
-                f"worker {self.label} wrote a line that is not an answer: "
+                f"worker {self.label} wrote a line that is not an answer{problem}: "
                 f"{text[:120]!r} (fix: stdout is the protocol; print logs to stderr)"))
             return
         future = self.pending.pop(rid, None)
@@ -127,6 +132,7 @@ class _Worker(asyncio.SubprocessProtocol):
         self.dead = True
         if self.transport is not None:
             kill_group(self.transport.get_pid())
+            LIVE_GROUPS.discard(self.transport.get_pid())
             self.transport.close()
 
 
@@ -249,6 +255,7 @@ class WorkerExecutor:
         except OSError as exc:
             raise HookCrash(f"worker {label} could not start {self.argv[0]!r}: "
                             f"{exc.strerror or exc}") from None
+        LIVE_GROUPS.add(transport.get_pid())
         worker.stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
         self.starts += 1
         return worker

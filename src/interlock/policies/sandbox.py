@@ -5,7 +5,10 @@ Every path is resolved the way the OS would resolve it before it is judged:
 (``cd`` inside a command is followed), ``..`` collapsed, and symlinks
 followed with ``os.path.realpath``. A path is refused when either its written
 form or its real target falls under a deny root or matches a denied name, or
-when allow roots are set and its real target is outside all of them.
+when allow roots are set and its real target is outside all of them. A
+command that acts recursively (``rm -r``, ``cp -r``, ``tar``, ``grep -r``,
+``rg`` ...) on a directory that contains a deny root (``~`` holds ``~/.ssh``)
+is refused too.
 
 Denied by default: ``~/.ssh``, ``~/.gnupg``, ``~/.aws``, ``~/.kube``,
 ``~/.docker/config.json``, ``~/.netrc``, ``~/.config/gcloud``, other
@@ -16,6 +19,7 @@ users' (profiles') homes next to ours (``/home/bob`` when HOME is
 
 from __future__ import annotations
 
+import functools
 import glob
 import os
 import posixpath
@@ -91,16 +95,26 @@ class Sandbox:
             return f"{path!r} resolves to {real!r}, outside the allowed roots"
         return None
 
+    @functools.cached_property
+    def _deny_roots(self) -> tuple[tuple[str, str], ...]:
+        """(root, its realpath) of every deny root, resolved once: realpath was most of
+        the time of a check when it ran per word."""
+        return tuple((root, os.path.realpath(root)) for root in self.deny)
+
+    @functools.cached_property
+    def _real_home(self) -> str:
+        return os.path.realpath(self.home)
+
     def _denied(self, path: str) -> str | None:
-        for root in self.deny:
-            if _under(path, root) or _under(path, os.path.realpath(root)):
+        for root, real in self._deny_roots:
+            if _under(path, root) or _under(path, real):
                 return f"is under the denied root {root!r}"
         for part in path.split("/"):
             if part and _matches(part, self.deny_names) and not _matches(part, self.allow_names):
                 return f"is a protected file ({part!r})"
         if self.deny_other_homes:
             homes = posixpath.dirname(posixpath.normpath(self.home))
-            real_home = os.path.realpath(self.home)
+            real_home = self._real_home
             if homes not in ("", "/") and _under(path, homes) and not (
                     _under(path, self.home) or _under(path, real_home)) and path != homes:
                 return "is inside another user's home"
@@ -117,9 +131,13 @@ class Sandbox:
                     token in command for token in ("~", "..", "/", "$")):
                 return f"could not parse the command ({exc}), and it names paths"
             return None
+        # One command line names the same words again and again (`cd a && make && cd ..`):
+        # each (word, directory) is resolved once per call, never across calls, as
+        # the file system may change between them.
+        memo: dict[tuple[str, str, bool], str | None] = {}
         for cmd in commands:
             why = self._check_unparsed(cmd) if cmd.unparsed is not None else \
-                self._check_words(cmd)
+                self._check_words(cmd, memo)
             if why:
                 return why
         return None
@@ -135,26 +153,67 @@ class Sandbox:
                     return f"{why} (in {cmd.unparsed.strip()[:60]!r}, which could not be parsed)"
         return None
 
-    def _check_words(self, cmd: Command) -> str | None:
+    def _contains_denied(self, cmd: Command) -> str | None:
+        """A recursive command over a directory that holds a deny root (``grep -r x ~``)."""
+        words = [w for w in cmd.args if w and not w.startswith("-")]
+        if cmd.name in _RECURSIVE_DEFAULT_CWD:
+            if words and not any(a in ("-e", "-f", "--regexp", "--file") or
+                                 a.startswith(("--regexp=", "--file=")) for a in cmd.args):
+                words = words[1:]  # the pattern
+            words = words or ["."]
+        homes = posixpath.dirname(posixpath.normpath(self.home))
+        for word in words:
+            for candidate in _path_candidates(word):
+                lexical, real = self.resolve(candidate, cmd.cwd)
+                for form in dict.fromkeys((lexical, real)):
+                    for root, real_root in self._deny_roots:
+                        if form not in (root, real_root) and (
+                                _under(root, form) or _under(real_root, form)):
+                            return (f"{word!r} contains the denied root {root!r}: a "
+                                    f"recursive `{cmd.name}` would reach it")
+                    if self.deny_other_homes and homes not in ("", "/") and \
+                            _under(homes, form):
+                        return (f"{word!r} contains other users' homes: a recursive "
+                                f"`{cmd.name}` would reach them")
+        return None
+
+    def _check_words(self, cmd: Command, memo: dict[tuple[str, str, bool], str | None]
+                     ) -> str | None:
+        if _recursive(cmd):
+            why = self._contains_denied(cmd)
+            if why:
+                return why
         words = list(cmd.argv)
         targets = [t for _op, t in cmd.redirects]
         for i, word in enumerate(words + targets):
             # Paths inside inline scripts (python -c "open('/x')"): deny lists only.
             for embedded in _EMBEDDED.findall(word):
                 if embedded != word:
-                    why = self.check_path(embedded, cmd.cwd, require_allow=False)
+                    why = self._check_once(memo, embedded, cmd.cwd, False)
                     if why:
                         return why
+            if i == 0 and "/" not in word and not word.startswith("~"):
+                # A program name without a slash is looked up on PATH, not in the
+                # working directory: only its name can be denied.
+                if _matches(word, self.deny_names) and not _matches(word, self.allow_names):
+                    return f"{word!r} is a protected file ({word!r})"
+                continue
             for candidate in _path_candidates(word):
                 looks_like_path = "/" in candidate or candidate.startswith(("~", "."))
                 for path in self._globbed(candidate, cmd.cwd):
                     # Program names and plain words are only checked against the
                     # deny lists; allow roots apply to things written as paths.
-                    why = self.check_path(path, cmd.cwd,
-                                          require_allow=looks_like_path and i > 0)
+                    why = self._check_once(memo, path, cmd.cwd, looks_like_path and i > 0)
                     if why:
                         return why
         return None
+
+    def _check_once(self, memo: dict[tuple[str, str, bool], str | None], path: str, cwd: str,
+                    require_allow: bool) -> str | None:
+        key = (path, cwd, require_allow)
+        if key not in memo:
+            memo[key] = self.check_path(path, cwd, require_allow=require_allow)
+        return memo[key]
 
     def _globbed(self, word: str, cwd: str) -> list[str]:
         if not _GLOB.search(word):
@@ -162,6 +221,31 @@ class Sandbox:
         lexical, _ = self.resolve(word, cwd)
         found = glob.glob(lexical, include_hidden=True)
         return found[:256] or [word]
+
+
+_ALWAYS_RECURSIVE = frozenset({"tar", "bsdtar", "rg", "ag", "ack", "7z", "7za", "borg",
+                               "restic", "rclone"})
+_RECURSIVE_DEFAULT_CWD = frozenset({"rg", "ag", "ack", "grep", "egrep", "fgrep"})
+_RECURSIVE_FLAG = frozenset({"rm", "cp", "scp", "grep", "egrep", "fgrep", "zip", "chmod",
+                             "chown", "chgrp", "diff", "rsync", "gsutil", "shred"})
+
+
+def _recursive(cmd: Command) -> bool:
+    """Does ``cmd`` read or change whole directory trees?"""
+    name = cmd.name
+    if name in _ALWAYS_RECURSIVE:
+        return True
+    if name == "find":
+        return any(a in ("-exec", "-execdir", "-ok", "-okdir", "-delete") for a in cmd.args)
+    if name not in _RECURSIVE_FLAG:
+        return False
+    for a in cmd.args:
+        if a in ("--recursive", "--archive", "--dereference-recursive"):
+            return True
+        if a.startswith("-") and not a.startswith("--") and (
+                "r" in a or "R" in a or (name in ("cp", "rsync") and "a" in a)):
+            return True
+    return False
 
 
 def _path_candidates(word: str) -> Iterable[str]:

@@ -33,139 +33,39 @@ from __future__ import annotations
 import functools
 import posixpath
 import re
-import threading
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
-SHELLS = frozenset({"sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "busybox-sh", "fish"})
-MAX_DEPTH = 8
-"""Nested scripts (bash -c inside eval inside ...) deeper than this are a parse error."""
+from interlock.policies import shell_words as words
+from interlock.policies.shell_model import (
+    _ASSIGNMENT,
+    INSTALL_HINT,
+    MAX_DEPTH,
+    SHELLS,
+    Command,
+    Scope,
+    ShellParseError,
+    apply_state,
+    assign,
+    decode_ansi_c,
+    find_roots,
+    is_shell,
+    listed,
+    positional_value,
+    read_into,
+    read_names,
+    require_parser,
+    shell_script_of,
+)
+from interlock.policies.shell_output import UNKNOWN_OUTPUT, joined_output, literal_output
+from interlock.policies.shell_wrappers import unwrap
 
-# Wrappers: the command they run follows their own options. Values: options
-# of that wrapper that take an argument.
-_WRAPPERS: dict[str, frozenset[str]] = {
-    "sudo": frozenset({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T"}),
-    "doas": frozenset({"-u", "-C"}),
-    "env": frozenset({"-u", "-C", "-S", "--unset", "--chdir"}),
-    "nohup": frozenset(),
-    "time": frozenset({"-f", "-o"}),
-    "nice": frozenset({"-n", "--adjustment"}),
-    "ionice": frozenset({"-c", "-n", "-p"}),
-    "command": frozenset(),
-    "builtin": frozenset(),
-    "exec": frozenset({"-a"}),
-    "stdbuf": frozenset({"-i", "-o", "-e"}),
-    "chrt": frozenset(),
-    "setsid": frozenset(),
-    "unbuffer": frozenset(),
-    "busybox": frozenset(),
-    "caffeinate": frozenset(),
-    "xargs": frozenset({"-I", "-i", "-n", "-P", "-L", "-l", "-s", "-d", "-E", "-a",
-                        "--max-args", "--max-procs", "--delimiter", "--arg-file"}),
-    "timeout": frozenset({"-s", "-k", "--signal", "--kill-after"}),
-    "watch": frozenset({"-n", "-d", "--interval"}),
-    "coproc": frozenset(),
-}
+__all__ = ["INSTALL_HINT", "MAX_DEPTH", "SHELLS", "Command", "ShellParseError", "find_roots",
+           "is_shell", "parse", "require_parser", "shell_script_of"]
+
 _ASSIGNING = frozenset({"export", "declare", "typeset", "local", "readonly"})
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?(?:(:?[-=?+])([^}]*))?\}"
                   r"|\$([A-Za-z_][A-Za-z0-9_]*)")
-_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)(.*)$", re.S)
-
-
-INSTALL_HINT = "pip install 'interlock[shell]'"
-_local = threading.local()
-
-
-def require_parser() -> Any:
-    """A tree-sitter parser for bash (one per thread: parsers are not thread-safe).
-
-    A ConfigError with the install hint when tree-sitter or its bash grammar
-    is missing. The import is checked on every call (a cheap lookup in
-    ``sys.modules``) so an uninstalled parser is noticed even after a first use.
-    """
-    try:
-        import tree_sitter
-        import tree_sitter_bash
-    except ImportError:
-        from interlock._errors import ConfigError
-
-        raise ConfigError("the shell parser (tree-sitter with tree-sitter-bash) is not "
-                          "installed; the destructive-command guard and the path sandbox "
-                          "need it", fix=INSTALL_HINT) from None
-    parser = getattr(_local, "parser", None)
-    if parser is None:
-        parser = tree_sitter.Parser(_language(tree_sitter, tree_sitter_bash))
-        _local.parser = parser
-    return parser
-
-
-@functools.cache
-def _language(tree_sitter: Any, tree_sitter_bash: Any) -> Any:
-    return tree_sitter.Language(tree_sitter_bash.language())
-
-
-class ShellParseError(ValueError):
-    """The script could not be checked (nesting too deep)."""
-
-    def __init__(self, message: str, text: str = "") -> None:
-        super().__init__(message)
-        self.text = text
-        """The part of the script that failed ('' when not one part)."""
-
-
-@dataclass
-class Command:
-    """One simple command as it would run."""
-
-    argv: list[str]
-    """Words after expansion and unwrapping; unknown expansions became ''."""
-    opaque: list[bool]
-    """Per word of argv: True when part of it came from an unknown expansion."""
-    cwd: str
-    """The directory it would run in (``cd`` earlier in the script is tracked)."""
-    redirects: list[tuple[str, str]] = field(default_factory=list)
-    """(operator, expanded target) for file redirections, e.g. ('>', '/dev/sda')."""
-    stdin_text: str | None = None
-    """Literal text on stdin: a heredoc, a here-string, or ``echo ... |``."""
-    upstream: list[Command] = field(default_factory=list)
-    """Commands earlier in the same pipeline (they feed this one's stdin)."""
-    substitutions: list[Command] = field(default_factory=list)
-    """Commands run by $(...), `...` or <(...) inside this command's words."""
-    wrappers: list[str] = field(default_factory=list)
-    """Wrappers that were stripped (sudo, env, xargs ...)."""
-    depth: int = 0
-    """0 for the top-level script; +1 per nested script (bash -c, eval ...)."""
-    via: str = ""
-    """How a nested script was reached: 'bash -c', 'eval', 'heredoc' ..."""
-    fork_bomb: bool = False
-    """A function definition (argv ``["name()"]``) whose body spawns itself."""
-    unparsed: str | None = None
-    """Text the parser could not understand (argv is empty); callers judge it."""
-    error: str = ""
-    """Why it could not be parsed."""
-
-    @property
-    def name(self) -> str:
-        """Basename of argv[0] (``/bin/rm`` -> ``rm``); '' when empty."""
-        return posixpath.basename(self.argv[0]) if self.argv else ""
-
-    @property
-    def args(self) -> list[str]:
-        return self.argv[1:]
-
-
-@dataclass
-class _Scope:
-    env: dict[str, str]
-    home: str
-    cwd: str
-    unknown: set[str] = field(default_factory=set)
-    functions: dict[str, Any] = field(default_factory=dict)
-    misread: int = 0
-    """Signs that tree-sitter misread the script without reporting an error."""
-
-
 def parse(script: str, *, env: Mapping[str, str] | None = None, home: str = "~",
           cwd: str = "") -> list[Command]:
     """Every simple command ``script`` would run, in order.
@@ -179,7 +79,7 @@ def parse(script: str, *, env: Mapping[str, str] | None = None, home: str = "~",
 @functools.lru_cache(maxsize=512)
 def _parse_cached(script: str, env: tuple[tuple[str, str], ...], home: str,
                   cwd: str) -> tuple[Command, ...]:
-    scope = _Scope(env=dict(env), home=home, cwd=cwd)
+    scope = Scope(env=dict(env), home=home, cwd=cwd)
     try:
         return tuple(_script(script, scope, 0, ""))
     except RecursionError:
@@ -187,11 +87,12 @@ def _parse_cached(script: str, env: tuple[tuple[str, str], ...], home: str,
         raise ShellParseError("the script is nested too deeply to check", script) from None
 
 
-def _script(script: str, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _script(script: str, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     if depth > MAX_DEPTH:
         raise ShellParseError(f"scripts nested more than {MAX_DEPTH} deep")
     if not script.strip():
         return
+    script = words.join_continuations(script)
     root = require_parser().parse(script.encode("utf-8", "surrogateescape")).root_node
     if root.has_error:
         # The whole script, not the broken statement: an error can cut a
@@ -241,7 +142,7 @@ _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while"
                        "[[", "]]"})
 
 
-def _node(node: Any, scope: _Scope, depth: int, via: str,
+def _node(node: Any, scope: Scope, depth: int, via: str,
           upstream: list[Command]) -> Iterator[Command]:
     kind = node.type
     if kind == "command":
@@ -256,19 +157,26 @@ def _node(node: Any, scope: _Scope, depth: int, via: str,
         yield from _declaration(node, scope, depth, via)
     elif kind in ("variable_assignment", "variable_assignments"):
         subs: list[Command] = []
-        for name, op, value in _assignments(node, scope, depth, subs):
-            _assign(scope, name, op, value)
+        for name, op, value, unknown in _assignments(node, scope, depth, subs):
+            assign(scope, name, op, value, unknown)
         yield from subs
     elif kind == "function_definition":
         yield from _function(node, scope, depth, via, upstream)
     elif kind == "for_statement":
         yield from _for(node, scope, depth, via)
+    elif kind == "while_statement":
+        yield from _while(node, scope, depth, via, upstream, None)
     elif kind == "test_command":
         yield from _test(node, scope, depth, via)
     elif kind in _WORDS:
         subs = []
         _expand(node, scope, depth, subs)
         yield from subs
+    elif kind == "list":
+        # `a && b && c` nests to the left, one level per operator: walked flat, so a
+        # long chain costs no deeper generator stack than a short one.
+        for part in _flatten_list(node):
+            yield from _node(part, scope, depth, via, upstream)
     elif kind in _CONTAINERS or node.named_child_count:
         # Unknown kinds are walked too: a command inside one still counts.
         for child in node.named_children:
@@ -276,7 +184,21 @@ def _node(node: Any, scope: _Scope, depth: int, via: str,
                 yield from _node(child, scope, depth, via, upstream)
 
 
-def _pipeline(parts: list[Any], scope: _Scope, depth: int, via: str,
+def _flatten_list(node: Any) -> list[Any]:
+    parts: list[Any] = []
+    while node.type == "list":
+        children = [c for c in node.named_children if c.type != "comment"]
+        if not children:
+            break
+        parts[:0] = children[1:]
+        node = children[0]
+    else:
+        parts.insert(0, node)
+        return parts
+    return parts
+
+
+def _pipeline(parts: list[Any], scope: Scope, depth: int, via: str,
               seen: list[Command]) -> Iterator[Command]:
     """Each part, knowing the commands earlier in the pipeline (they feed its stdin)."""
     for part in parts:
@@ -287,14 +209,14 @@ def _pipeline(parts: list[Any], scope: _Scope, depth: int, via: str,
         seen.extend(c for c in out if c.depth == depth and c.via == via)
 
 
-def _redirected(node: Any, scope: _Scope, depth: int, via: str,
+def _redirected(node: Any, scope: Scope, depth: int, via: str,
                 upstream: list[Command]) -> Iterator[Command]:
     body = node.child_by_field_name("body")
     redirects = [c for c in node.named_children if c.type in _REDIRECTS]
     yield from _with_redirects(body, redirects, scope, depth, via, upstream)
 
 
-def _with_redirects(body: Any, redirects: list[Any], scope: _Scope, depth: int, via: str,
+def _with_redirects(body: Any, redirects: list[Any], scope: Scope, depth: int, via: str,
                     upstream: list[Command]) -> Iterator[Command]:
     """``body`` run with ``redirects``.
 
@@ -324,7 +246,12 @@ def _with_redirects(body: Any, redirects: list[Any], scope: _Scope, depth: int, 
         return
     # A compound command with redirections: the body runs, and the
     # redirections are checked as a command of their own.
-    if body is not None:
+    if body is not None and kind == "while_statement":
+        fed: list[Command] = []
+        stdin = _stdin_of(redirects, scope, depth, fed)
+        yield from fed
+        yield from _while(body, scope, depth, via, upstream, stdin)
+    elif body is not None:
         yield from _node(body, scope, depth, via, upstream)
     bare = Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via)
     then: list[Any] = []
@@ -337,7 +264,7 @@ def _with_redirects(body: Any, redirects: list[Any], scope: _Scope, depth: int, 
     yield from _continue(then, bare, scope, depth, via)
 
 
-def _redirect(node: Any, cmd: Command, scope: _Scope, depth: int, subs: list[Command],
+def _redirect(node: Any, cmd: Command, scope: Scope, depth: int, subs: list[Command],
               then: list[Any]) -> None:
     """Record one redirection on ``cmd``; words after a file redirection's target
     are more arguments (``cat > out file``); what follows a heredoc's opening
@@ -345,7 +272,8 @@ def _redirect(node: Any, cmd: Command, scope: _Scope, depth: int, subs: list[Com
     if node.type == "herestring_redirect":
         word = node.named_children[-1] if node.named_child_count else None
         if word is not None:
-            cmd.stdin_text = _expand(word, scope, depth, subs)[0]
+            text = _expand(word, scope, depth, subs)[0]
+            cmd.stdin_text = None if text == UNKNOWN_OUTPUT else text
         return
     if node.type == "heredoc_redirect":
         for child in node.named_children:
@@ -374,7 +302,7 @@ def _redirect(node: Any, cmd: Command, scope: _Scope, depth: int, subs: list[Com
         cmd.opaque.append(unknown)
 
 
-def _continue(then: list[Any], cmd: Command, scope: _Scope, depth: int,
+def _continue(then: list[Any], cmd: Command, scope: Scope, depth: int,
               via: str) -> Iterator[Command]:
     for node in then:
         if node.type == "pipeline":
@@ -383,7 +311,7 @@ def _continue(then: list[Any], cmd: Command, scope: _Scope, depth: int,
             yield from _node(node, scope, depth, via, [])
 
 
-def _function(node: Any, scope: _Scope, depth: int, via: str,
+def _function(node: Any, scope: Scope, depth: int, via: str,
               upstream: list[Command]) -> Iterator[Command]:
     name_node = node.child_by_field_name("name")
     body = node.child_by_field_name("body")
@@ -418,7 +346,7 @@ def _spawns_self(body: Any, name: str) -> bool:
     return calls >= 2 or (calls >= 1 and (piped or background))
 
 
-def _for(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _for(node: Any, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     var_node = node.child_by_field_name("variable")
     var = _text(var_node) if var_node is not None else ""
     subs: list[Command] = []
@@ -435,7 +363,57 @@ def _for(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
             yield from _node(body, scope, depth, via, [])
 
 
-def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _stdin_of(redirects: list[Any], scope: Scope, depth: int,
+              subs: list[Command]) -> str | None:
+    """The text a compound command reads on stdin: ``<<< text``, ``< <(echo /)``."""
+    for redirect in redirects:
+        if redirect.type == "herestring_redirect" and redirect.named_child_count:
+            return _expand(redirect.named_children[-1], scope, depth, subs)[0]
+        if redirect.type == "heredoc_redirect":
+            body = next((c for c in redirect.named_children if c.type == "heredoc_body"), None)
+            return _text(body) if body is not None else None
+        targets = redirect.children_by_field_name("destination")
+        if redirect.type == "file_redirect" and targets and \
+                targets[0].type == "process_substitution":
+            inner: list[Command] = []
+            for child in targets[0].named_children:
+                inner.extend(_node(child, scope, depth, "substitution", []))
+            subs.extend(inner)
+            return joined_output([c for c in inner if c.depth == depth])
+    return None
+
+
+def _while(node: Any, scope: Scope, depth: int, via: str, upstream: list[Command],
+           stdin: str | None) -> Iterator[Command]:
+    """``... | while read x; do ...; done``: the body once per line read, when known."""
+    cond = node.child_by_field_name("condition")
+    body = node.child_by_field_name("body")
+    names = None
+    if cond is not None and cond.type == "command":
+        called = cond.child_by_field_name("name")
+        if called is not None and _text(called) == "read":
+            probe = Command(argv=[], opaque=[], cwd=scope.cwd)
+            for child in cond.children_by_field_name("argument"):
+                _word_fields(child, probe, scope, depth, [])
+            names = read_names(probe.argv)
+    if names is None or body is None:
+        for child in node.named_children:
+            if child.type != "comment":
+                yield from _node(child, scope, depth, via, upstream)
+        return
+    lines: list[str | None] = [None]
+    if stdin is None and upstream:
+        stdin = literal_output(upstream[-1])
+        if stdin is None:
+            stdin = listed(upstream[-1])
+    if stdin is not None:
+        lines = [*[line for line in stdin.splitlines() if line.strip()][:16]] or [None]
+    for line in lines:
+        read_into(scope, names, line)
+        yield from _node(body, scope, depth, via, [])
+
+
+def _test(node: Any, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     """``[[ -f x ]]`` runs nothing, but its words name paths (seen as ``test ...``)."""
     subs: list[Command] = []
     argv, opaque = ["test"], [False]
@@ -450,7 +428,7 @@ def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
                 child.children[0].type == "~":
             # The grammar reads `[ -f ~/x ]` as arithmetic not (`~`) of `/x`.
             value, unknown = _expand(child.children[1], scope, depth, subs)
-            argv.append(_tilde("~" + value, scope.home))
+            argv.append(words.tilde("~" + value, scope.home))
             opaque.append(unknown)
         else:
             stack.extend(reversed(child.named_children))
@@ -458,9 +436,9 @@ def _test(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
     yield Command(argv=argv, opaque=opaque, cwd=scope.cwd, depth=depth, via=via)
 
 
-def _assignments(node: Any, scope: _Scope, depth: int,
-                 subs: list[Command]) -> Iterator[tuple[str, str, str]]:
-    """(name, '=' or '+=', expanded value) of each variable_assignment in ``node``."""
+def _assignments(node: Any, scope: Scope, depth: int,
+                 subs: list[Command]) -> Iterator[tuple[str, str, str, bool]]:
+    """(name, '=' or '+=', expanded value, unknown) of each variable_assignment in ``node``."""
     nodes = [node] if node.type == "variable_assignment" else [
         c for c in node.named_children if c.type == "variable_assignment"]
     for assignment in nodes:
@@ -470,25 +448,23 @@ def _assignments(node: Any, scope: _Scope, depth: int,
             continue
         name = _text(name_node).split("[", 1)[0]
         op = "+=" if any(c.type == "+=" for c in assignment.children) else "="
-        value = _expand(value_node, scope, depth, subs)[0] if value_node is not None else ""
-        yield name, op, value
+        value, unknown = _expand(value_node, scope, depth, subs) if value_node is not None \
+            else ("", False)
+        if value == UNKNOWN_OUTPUT:
+            value = ""
+        yield name, op, value, unknown
 
 
-def _assign(scope: _Scope, name: str, op: str, value: str) -> None:
-    scope.env[name] = scope.env.get(name, "") + value if op == "+=" else value
-    scope.unknown.discard(name)
-
-
-def _declaration(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Command]:
+def _declaration(node: Any, scope: Scope, depth: int, via: str) -> Iterator[Command]:
     """``export X=1``, ``local -r Y=$(pwd)``, ``unset X``: a command like any other."""
     argv = [_text(node.children[0])]
     opaque = [False]
     subs: list[Command] = []
     for child in node.named_children:
         if child.type == "variable_assignment":
-            for name, op, value in _assignments(child, scope, depth, subs):
+            for name, op, value, unknown in _assignments(child, scope, depth, subs):
                 argv.append(f"{name}{op}{value}")
-                opaque.append(False)
+                opaque.append(unknown)
         elif child.type == "variable_name":
             argv.append(_text(child))
             opaque.append(False)
@@ -502,45 +478,72 @@ def _declaration(node: Any, scope: _Scope, depth: int, via: str) -> Iterator[Com
     yield from _finish(cmd, scope, depth)
 
 
-def _command(node: Any, redirects: list[Any], scope: _Scope, depth: int, via: str,
+def _command(node: Any, redirects: list[Any], scope: Scope, depth: int, via: str,
              upstream: list[Command]) -> Iterator[Command]:
     cmd = Command(argv=[], opaque=[], cwd=scope.cwd, upstream=upstream, depth=depth, via=via)
     subs: list[Command] = []
     then: list[Any] = []
-    assignments: list[tuple[str, str, str]] = []
+    assignments: list[tuple[str, str, str, bool]] = []
     for child in node.named_children:
         kind = child.type
         if kind == "variable_assignment":
             assignments.extend(_assignments(child, scope, depth, subs))
-        elif kind == "command_name":
-            inner = child.named_children[0] if child.named_child_count else child
-            value, unknown = _expand(inner, scope, depth, subs)
-            cmd.argv.append(value)
-            cmd.opaque.append(unknown)
         elif kind in _REDIRECTS:
             _redirect(child, cmd, scope, depth, subs, then)
         elif kind != "comment":
-            value, unknown = _expand(child, scope, depth, subs)
-            cmd.argv.append(value)
-            cmd.opaque.append(unknown)
+            inner = child
+            if kind == "command_name":
+                inner = child.named_children[0] if child.named_child_count else child
+            _word_fields(inner, cmd, scope, depth, subs)
     for redirect in redirects:
         _redirect(redirect, cmd, scope, depth, subs, then)
-    for name, op, value in assignments:
-        _assign(scope, name, op, value)
+    for name, op, value, unknown in assignments:
+        assign(scope, name, op, value, unknown)
     yield from subs
     cmd.substitutions = subs
     if cmd.argv:
         if cmd.stdin_text is None and upstream:
-            cmd.stdin_text = _literal_output(upstream[-1])
+            cmd.stdin_text = literal_output(upstream[-1])
         yield from _finish(cmd, scope, depth)
     elif cmd.redirects:  # a bare `> /dev/sda` still writes
         yield cmd
     yield from _continue(then, cmd, scope, depth, via)
 
 
-def _finish(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+_SPECIAL = re.compile(r"[\\~{}$`'\"\n]")
+_SPLIT_KINDS = frozenset({"simple_expansion", "expansion", "command_substitution"})
+
+
+def _word_fields(node: Any, cmd: Command, scope: Scope, depth: int,
+                 subs: list[Command]) -> None:
+    """Append the words ``node`` becomes to ``cmd``: bash splits an unquoted
+    expansion on IFS (``c="rm -rf ~"; $c``), expands braces (``/{etc,usr}``),
+    and ``"$@"`` / ``"${a[@]}"`` become one word per element."""
+    kind = node.type
+    text = _text(node)
+    if kind == "word" and not _SPECIAL.search(text):
+        cmd.argv.append(text)  # a plain word is itself: most words of most commands
+        cmd.opaque.append(False)
+        return
+    value, unknown = _expand(node, scope, depth, subs)
+    parts = [kind] if kind != "concatenation" else [c.type for c in node.named_children]
+    fields = [value]
+    if any(p in _SPLIT_KINDS for p in parts) and value != UNKNOWN_OUTPUT:
+        fields = words.split_fields(value, scope.env.get("IFS"))
+    elif ("$@" in text or "[@]}" in text or "${@}" in text) and value:
+        fields = value.split()
+    if "{" in text and "}" in text and kind in ("word", "concatenation", "brace_expression"):
+        fields = [words.tilde(b, scope.home) for f in fields for b in words.braces(f)]
+    if not fields and unknown:
+        fields = [""]
+    for f in fields[:words.MAX_WORDS]:
+        cmd.argv.append(f)
+        cmd.opaque.append(unknown)
+
+
+def _finish(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
     """Unwrap ``cmd``, apply what it does to the shell's state, then its nested script."""
-    cmd = _unwrap(cmd)
+    unwrap(cmd)
     if cmd.wrappers[-1:] == ["coproc"]:
         # tree-sitter reads `coproc [NAME] { cmd; }` as words: drop NAME and `{`.
         brace = cmd.argv.index("{") if "{" in cmd.argv[:2] else -1
@@ -550,20 +553,57 @@ def _finish(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
     # what follows the keyword.
     while len(cmd.argv) > 1 and cmd.argv[0] in _RESERVED and not cmd.opaque[0]:
         cmd.argv, cmd.opaque = cmd.argv[1:], cmd.opaque[1:]
-        cmd = _unwrap(cmd)
+        unwrap(cmd)
+    if cmd.argv and not cmd.opaque[0] and cmd.argv[0] in scope.aliases and \
+            cmd.argv[0] not in scope.calling:
+        yield from _alias(cmd, scope, depth)
+        return
     if cmd.name in _ASSIGNING:
-        for word in cmd.args:
+        for word, unknown in zip(cmd.args, cmd.opaque[1:], strict=False):
             m = _ASSIGNMENT.match(word)
             if m:
-                _assign(scope, m.group(1), m.group(2), m.group(3))
-    if cmd.name == "cd" and cmd.args:
+                assign(scope, m.group(1), m.group(2), m.group(3), unknown)
+    if cmd.name in ("cd", "pushd") and cmd.args and not cmd.args[-1].startswith(("-", "+")):
         target = cmd.args[-1]
         scope.cwd = posixpath.normpath(posixpath.join(scope.cwd or "/", target))
     elif cmd.name == "unset":
         for word in cmd.args:
             scope.env.pop(word, None)
+    apply_state(cmd, scope)
     yield cmd
+    if cmd.argv and cmd.argv[0] in scope.functions and not cmd.opaque[0]:
+        yield from _call(cmd, scope, depth)
     yield from _nested(cmd, scope, depth)
+
+
+def _alias(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
+    """An alias defined earlier, expanded as bash would (its text, then the words)."""
+    import shlex
+
+    name = cmd.argv[0]
+    text = scope.aliases[name] + " " + shlex.join(cmd.args)
+    outer = scope.calling
+    scope.calling = (*outer, name)
+    try:
+        yield from _script(text, scope, depth + 1, "alias")
+    finally:
+        scope.calling = outer
+
+
+def _call(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
+    """A function defined earlier, run with its arguments as ``$1 ...``."""
+    name = cmd.argv[0]
+    if name in scope.calling or depth + len(scope.calling) > MAX_DEPTH:
+        return
+    body = scope.functions[name].child_by_field_name("body")
+    if body is None:
+        return
+    outer, positional = scope.calling, scope.positional
+    scope.calling, scope.positional = (*outer, name), list(cmd.args)
+    try:
+        yield from _node(body, scope, depth, "function", [])
+    finally:
+        scope.calling, scope.positional = outer, positional
 
 
 # -- words ---------------------------------------------------------------------
@@ -573,24 +613,17 @@ _UNQUOTED_ESCAPE = re.compile(r"\\(.)", re.S)
 _SIMPLE_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
 
 
-def _expand(word: Any, scope: _Scope, depth: int,
+def _expand(word: Any, scope: Scope, depth: int,
             subs: list[Command] | None = None) -> tuple[str, bool]:
     """A word's value and whether part of it is unknown."""
     state = _Word(scope, depth, subs if subs is not None else [])
-    return _tilde(state.value(word, quoted=False), scope.home), state.opaque
+    value = words.tilde(state.value(word, quoted=False), scope.home)
+    if not value and state.unknown_output:
+        return UNKNOWN_OUTPUT, True
+    return value, state.opaque
 
 
-def _tilde(text: str, home: str) -> str:
-    if text == "~" or text.startswith("~/"):
-        return home + text[1:]
-    if text.startswith("~") and re.match(r"~[A-Za-z_][\w.-]*(/|$)", text):
-        user, _, rest = text[1:].partition("/")
-        text = posixpath.join(posixpath.dirname(home.rstrip("/")) or "/", user)
-        return text + ("/" + rest if rest else "")
-    return text
-
-
-def _expand_inner(node: Any, scope: _Scope, depth: int, subs: list[Command]) -> None:
+def _expand_inner(node: Any, scope: Scope, depth: int, subs: list[Command]) -> None:
     """Walk the substitutions inside ``node`` (a heredoc body) for what they run."""
     for child in node.named_children:
         if child.type in ("command_substitution", "process_substitution"):
@@ -600,11 +633,13 @@ def _expand_inner(node: Any, scope: _Scope, depth: int, subs: list[Command]) -> 
 class _Word:
     """One word's expansion: its text, gathered piece by piece."""
 
-    def __init__(self, scope: _Scope, depth: int, subs: list[Command]) -> None:
+    def __init__(self, scope: Scope, depth: int, subs: list[Command]) -> None:
         self.scope = scope
         self.depth = depth
         self.subs = subs
         self.opaque = False
+        self.unknown_output = False
+        """A command substitution's output was unknown."""
 
     def value(self, node: Any, *, quoted: bool) -> str:
         kind = node.type
@@ -618,7 +653,7 @@ class _Word:
         if kind == "raw_string":
             return _text(node)[1:-1]
         if kind == "ansi_c_string":
-            return _decode_ansi_c(_text(node)[2:-1])
+            return decode_ansi_c(_text(node)[2:-1])
         if kind == "string_content":
             return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1),
                                   _text(node))
@@ -662,6 +697,9 @@ class _Word:
     def variable(self, node: Any) -> str:
         text = _text(node)
         scope = self.scope
+        positional = positional_value(text, scope.positional)
+        if positional is not None:
+            return positional
         m = _VAR.fullmatch(text)
         if m is None:
             # $1, $@, ${#x}, ${x%/*} ...: unknown. $HOME under any operator
@@ -677,6 +715,8 @@ class _Word:
             return scope.home
         if name in scope.env:
             value = scope.env[name]
+            if name in scope.unknown:
+                self.opaque = True
             return alt if op and "+" in op and alt is not None else value
         if (op and "-" in op) or (op and "=" in op):
             return alt or ""
@@ -693,106 +733,20 @@ class _Word:
         self.subs.extend(inner)
         # $(echo /), $(dirname /x): output known without running anything.
         top = [c for c in inner if c.depth == self.depth]
-        known = _literal_output(top[-1]) if len(top) == 1 and \
+        known = joined_output(list(top)) if top and \
             node.type == "command_substitution" else None
         if known is None:
             self.opaque = True
+            self.unknown_output = True
             return ""
         return known.strip()
 
 
-def _decode_ansi_c(raw: str) -> str:
-    try:
-        return raw.encode("latin-1", "backslashreplace").decode("unicode_escape")
-    except UnicodeDecodeError:
-        return raw
-
-
-def _literal_output(cmd: Command) -> str | None:
-    """What ``cmd`` writes to stdout when that is literal (echo, printf, cat <<EOF)."""
-    if cmd.name == "echo":
-        words = [w for w in cmd.args if not re.fullmatch(r"-[neE]+", w)]
-        return " ".join(words)
-    if cmd.name == "printf" and cmd.args:
-        text = " ".join(cmd.args)
-        return text.replace("\\n", "\n").replace("\\t", "\t")
-    if cmd.name == "cat" and not cmd.args and cmd.stdin_text is not None:
-        return cmd.stdin_text
-    ops = [a for a in cmd.args if not a.startswith("-")]
-    if cmd.name == "dirname" and len(ops) == 1 and not any(cmd.opaque):
-        return posixpath.dirname(ops[0].rstrip("/")) or "/"
-    if cmd.name == "basename" and ops and not any(cmd.opaque):
-        return posixpath.basename(ops[0].rstrip("/"))
-    if cmd.name == "pwd" and cmd.cwd:
-        return cmd.cwd
-    return None
-
-
-def _unwrap(cmd: Command) -> Command:
-    """Strip wrappers (sudo rm -> rm), remembering them."""
-    for _ in range(8):
-        name = cmd.name
-        if name not in _WRAPPERS or len(cmd.argv) < 2:
-            return cmd
-        takes_arg = _WRAPPERS[name]
-        i = 1
-        while i < len(cmd.argv):
-            word = cmd.argv[i]
-            if name == "env" and _ASSIGNMENT.match(word):
-                i += 1
-            elif word == "--":
-                i += 1
-                break
-            elif word.startswith("-") and len(word) > 1:
-                i += 2 if (word in takes_arg) else 1
-            elif name == "timeout" and re.fullmatch(r"[\d.]+[smhd]?", word):
-                i += 1
-                break
-            elif name in ("nice", "chrt") and word.isdigit():
-                i += 1
-            else:
-                break
-        if i >= len(cmd.argv):
-            return cmd
-        if name == "xargs" and cmd.stdin_text is not None:
-            extra = cmd.stdin_text.split()
-            cmd.argv = cmd.argv[i:] + extra
-            cmd.opaque = cmd.opaque[i:] + [False] * len(extra)
-        else:
-            if name == "xargs" and cmd.upstream:
-                cmd.argv, cmd.opaque = [*cmd.argv[i:], ""], [*cmd.opaque[i:], True]
-            else:
-                cmd.argv, cmd.opaque = cmd.argv[i:], cmd.opaque[i:]
-        cmd.wrappers.append(name)
-    return cmd
-
-
-def shell_script_of(cmd: Command) -> tuple[str, str] | None:
-    """The script a shell/eval command runs, with how it got it; None if unknown."""
-    name = cmd.name
-    if name == "eval":
-        return " ".join(cmd.args), "eval"
-    # `$SHELL -c ...` / `$(which bash) -c ...`: a computed name with -c is a shell.
-    computed = bool(cmd.opaque and cmd.opaque[0]) and "-c" in cmd.args
-    if computed or name in SHELLS or re.fullmatch(r"(ba|z|da|k)?sh\d*(\.\d+)?", name):
-        args = cmd.args
-        for i, word in enumerate(args):
-            if word.startswith("-") and not word.startswith("--") and "c" in word[1:]:
-                return (args[i + 1], f"{name} -c") if i + 1 < len(args) else None
-            if not word.startswith("-"):
-                return None  # a script file: not ours to read
-        if cmd.stdin_text is not None:
-            return cmd.stdin_text, f"{name} <stdin>"
-    if name in ("source", ".") and cmd.stdin_text is not None:
-        return cmd.stdin_text, name
-    return None
-
-
-def _nested(cmd: Command, scope: _Scope, depth: int) -> Iterator[Command]:
+def _nested(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
     found = shell_script_of(cmd)
     if found is None:
         return
     script, via = found
-    inner = _Scope(env=dict(scope.env), home=scope.home, cwd=scope.cwd,
+    inner = Scope(env=dict(scope.env), home=scope.home, cwd=scope.cwd,
                    functions=dict(scope.functions))
     yield from _script(script, inner, depth + 1, via)

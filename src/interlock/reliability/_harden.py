@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from interlock._catalog import BY_NAME, FailClosed, Kind
-from interlock.reliability._breaker import BreakerBook, BreakerKey
+from interlock._errors import FailureMode, HookFailure
+from interlock.reliability._breaker import Breaker, BreakerBook, BreakerKey
 from interlock.reliability._policy import Clock, Policy
 from interlock.reliability._wrap import wrap
 
@@ -24,14 +27,21 @@ def harden(hook: Hook, policy: Policy | None = None, *, breakers: BreakerBook | 
            metrics: Metrics | None = None, clock: Clock | None = None) -> Hook:
     """A copy of ``hook`` whose executor runs behind timeout, retries and a breaker.
 
-    ``policy`` defaults to DESIGN.md's numbers with the hook's own timeout per
-    attempt. The copy's ``timeout`` (the engine's bound on the whole call)
-    becomes the policy's total budget plus :data:`GRACE`. Python hooks are
-    returned unchanged: the engine calls them directly (DESIGN.md, sync hooks
-    run with no timer).
+    ``policy`` defaults to docs/reliability.md's numbers with the hook's own
+    timeout per attempt. The copy's ``timeout`` (the engine's bound on the whole
+    call) becomes the policy's total budget plus :data:`GRACE`.
+
+    A Python hook gets only the breaker (no retries, no timer: the engine calls
+    it directly and times it itself, docs/engine.md): its function is wrapped
+    to ask the breaker first. A raise counts as a failure, any answer as a
+    success; a cancelled call (the engine's timeout, say) counts as neither.
     """
     if hook.executor is None:
-        return hook
+        policy = policy or Policy(timeout=hook.timeout)
+        if breakers is None or policy.breaker_threshold == 0 or hook.fn is None:
+            return hook
+        return dataclasses.replace(hook, fn=_guarded_fn(hook, policy, breakers),
+                                   meta=dict(hook.meta))
     policy = policy or Policy(timeout=hook.timeout)
     total = policy.total
     return dataclasses.replace(
@@ -41,6 +51,58 @@ def harden(hook: Hook, policy: Policy | None = None, *, breakers: BreakerBook | 
         timeout=None if total is None else total + GRACE,
         meta=dict(hook.meta),
     )
+
+
+def _guarded_fn(hook: Hook, policy: Policy, book: BreakerBook) -> Any:
+    """``hook.fn`` behind its breaker (sync stays sync, async stays async)."""
+    fn = hook.fn
+    assert fn is not None
+    key = BreakerKey.of(hook)
+    name = hook.qualified_name
+    threshold, cooldown = policy.breaker_threshold, policy.breaker_cooldown
+
+    def admitted() -> Breaker:
+        breaker = book.get(key, threshold, cooldown)
+        if not book.admit(breaker):
+            wait = breaker.retry_in(book.clock.now())
+            raise HookFailure(
+                f"circuit breaker of hook {name} is open after {breaker.failures} "
+                "consecutive failures; "
+                + (f"next probe in {wait:.0f}s" if wait else "a probe is in flight"),
+                mode=FailureMode.BREAKER_OPEN, retryable=False)
+        return breaker
+
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)):  # noqa: B004 - async callable objects
+        async def guarded_async(event: Any) -> Any:
+            breaker = admitted()
+            try:
+                answer = await fn(event)  # type: ignore[misc]
+            except Exception:
+                book.failed(breaker)
+                raise
+            except BaseException:
+                book.released(breaker)  # cancelled: no verdict either way
+                raise
+            book.succeeded(breaker)
+            return answer
+
+        return functools.wraps(fn)(guarded_async)
+
+    def guarded(event: Any) -> Any:
+        breaker = admitted()
+        try:
+            answer = fn(event)
+        except Exception:
+            book.failed(breaker)
+            raise
+        except BaseException:
+            book.released(breaker)
+            raise
+        book.succeeded(breaker)
+        return answer
+
+    return functools.wraps(fn)(guarded)
 
 
 def fail_open_warnings(hooks: Iterable[Hook], policy: Policy | None = None) -> list[str]:
@@ -58,6 +120,13 @@ def fail_open_warnings(hooks: Iterable[Hook], policy: Policy | None = None) -> l
             if spec.kind is not Kind.GATE or spec.fail_closed is FailClosed.NO_EFFECT:
                 continue
             if hook.fails_closed(name) or hook.shadow:
+                continue
+            if policy.breaker_threshold == 0:
+                out.append(
+                    f"hook {hook.qualified_name} fails open on gate event {name}: each time "
+                    "it fails, the call goes through as if it had no opinion (it has no "
+                    "breaker: breaker_threshold = 0). If it guards anything, set "
+                    "on_error = \"closed\".")
                 continue
             out.append(
                 f"hook {hook.qualified_name} fails open on gate event {name}: anyone who "

@@ -66,7 +66,11 @@ async def attempt_once(executor: Executor, inv: Invocation, limit: float | None)
     except HookFailure:
         raise
     except Exception as exc:
-        raise HookCrash(f"hook {name} raised {type(exc).__name__}: {exc}") from exc
+        from interlock._invoke import crash_site
+
+        where = crash_site(exc)
+        raise HookCrash(f"hook {name} raised {type(exc).__name__}: {exc}"
+                        + (f" (at {where})" if where else "")) from exc
 
 
 async def run_with_retries(

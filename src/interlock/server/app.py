@@ -11,8 +11,9 @@ Who may call what:
   server's uid;
 - ``GET /v1/runtime/hooks/dead-letter``, ``POST .../{id}/resolve``,
   ``POST /v1/runtime/reload``: an ``admin`` token, on every transport;
-- ``GET /v1/status``, ``GET /v1/hooks``: open to loopback and socket
-  clients (read-only), a token otherwise;
+- ``GET /v1/status``, ``GET /v1/hooks``: a token (``events``, ``read`` or ``admin``),
+  or a Unix-socket peer with the server's uid; status is built from counters
+  in memory and never waits on the store;
 - ``GET /v1/openapi.json``: open;
 - ``GET /metrics`` (Prometheus text): as status;
 - ``POST /v1/chat``, ``POST /v1/chat/answer``, ``/v1/chat/ws``: a ``chat`` (or
@@ -23,13 +24,15 @@ Who may call what:
 
 Every request first passes :class:`~interlock.server.security.Guard`
 (Host and Origin), and a request naming a project root other than the
-server's own (``X-Interlock-Project``) is refused.
+server's own (``X-Interlock-Project``) is refused. An unexpected error is a
+JSON ``500``, never a plain-text page.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -39,9 +42,11 @@ from urllib.parse import unquote
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import HTTPConnection, Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError, UnknownEventError
@@ -54,6 +59,7 @@ if TYPE_CHECKING:
 
 MAX_BODY = 1 << 20
 LOOPBACK_CLIENTS = frozenset({"127.0.0.1", "::1"})
+log = logging.getLogger("interlock")
 
 
 class Reloader(Protocol):
@@ -70,19 +76,38 @@ class Reloader(Protocol):
 class DeadLetters(Protocol):
     """What the dead-letter endpoints call (the dead-letter store satisfies it).
 
-    ``list`` returns JSON-ready records, each with an ``id``; ``resolve``
-    returns False for an unknown id.
+    ``list`` returns JSON-ready records, each with an ``id``, the newest
+    ``limit`` of them with ids below ``before`` when given; ``resolve`` returns
+    False for an unknown id. Both run on a worker thread, never on the loop.
     """
 
-    def list(self, *, unresolved: bool = False, limit: int = 100) -> list[dict[str, Any]]: ...
+    def list(self, *, unresolved: bool = False, limit: int = 100,
+             before: int | None = None) -> list[dict[str, Any]]: ...
 
     def resolve(self, record_id: str) -> bool: ...
+
+
+class AuditGate(Protocol):
+    """Strict audit: awaited before an answer leaves; True once every record
+    submitted so far has committed, False when it gave up waiting (then the
+    answer is a ``503``). :meth:`interlock.store.Store.settled` satisfies it."""
+
+    async def __call__(self) -> bool: ...
 
 
 class Exposition(Protocol):
     """What ``GET /metrics`` serves (interlock.metrics.Metrics satisfies it)."""
 
     def exposition(self) -> str: ...
+
+
+class Live(Protocol):
+    """What keeps the server's hooks live (interlock.host.Host satisfies it): a watcher
+    started as a task on the server's loop, stopped when the server stops."""
+
+    def start_live_task(self) -> Any: ...
+
+    async def stop_live_task(self) -> None: ...
 
 
 class JSON(Response):
@@ -95,6 +120,36 @@ class JSON(Response):
 def _error(status: int, message: str, **extra: Any) -> JSON:
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSON({"error": message, **extra}, status_code=status, headers=headers)
+
+
+class _JSONErrors:
+    """ASGI middleware: an exception no handler caught becomes a JSON ``500``
+    (logged through Interlock's redacting logger), not Starlette's plain text."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def sending(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        except Exception as exc:
+            log.exception("interlock serve: %s %s failed", scope.get("method"),
+                          scope.get("path"))
+            if started:
+                raise
+            response = _error(500, f"internal error: {type(exc).__name__}: {exc}"[:500])
+            await response(scope, receive, send)
 
 
 class _Refused(Exception):
@@ -134,7 +189,8 @@ class Api:
     def __init__(self, engine: Engine, *, project_root: Path, tokens: TokenStore,
                  reloader: Reloader | None, dead_letters: DeadLetters | None,
                  status: Callable[[], dict[str, Any]] | None, socket_path: Path | None,
-                 max_body: int, metrics: Exposition | None = None) -> None:
+                 max_body: int, metrics: Exposition | None = None,
+                 audit_gate: AuditGate | None = None) -> None:
         self.engine = engine
         self.root = project_root.resolve()
         self.tokens = tokens
@@ -144,6 +200,7 @@ class Api:
         self.socket = str(socket_path) if socket_path is not None else None
         self.max_body = max_body
         self.metrics = metrics
+        self.audit_gate = audit_gate
         self.started = time.time()
         self.counters: Counter[str] = Counter()
 
@@ -222,6 +279,12 @@ class Api:
 
     async def evaluate(self, event: Any, *, to_model: bool = False) -> JSON:
         outcome = await self.engine.emit(event)
+        if self.audit_gate is not None and not await self.audit_gate():
+            # Strict audit: no answer leaves before its audit record has committed.
+            self.counters["unaudited"] += 1
+            return _error(503, "the audit store is not committing; this decision was not "
+                               "recorded, so it is not answered (strict audit, see "
+                               "`interlock status`)")
         record = outcome.to_dict(event)
         if to_model:
             from interlock.bridge._common import redact_reasons
@@ -272,8 +335,16 @@ class Api:
         return await self.evaluate(event, to_model=True)
 
     def read_only(self, request: Request) -> None:
-        if not self.local(request):
-            self.authorize(request, Role.EVENTS)
+        # What status, hooks and metrics show is data: a token (events, read or
+        # admin), or a socket peer with our uid, as for events (any local process
+        # could reach loopback TCP).
+        if self.via_socket(request):
+            return
+        token = bearer_token(request)
+        info = self.tokens.verify(token) if token is not None else None
+        if info is not None and info.role is Role.READ:
+            return
+        self.authorize(request, Role.EVENTS)
 
     async def status(self, request: Request) -> Response:
         self.read_only(request)
@@ -281,11 +352,11 @@ class Api:
             "project_root": str(self.root), "revision": self.engine.revision,
             "hooks": len(self.engine.hooks), "uptime_s": round(time.time() - self.started, 3),
             "counters": dict(self.counters), "breakers": {}}
-        if self.dead_letters is not None:
-            data["dead_letters"] = {"unresolved": len(
-                self.dead_letters.list(unresolved=True, limit=100_000))}
         if self.status_fn is not None:
+            # Counters kept in memory (the store's included): never a query, never a flush.
             data.update(self.status_fn())
+        if self.dead_letters is not None:
+            data["dead_letters"] = {"unresolved": data.get("unresolved_dead_letters")}
         return JSON(data)
 
     async def metrics_text(self, request: Request) -> Response:
@@ -315,16 +386,26 @@ class Api:
         raw_limit = request.query_params.get("limit", "100")
         if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
             return _error(422, "limit must be an integer from 1 to 1000", field="limit")
-        records = self.dead_letters.list(unresolved=raw_unresolved in ("true", "1"),
-                                         limit=int(raw_limit))
-        return JSON({"records": records})
+        raw_before = request.query_params.get("before")
+        if raw_before is not None and not raw_before.isdigit():
+            return _error(422, "before must be a dead-letter id (an integer)", field="before")
+        page: dict[str, Any] = {"unresolved": raw_unresolved in ("true", "1"),
+                                "limit": int(raw_limit)}
+        if raw_before is not None:
+            page["before"] = int(raw_before)
+        records = await run_in_threadpool(lambda: self.dead_letters.list(  # type: ignore[union-attr]
+            **page))
+        ids = [r["id"] for r in records if isinstance(r.get("id"), int)]
+        # The next page: ?before=<next_before> (null once there are no more).
+        more = len(records) >= int(raw_limit) and ids
+        return JSON({"records": records, "next_before": min(ids) if more else None})
 
     async def dead_letter_resolve(self, request: Request) -> Response:
         self.authorize(request, Role.ADMIN)
         if self.dead_letters is None:
             return _error(404, "this server has no dead-letter store")
         record_id = request.path_params["record_id"]
-        if not self.dead_letters.resolve(record_id):
+        if not await run_in_threadpool(self.dead_letters.resolve, record_id):
             return _error(404, f"no dead letter {record_id!r}", field="record_id")
         return JSON({"resolved": record_id})
 
@@ -355,13 +436,18 @@ def create_app(
     max_body: int = MAX_BODY,
     gateway: Gateway | None = None,
     metrics: Exposition | None = None,
+    audit_gate: AuditGate | None = None,
     console: Console | None = None,
+    live: Live | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
     ``gateway``: the chat gateway (built over the same engine); started and
     stopped with the app's lifespan. ``metrics``: served at ``GET /metrics``.
+    ``audit_gate``: strict audit (an answer leaves only once its audit records
+    have committed); None answers at once.
     ``console``: the web console's routes under ``/ui/`` (docs/console.md).
+    ``live``: watches the configuration while the app runs (its lifespan).
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -373,7 +459,7 @@ def create_app(
 
     api = Api(engine, project_root=project_root, tokens=tokens, reloader=reloader,
               dead_letters=dead_letters, status=status, socket_path=socket_path,
-              max_body=max_body, metrics=metrics)
+              max_body=max_body, metrics=metrics, audit_gate=audit_gate)
     spec = msgspec.json.encode(build_spec(HOSTS))
 
     async def openapi(request: Request) -> Response:
@@ -386,13 +472,19 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        if gateway is not None:
-            await gateway.start()
+        if live is not None:
+            live.start_live_task()
         try:
-            yield
-        finally:
             if gateway is not None:
-                await gateway.stop()
+                await gateway.start()
+            try:
+                yield
+            finally:
+                if gateway is not None:
+                    await gateway.stop()
+        finally:
+            if live is not None:
+                await live.stop_live_task()
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Refused)
@@ -419,4 +511,5 @@ def create_app(
     app.state.api = api
     hosts = list(allowed_hosts)
     app.add_middleware(Guard, hosts=hosts, origins=list(allowed_origins))
+    app.add_middleware(_JSONErrors)
     return app

@@ -64,16 +64,21 @@ def build_spec(hosts: tuple[str, ...]) -> dict[str, Any]:
             "422": _error("the input does not map to a catalog event"), **_AUTH_ERRORS}}}
     ok = {"description": "ok", "content": {"application/json": {"schema": {"type": "object"}}}}
     paths["/v1/status"] = {"get": {"operationId": "status", "summary":
-        "Counters, breaker states, the revision, unresolved dead letters. Open on loopback.",
+        "Counters, breaker states, the revision, unresolved dead letters, the store's health. "
+        "A token, or a Unix-socket peer.",
         "responses": {"200": ok, **_AUTH_ERRORS}}}
     paths["/v1/hooks"] = {"get": {"operationId": "hooks", "summary":
-        "The active hooks. Open on loopback.", "responses": {"200": ok, **_AUTH_ERRORS}}}
+        "The active hooks. A token, or a Unix-socket peer.",
+        "responses": {"200": ok, **_AUTH_ERRORS}}}
     paths["/v1/runtime/hooks/dead-letter"] = {"get": {
         "operationId": "dead_letters", "summary": "Dead letters (admin).",
         "security": [{"bearer": []}], "parameters": [
             {"name": "unresolved", "in": "query", "schema": {"type": "boolean"}},
             {"name": "limit", "in": "query",
-             "schema": {"type": "integer", "minimum": 1, "maximum": 1000}}],
+             "schema": {"type": "integer", "minimum": 1, "maximum": 1000}},
+            {"name": "before", "in": "query", "description":
+             "the next page: the next_before of the previous one",
+             "schema": {"type": "integer", "minimum": 0}}],
         "responses": {"200": ok, "404": _error("no dead-letter store"),
                       "422": _error("bad query parameter"), **_AUTH_ERRORS}}}
     paths["/v1/runtime/hooks/dead-letter/{record_id}/resolve"] = {"post": {
@@ -90,7 +95,8 @@ def build_spec(hosts: tuple[str, ...]) -> dict[str, Any]:
     paths["/v1/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.",
                                          "responses": {"200": ok}}}
     paths["/metrics"] = {"get": {"operationId": "metrics", "summary":
-        "Prometheus text: executions, failures, blocks, latency per hook. Open on loopback.",
+        "Prometheus text: executions, failures, blocks, latency per hook, store health. "
+        "A token, or a Unix-socket peer.",
         "responses": {"200": {"description": "Prometheus exposition format", "content": {
             "text/plain": {"schema": {"type": "string"}}}},
             "404": _error("this server keeps no metrics"), **_AUTH_ERRORS}}}

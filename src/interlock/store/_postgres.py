@@ -17,6 +17,7 @@ _LOCK_ID = 0x1A7E_10C4  # advisory lock: concurrent first starts create the sche
 
 class PostgresBackend(SQLBackend):
     ph = "%s"
+    name = "postgresql"
     id_type = "BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY"
     audit_id_type = id_type
     type_names = {"REAL": "DOUBLE PRECISION", "INT": "BIGINT", "TEXT": "TEXT"}
@@ -50,6 +51,9 @@ class PostgresBackend(SQLBackend):
     def ensure_schema(self, conn: Any) -> None:
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))
-        for sql in self.ddl():
-            cur.execute(sql)
+        self.create(cur)
         conn.commit()
+
+    def existing_tables(self, cur: Any) -> set[str]:
+        cur.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        return {str(r[0]) for r in cur.fetchall()}

@@ -168,12 +168,20 @@ class AuditQuery:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Retention:
-    """How much the stores keep. Pruning runs on open and every ``every`` seconds."""
+    """How much the stores keep. Pruning runs on open and every ``every`` seconds.
+
+    Dead letters: pruning removes only resolved ones (past ``dead_letter_age``,
+    then the oldest past ``dead_letter_rows``); an unresolved one stays until an
+    operator resolves it. A flood is bounded by ``dead_letters_per_key``.
+    """
 
     audit_rows: int = 1_000_000
     audit_age: float = 30 * 86400
     dead_letter_rows: int = 100_000
     dead_letter_age: float = 90 * 86400
+    dead_letters_per_key: int = 1000
+    """Unresolved dead letters kept per hook and failure mode; past that, further
+    failures of that kind are only counted (status: ``dead_letter_overflow``)."""
     every: float = 300.0
 
 

@@ -8,7 +8,9 @@ it writes; PostgreSQL's MVCC does the same).
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,6 +19,15 @@ from interlock.store._records import AuditEntry, AuditQuery, BreakerRecord, Dead
 DL = "interlock_dead_letters"
 AUDIT = "interlock_audit"
 BREAKERS = "interlock_breakers"
+META = "interlock_meta"
+OVERFLOW = "interlock_dead_letter_overflow"
+"""Per hook and failure mode: failures past the per-key cap, counted, not stored."""
+TABLES = (DL, AUDIT, BREAKERS)
+
+log = logging.getLogger("interlock")
+
+SCHEMA_VERSION = 1
+"""Kept in ``interlock_meta``; a store written by a newer Interlock is refused."""
 
 DL_COLS = ("at", "hook", "event", "subject", "session_id", "attempts", "mode",
            "contract_version", "invocation_id", "invocation_digest", "digest", "error",
@@ -25,17 +36,20 @@ DL_COLS = ("at", "hook", "event", "subject", "session_id", "attempts", "mode",
 AUDIT_COLS = ("at", "dispatch_id", "session_id", "event", "subject", "hook", "verdict",
               "status", "reason", "latency_ms", "revision", "outcome", "failure", "error")
 BREAKER_COLS = ("hook", "digest", "state", "failures", "opens", "updated_at", "retry_at")
+OVERFLOW_COLS = ("hook", "mode", "overflow", "first_at", "last_at")
 
 # Column types, written once; each backend maps them to its own names.
 _TYPES = {
     "at": "REAL", "resolved_at": "REAL", "updated_at": "REAL", "retry_at": "REAL",
     "latency_ms": "REAL", "attempts": "INT", "contract_version": "INT",
     "fail_closed": "INT", "revision": "INT", "failures": "INT", "opens": "INT",
+    "overflow": "INT", "first_at": "REAL", "last_at": "REAL",
 }
 _NOT_NULL = {
     DL: {"at", "hook", "event", "session_id", "mode", "error", "digest"},
     AUDIT: {"at", "dispatch_id", "session_id", "event", "hook", "verdict", "status", "outcome"},
     BREAKERS: {"hook", "digest", "state"},
+    OVERFLOW: set(OVERFLOW_COLS),
 }
 
 
@@ -50,6 +64,8 @@ class SQLBackend:
     """Audit IDs only order rows; plain rowids insert faster."""
     type_names = {"REAL": "REAL", "INT": "INTEGER", "TEXT": "TEXT"}
     location = ""
+    name = ""
+    """``sqlite`` or ``postgresql`` (shown in status)."""
 
     def __init__(self) -> None:
         self._write: Any = None
@@ -62,9 +78,52 @@ class SQLBackend:
 
     def ensure_schema(self, conn: Any) -> None:
         cur = conn.cursor()
+        self.create(cur)
+        conn.commit()
+
+    def existing_tables(self, cur: Any) -> set[str]:
+        raise NotImplementedError
+
+    def create(self, cur: Any) -> None:
+        """Create what is missing, after checking that nothing was lost: a store
+        whose version row says it held tables that are now gone is refused, as
+        is one written by a newer Interlock."""
+        from interlock._errors import ConfigError
+
+        found = self.existing_tables(cur)
+        version = None
+        if META in found:
+            cur.execute(f"SELECT value FROM {META} WHERE key = 'schema_version'")
+            row = cur.fetchone()
+            version = int(row[0]) if row else None
+        if version is not None and version > SCHEMA_VERSION:
+            raise ConfigError(
+                f"the store {self.location} has schema version {version}, newer than this "
+                f"Interlock's ({SCHEMA_VERSION})", field="store",
+                fix="upgrade Interlock, or point --store at another store")
+        gone = [t for t in TABLES if t not in found]
+        if version is not None and gone:
+            raise ConfigError(
+                f"the store {self.location} has lost its table(s) {', '.join(gone)}: its "
+                "records are gone", field="store",
+                fix="restore it from a backup; `interlock store export` saves what is left "
+                    "and `interlock store repair` starts it afresh")
         for sql in self.ddl():
             cur.execute(sql)
-        conn.commit()
+        if version is None:
+            cur.execute(f"INSERT INTO {META} (key, value) VALUES ('schema_version', "
+                        f"'{SCHEMA_VERSION}')")
+        if not any(t in found for t in TABLES):
+            # Never silent: a store that replaced one holding records shows up here,
+            # in the log, and as its creation time in `interlock status`.
+            cur.execute(f"INSERT INTO {META} (key, value) VALUES ('created_at', "
+                        f"'{time.time():.3f}')")
+            log.warning("interlock store: created a new, empty store at %s", self.location)
+
+    def created_at(self) -> float | None:
+        """When this store was created (None for one older than the record)."""
+        rows = self._query(f"SELECT value FROM {META} WHERE key = 'created_at'")
+        return float(rows[0][0]) if rows else None
 
     def ddl(self) -> list[str]:
         def table(name: str, cols: Sequence[str], key: str | None, ident: str = "") -> str:
@@ -77,9 +136,11 @@ class SQLBackend:
             return f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(defs)})"
 
         return [
+            f"CREATE TABLE IF NOT EXISTS {META} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
             table(DL, DL_COLS, None),
             table(AUDIT, AUDIT_COLS, None, self.audit_id_type),
             table(BREAKERS, BREAKER_COLS, "hook, digest"),
+            table(OVERFLOW, OVERFLOW_COLS, "hook, mode"),
             f"CREATE INDEX IF NOT EXISTS {DL}_at ON {DL} (at)",
             f"CREATE INDEX IF NOT EXISTS {DL}_unresolved ON {DL} (resolved_at, hook)",
             f"CREATE INDEX IF NOT EXISTS {AUDIT}_at ON {AUDIT} (at)",
@@ -89,8 +150,10 @@ class SQLBackend:
 
     # -- writing (writer thread only) ------------------------------------------
     def write(self, audit: Sequence[tuple[Any, ...]], letters: Sequence[DeadLetter],
-              breakers: Sequence[BreakerRecord]) -> None:
-        """Write one batch in one transaction; returns once it has committed."""
+              breakers: Sequence[BreakerRecord],
+              overflow: Sequence[tuple[str, str, int, float, float]] = ()) -> None:
+        """Write one batch in one transaction; returns once it has committed.
+        ``overflow``: (hook, mode, count, first at, last at) added to the counts."""
         if self._write is None:
             self._write = self.connect(writer=True)
         conn = self._write
@@ -114,10 +177,41 @@ class SQLBackend:
                     f"VALUES ({', '.join([ph] * len(BREAKER_COLS))}) "
                     f"ON CONFLICT (hook, digest) DO UPDATE SET {updates}",
                     [tuple(getattr(b, c) for c in BREAKER_COLS) for b in breakers])
+            if overflow:
+                cur.executemany(
+                    f"INSERT INTO {OVERFLOW} ({', '.join(OVERFLOW_COLS)}) "
+                    f"VALUES ({', '.join([ph] * len(OVERFLOW_COLS))}) "
+                    f"ON CONFLICT (hook, mode) DO UPDATE SET "
+                    f"overflow = {OVERFLOW}.overflow + excluded.overflow, "
+                    f"last_at = excluded.last_at", overflow)
             conn.commit()
         except BaseException:
             self._drop_writer()
             raise
+        self.after_commit()
+
+    def after_commit(self) -> None:
+        """Called on the writer thread after each committed batch (SQLite checkpoints)."""
+
+    def prune_dead_letters(self, max_rows: int, oldest: float) -> int:
+        """Delete resolved dead letters older than ``oldest``, then the oldest resolved
+        ones while there are more than ``max_rows``. Unresolved ones are never deleted."""
+        ph = self.ph
+        removed = self._change(f"DELETE FROM {DL} WHERE resolved_at IS NOT NULL AND at < {ph}",
+                               (oldest,))
+        (total,), = self._query(f"SELECT COUNT(*) FROM {DL}")
+        excess = int(total) - max_rows
+        if excess > 0:
+            removed += self._change(
+                f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
+                f"NULL ORDER BY id LIMIT {ph})", (excess,))
+        return removed
+
+    def overflow(self) -> list[tuple[str, str, int, float, float]]:
+        """(hook, mode, failures counted but not stored, first at, last at)."""
+        rows = self._query(f"SELECT {', '.join(OVERFLOW_COLS)} FROM {OVERFLOW} "
+                           "ORDER BY hook, mode")
+        return [(str(h), str(m), int(n), float(f), float(la)) for h, m, n, f, la in rows]
 
     def prune(self, table: str, max_rows: int, oldest: float) -> int:
         """Delete rows older than ``oldest`` and all but the newest ``max_rows``."""
@@ -208,11 +302,14 @@ class SQLBackend:
         return [AuditEntry(**dict(zip(names, r, strict=True))) for r in reversed(rows)]
 
     def dead_letters(self, *, unresolved: bool = False, hook: str | None = None,
-                     limit: int = 100) -> list[DeadLetter]:
+                     limit: int = 100, before: int | None = None) -> list[DeadLetter]:
         where: list[str] = []
         params: list[Any] = []
         if unresolved:
             where.append("resolved_at IS NULL")
+        if before is not None:
+            where.append(f"id < {self.ph}")
+            params.append(before)
         if hook is not None:
             where.append(f"hook = {self.ph}")
             params.append(hook)
@@ -230,12 +327,18 @@ class SQLBackend:
             out.append(DeadLetter(**data))
         return out
 
-    def resolve(self, ident: int, *, by: str, note: str | None, at: float) -> bool:
-        """Mark one dead letter operator-resolved (kept, never deleted); False if unknown."""
+    def resolve(self, ident: int, *, by: str, note: str | None,
+                at: float) -> tuple[str, str] | None:
+        """Mark one dead letter operator-resolved (kept, never deleted); returns its
+        (hook, mode), or None if unknown or already resolved."""
         ph = self.ph
-        return self._change(
-            f"UPDATE {DL} SET resolved_at = {ph}, resolved_by = {ph}, note = {ph} "
-            f"WHERE id = {ph} AND resolved_at IS NULL", (at, by, note, ident)) > 0
+        rows = self._query(f"SELECT hook, mode FROM {DL} WHERE id = {ph} "
+                           "AND resolved_at IS NULL", (ident,))
+        if not rows or not self._change(
+                f"UPDATE {DL} SET resolved_at = {ph}, resolved_by = {ph}, note = {ph} "
+                f"WHERE id = {ph} AND resolved_at IS NULL", (at, by, note, ident)):
+            return None
+        return str(rows[0][0]), str(rows[0][1])
 
     def exists(self, ident: int) -> bool:
         return bool(self._query(f"SELECT 1 FROM {DL} WHERE id = {self.ph}", (ident,)))
@@ -251,6 +354,12 @@ class SQLBackend:
         (audit_total,), = self._query(f"SELECT COUNT(*) FROM {AUDIT}")
         return {"dead_letters": int(dl_total), "unresolved": int(dl_open),
                 "audit": int(audit_total)}
+
+    def unresolved_by_key(self) -> dict[tuple[str, str], int]:
+        """Unresolved dead letters by (hook, mode)."""
+        rows = self._query(f"SELECT hook, mode, COUNT(*) FROM {DL} WHERE resolved_at IS NULL "
+                           "GROUP BY hook, mode")
+        return {(str(h), str(m)): int(n) for h, m, n in rows}
 
     def unresolved_by_hook(self) -> dict[str, int]:
         rows = self._query(f"SELECT hook, COUNT(*) FROM {DL} WHERE resolved_at IS NULL "

@@ -8,11 +8,17 @@ transaction has committed: :meth:`Store.flush` returns only then.
 
 A write that fails (disk full, database down) keeps its batch and retries it
 with backoff; nothing is acknowledged until it lands.
+
+:meth:`Store.health` reads only what the writer keeps in memory (backlog,
+oldest unwritten record, write errors, last commit, unresolved dead letters
+per hook), so `/v1/status` and `/metrics` never wait on the database.
 """
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import contextlib
 import itertools
 import logging
 import os
@@ -30,7 +36,7 @@ from interlock.store._records import (
     audit_rows,
     breaker_record,
 )
-from interlock.store._sql import AUDIT, DL, SQLBackend
+from interlock.store._sql import AUDIT, SQLBackend
 
 if TYPE_CHECKING:
     from interlock._outcome import Outcome
@@ -40,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("interlock")
 
 _OUTCOME, _FAILURE, _BREAKER, _ACTION = 0, 1, 2, 3
+
+STALE_AFTER = 10.0
+"""Seconds the oldest unwritten record may wait before the store reads unhealthy."""
 
 
 class Store:
@@ -63,6 +72,21 @@ class Store:
         self.dropped = 0
         """Records refused because ``max_pending`` were already waiting (logged)."""
         self.write_errors = 0
+        """Failed write attempts so far (each is retried)."""
+        self.failing = False
+        """True while the last write attempt failed."""
+        self.last_error: str | None = None
+        self.last_error_at: float | None = None
+        self.last_commit_at: float | None = None
+        self.audit_mode = "fast"
+        """``strict`` when answers wait for :meth:`settled` (set by the server)."""
+        self._inflight: list[tuple[int, Any, float]] = []
+        self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
+        self._counts_lock = threading.Lock()
+        self._unresolved: collections.Counter[tuple[str, str]] = collections.Counter(
+            backend.unresolved_by_key())
+        self._overflow: collections.Counter[tuple[str, str]] = collections.Counter(
+            {(h, m): n for h, m, n, _, _ in backend.overflow()})
         self._ids = itertools.count(1)
         self._prefix = os.urandom(4).hex()
         self._next_prune = 0.0
@@ -73,6 +97,43 @@ class Store:
     @property
     def location(self) -> str:
         return self.backend.location
+
+    def health(self) -> dict[str, Any]:
+        """The store's health, from memory only (never waits on the database).
+
+        ``ok`` is False while writes fail, when the oldest unwritten record is
+        older than ``STALE_AFTER`` seconds, or once records were refused; the
+        reasons are in ``problems``.
+        """
+        now = time.time()
+        inflight, queue = self._inflight, self._queue
+        oldest: float | None = None
+        with contextlib.suppress(IndexError):  # the writer may take them meanwhile
+            oldest = inflight[0][2] if inflight else queue[0][2]
+        backlog = len(inflight) + len(queue)
+        age = round(now - oldest, 3) if oldest is not None and backlog else 0.0
+        problems = []
+        if self.failing:
+            problems.append(f"writes are failing: {self.last_error}")
+        if age > STALE_AFTER:
+            problems.append(f"the oldest unwritten record is {age:.0f} s old")
+        if self.dropped:
+            problems.append(f"{self.dropped} records were refused: the backlog was full")
+        with self._counts_lock:
+            unresolved = sum(self._unresolved.values())
+            overflow = [{"hook": h, "mode": m, "count": n}
+                        for (h, m), n in sorted(self._overflow.items()) if n]
+        return {
+            "ok": not problems, "problems": problems, "backend": self.backend.name,
+            "location": self.location, "backlog": backlog, "oldest_unwritten_age_s": age,
+            "write_errors": self.write_errors, "failing": self.failing,
+            "last_error": self.last_error, "last_error_at": self.last_error_at,
+            "last_commit_at": self.last_commit_at,
+            "last_commit_age_s": (round(now - self.last_commit_at, 3)
+                                  if self.last_commit_at is not None else None),
+            "dropped": self.dropped, "unresolved_dead_letters": unresolved,
+            "dead_letter_overflow": overflow, "audit": self.audit_mode,
+        }
 
     # -- submitting (any thread; quick) -----------------------------------------
     def _submit(self, kind: int, item: Any) -> int:
@@ -142,6 +203,35 @@ class Store:
         with self._cond:
             return self._cond.wait_for(lambda: self._committed >= seq, timeout)
 
+    async def settled(self, within: float = 5.0) -> bool:
+        """Wait, without blocking the event loop, until everything submitted so far
+        has committed; False after ``within`` seconds. What strict audit (docs/reliability.md)
+        awaits before an answer leaves."""
+        seq = self._last_submitted
+        if self._committed >= seq:
+            return True
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        with self._cond:
+            if self._committed >= seq:
+                return True
+            self._waiters.append((seq, future))
+        self._wake.set()  # commit now: a waiting answer is worth a batch of its own
+        try:
+            async with asyncio.timeout(within):
+                return await asyncio.shield(future)
+        except TimeoutError:
+            return False
+
+    def _release(self) -> None:
+        """Wake the :meth:`settled` waiters whose records have committed (holding _cond)."""
+        done = [w for w in self._waiters if w[0] <= self._committed]
+        if not done:
+            return
+        self._waiters = [w for w in self._waiters if w[0] > self._committed]
+        for _, future in done:
+            with contextlib.suppress(RuntimeError):  # its loop is closed: nobody waits
+                future.get_loop().call_soon_threadsafe(_resolve, future)
+
     def close(self, timeout: float = 30.0) -> bool:
         """Flush (with a deadline), stop the writer and close the backend."""
         ok = self.flush(timeout)
@@ -168,11 +258,15 @@ class Store:
             queue = self._queue
             while queue and len(pending) < self.max_batch:
                 pending.append(queue.popleft())
+            self._inflight = pending
             if pending:
                 try:
-                    self._write(pending)
+                    added, over = self._write(pending)
                 except Exception as exc:
                     self.write_errors += 1
+                    self.failing = True
+                    self.last_error = redact(str(exc))[:500]
+                    self.last_error_at = time.time()
                     log.error("interlock store %s: write of %d records failed, will retry: %s",
                               self.location, len(pending), redact(str(exc)))
                     if closing:
@@ -181,10 +275,18 @@ class Store:
                     backoff = min(backoff * 2, 5.0)
                     continue
                 backoff = 0.1
+                self.failing = False
+                self.last_commit_at = time.time()
+                with self._counts_lock:
+                    self._unresolved.update(added)
+                    self._overflow.update(over)
                 with self._cond:
                     self._committed += len(pending)
                     self._cond.notify_all()
+                    if self._waiters:
+                        self._release()
                 pending = []
+                self._inflight = pending
                 if queue:
                     self._wake.set()  # more waiting: don't sleep on it
                     continue
@@ -193,7 +295,16 @@ class Store:
             if time.monotonic() >= self._next_prune:
                 self._prune()
 
-    def _write(self, items: list[tuple[int, Any, float]]) -> None:
+    def _write(self, items: list[tuple[int, Any, float]]) -> tuple[
+            collections.Counter[tuple[str, str]], collections.Counter[tuple[str, str]]]:
+        """Write one batch; returns the dead letters it stored and those it only
+        counted (past ``retention.dead_letters_per_key``), by (hook, mode)."""
+        added: collections.Counter[tuple[str, str]] = collections.Counter()
+        over: collections.Counter[tuple[str, str]] = collections.Counter()
+        spans: dict[tuple[str, str], tuple[float, float]] = {}
+        cap = self.retention.dead_letters_per_key
+        with self._counts_lock:
+            stored = collections.Counter(self._unresolved)
         audit: list[tuple[Any, ...]] = []
         names = self._names
         if len(names) > 10_000:  # hooks come and go with reloads
@@ -204,12 +315,22 @@ class Store:
             if kind == _OUTCOME:
                 audit.extend(audit_rows(item, at, f"{self._prefix}-{next(self._ids)}", names))
             elif kind == _FAILURE:
+                key = (item.hook, str(item.mode))
+                if stored[key] + added[key] >= cap:
+                    # A flood: the first `cap` tell the story; the rest are counted.
+                    over[key] += 1
+                    first, _ = spans.get(key, (item.at, item.at))
+                    spans[key] = (first, item.at)
+                    continue
                 letters.append(DeadLetter.from_failure(item))
+                added[key] += 1
             elif kind == _ACTION:
                 audit.append(item)
             else:
                 breakers.append(item)
-        self.backend.write(audit, letters, breakers)
+        overflow = [(h, m, n, *spans[(h, m)]) for (h, m), n in over.items()]
+        self.backend.write(audit, letters, breakers, overflow)
+        return added, over
 
     def _prune(self) -> None:
         r = self.retention
@@ -217,7 +338,11 @@ class Store:
         now = time.time()
         try:
             self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-            self.backend.prune(DL, r.dead_letter_rows, now - r.dead_letter_age)
+            self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
+            # Other processes (the CLI, other servers on one PostgreSQL) resolve too.
+            counts = self.backend.unresolved_by_key()
+            with self._counts_lock:
+                self._unresolved = collections.Counter(counts)
         except Exception as exc:
             log.error("interlock store %s: pruning failed: %s", self.location, redact(str(exc)))
 
@@ -226,21 +351,36 @@ class Store:
         return self.backend.audit(query or AuditQuery())
 
     def dead_letters(self, *, unresolved: bool = False, hook: str | None = None,
-                     limit: int = 100) -> list[DeadLetter]:
-        return self.backend.dead_letters(unresolved=unresolved, hook=hook, limit=limit)
+                     limit: int = 100, before: int | None = None) -> list[DeadLetter]:
+        """The newest ``limit`` dead letters (oldest first), with ids below ``before``
+        when given: pass the smallest id of one page to get the next."""
+        return self.backend.dead_letters(unresolved=unresolved, hook=hook, limit=limit,
+                                         before=before)
 
     def resolve(self, ident: int, *, by: str | None = None, note: str | None = None) -> bool:
         """Mark dead letter ``ident`` operator-resolved; it is kept. False if unknown
         or already resolved."""
         who = by or os.environ.get("USER") or "operator"
-        return self.backend.resolve(ident, by=who, note=redact(note) if note else None,
-                                    at=time.time())
+        key = self.backend.resolve(ident, by=who, note=redact(note) if note else None,
+                                   at=time.time())
+        if key is None:
+            return False
+        with self._counts_lock:
+            if self._unresolved[key] > 0:
+                self._unresolved[key] -= 1
+        return True
 
     def counts(self) -> dict[str, int]:
         return self.backend.counts()
 
     def unresolved_by_hook(self) -> dict[str, int]:
-        return self.backend.unresolved_by_hook()
+        """Unresolved dead letters per hook, as committed (kept in memory: no query)."""
+        out: dict[str, int] = {}
+        with self._counts_lock:
+            for (hook, _mode), n in self._unresolved.items():
+                if n:
+                    out[hook] = out.get(hook, 0) + n
+        return out
 
     def breakers(self) -> list[BreakerRecord]:
         return self.backend.breakers()
@@ -251,4 +391,9 @@ class Store:
         r = self.retention
         now = time.time()
         self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-        self.backend.prune(DL, r.dead_letter_rows, now - r.dead_letter_age)
+        self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
+
+
+def _resolve(future: asyncio.Future[bool]) -> None:
+    if not future.done():
+        future.set_result(True)

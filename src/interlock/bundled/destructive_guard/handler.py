@@ -3,35 +3,37 @@
 from __future__ import annotations
 
 import os
-import subprocess
 from typing import Any
 
 from interlock._decisions import Decision, block
+from interlock._errors import ConfigError
 from interlock.events import Event
 from interlock.policies import destructive
+from interlock.policies.git_head import current_branch
+from interlock.policies.guard_model import GuardOptions, OptionError
 from interlock.policies.sandbox import TERMINAL_TOOLS
 from interlock.policies.shell import require_parser
 
+__all__ = ["configure", "current_branch", "handle"]
+
 _options: dict[str, Any] = {}
+_guard: GuardOptions | None = None
 
 
 def configure(options: dict[str, Any]) -> None:
-    """Options: home, protected_branches (globs), tools (terminal tool names)."""
+    """Options: see HOOK.md (home, protected_branches, tools, one switch per category,
+    find_name_filter, sql_delete_without_where, when_unsure)."""
+    global _guard
     require_parser()  # a missing parser is a clear load error, not a blocked call later
+    try:
+        guard = GuardOptions.from_mapping(options, home=os.path.expanduser("~"),
+                                          current_branch=current_branch, ignore=("tools",))
+    except OptionError as exc:
+        raise ConfigError(f"destructive-guard: {exc}", field="options",
+                          fix="see docs/guard.md for the guard's options") from None
     _options.clear()
     _options.update(options)
-
-
-def current_branch(cwd: str) -> str | None:
-    """The branch checked out in ``cwd`` (None when unknown: then it counts as protected)."""
-    if not cwd:
-        return None
-    try:
-        proc = subprocess.run(["git", "-C", cwd, "symbolic-ref", "--quiet", "--short", "HEAD"],
-                              capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return proc.stdout.strip() or None if proc.returncode == 0 else None
+    _guard = guard
 
 
 def handle(event: Event) -> Decision | None:
@@ -41,11 +43,10 @@ def handle(event: Event) -> Decision | None:
     command = event.args.get("command")  # type: ignore[attr-defined]
     if not isinstance(command, str) or not command.strip():
         return None
-    finding = destructive.check(
-        command, home=_options.get("home") or os.path.expanduser("~"), cwd=event.cwd,
-        protected_branches=_options.get("protected_branches", destructive.PROTECTED_BRANCHES),
-        current_branch=current_branch)
+    guard = _guard or GuardOptions(home=os.path.expanduser("~"), current_branch=current_branch)
+    finding = destructive.check_cached(command, event.cwd, guard)
     if finding is None:
         return None
-    return block(f"destructive command blocked ({finding})",
+    return block(f"destructive command blocked ({finding}); to allow it, set the "
+                 f"destructive-guard option {finding.option}",
                  hint="run a narrower command, or ask the user to run it themselves")

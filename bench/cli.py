@@ -1,0 +1,96 @@
+"""How long the CLI takes to start, as ratios to a bare Python start.
+
+Three commands, each a fresh process, in interleaved rounds (bare, --help,
+hooks list, bare, ...) so that load on the machine hits all of them alike:
+
+- bare: ``python -c pass`` (the floor every command pays);
+- help: ``interlock --help``;
+- hooks_list: ``interlock hooks list`` on a project with 10 command hooks.
+
+It prints the median and the spread (p10..p90) of each in ms, and the ratio
+of each median to the bare median, against the targets:
+``--help`` <= 6x a bare start, ``hooks list`` <= 250 ms.
+
+    .venv/bin/python bench/cli.py [--rounds N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from _common import report
+
+HOOK = """
+[[hooks]]
+name = "h{i}"
+events = ["before_tool_call"]
+matcher = "terminal"
+command = "./check.sh"
+"""
+
+
+def _project(root: Path) -> None:
+    (root / ".interlock").mkdir(parents=True)
+    (root / ".interlock" / "config.toml").write_text(
+        "".join(HOOK.format(i=i) for i in range(10)))
+    script = root / ".interlock" / "check.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+
+
+def _time(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    t0 = time.perf_counter()
+    subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - t0) * 1000
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=21)
+    rounds = parser.parse_args().rounds
+    py = sys.executable
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "project"
+        _project(root)
+        env = {**os.environ, "INTERLOCK_HOME": str(Path(tmp) / "home"),
+               "INTERLOCK_STATE_DIR": str(Path(tmp) / "state"),
+               "INTERLOCK_MANAGED": str(Path(tmp) / "managed"), "COLUMNS": "100"}
+        cases = {"bare": [py, "-c", "pass"],
+                 "help": [py, "-m", "interlock", "--help"],
+                 "hooks_list": [py, "-m", "interlock", "hooks", "list"]}
+        for argv in cases.values():  # warm the file cache and .pyc files
+            _time(argv, root, env)
+        samples: dict[str, list[float]] = {name: [] for name in cases}
+        for _ in range(rounds):
+            for name, argv in cases.items():
+                samples[name].append(_time(argv, root, env))
+    figures: dict[str, float] = {"rounds": rounds}
+    bare = statistics.median(samples["bare"])
+    for name, values in samples.items():
+        deciles = statistics.quantiles(values, n=10)
+        median = statistics.median(values)
+        figures[f"{name}_ms"] = round(median, 1)
+        figures[f"{name}_p10_ms"] = round(deciles[0], 1)
+        figures[f"{name}_p90_ms"] = round(deciles[-1], 1)
+        figures[f"{name}_x_bare"] = round(median / bare, 2)
+        print(f"{name:<11} median {median:7.1f} ms  (p10 {deciles[0]:.1f} .. "
+              f"p90 {deciles[-1]:.1f})  {median / bare:5.2f}x bare")
+    print(f"targets: help <= 6x bare ({'met' if figures['help_x_bare'] <= 6 else 'missed'}), "
+          f"hooks list <= 250 ms "
+          f"({'met' if figures['hooks_list_ms'] <= 250 else 'missed'})")
+    report(figures)
+
+
+if __name__ == "__main__":
+    main()

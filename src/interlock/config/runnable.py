@@ -1,0 +1,99 @@
+"""Can a hook run at all? The static half of `hooks doctor`, without running anything.
+
+`hooks validate` reports these problems with the declaring file and line, the
+field and the fix, and `hooks approve` refuses to approve a hook that has one
+(docs/configuration.md, Validation and reloads): an approved handler that does
+not compile would otherwise turn the whole config invalid, and every gate would
+block.
+
+Nothing here imports or executes the hook's code: a handler is only compiled,
+so an unapproved project handler stays unrun.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from interlock._errors import ConfigError
+from interlock.config.model import HookKind
+
+if TYPE_CHECKING:
+    from interlock.registry import HookEntry
+
+_RELATIVE = re.compile(r"^\.\.?/")
+
+
+def problems(entry: HookEntry) -> list[ConfigError]:
+    """What stops ``entry`` from running: missing or non-executable scripts, and a
+    Python handler that is missing or does not compile."""
+    decl = entry.declared
+    d = entry.definition
+    file, line = str(decl.file), decl.line
+    found: list[ConfigError] = []
+    kind = d.effective_kind
+    if d.command is not None and kind in (HookKind.COMMAND, HookKind.WORKER):
+        for i, path in _named_paths(d.command, decl.folder):
+            if not path.exists():
+                found.append(ConfigError(
+                    f"hook {d.name!r}: {path} does not exist", field="command",
+                    fix="create the script or correct its path (relative paths start "
+                        "from the folder of the file declaring the hook)", file=file, line=line))
+            elif i == 0 and not os.access(path, os.X_OK):
+                found.append(ConfigError(
+                    f"hook {d.name!r}: {path} is not executable", field="command",
+                    fix=f"chmod +x {shlex.quote(str(path))}", file=file, line=line))
+    if kind is HookKind.PYTHON and d.handler is not None:
+        path = (decl.folder / d.handler).resolve()
+        if not path.is_file():
+            found.append(ConfigError(f"hook {d.name!r}: handler file {path} does not exist",
+                                     field="handler", fix="create it, defining handle(event)",
+                                     file=file, line=line))
+        else:
+            error = _compile_error(path)
+            if error is not None:
+                found.append(error)
+    return found
+
+
+def _named_paths(command: str | list[str], folder: Path) -> list[tuple[int, Path]]:
+    """The files a command names as paths: its first word, and later words written
+    ``./x`` or ``../x`` (which resolve from the declaring folder) or absolute ones
+    that look like scripts."""
+    if isinstance(command, str):
+        try:
+            words = shlex.split(command)
+        except ValueError:
+            return []
+        # A shell line with operators is a script in itself: only its first word counts.
+        if any(w in {"|", "&&", "||", ";"} or "\n" in w for w in words) or "\n" in command:
+            words = words[:1]
+    else:
+        words = list(command)
+    out: list[tuple[int, Path]] = []
+    for i, word in enumerate(words):
+        if _RELATIVE.match(word):
+            out.append((i, (folder / word).resolve()))
+        elif os.path.isabs(word) and (i == 0 or Path(word).suffix in {".py", ".sh"}):
+            out.append((i, Path(word)))
+    return out
+
+
+def _compile_error(path: Path) -> ConfigError | None:
+    try:
+        source = path.read_bytes()
+    except OSError as exc:
+        return ConfigError(f"cannot read the handler: {exc.strerror}", file=str(path),
+                           field="handler", fix="make the file readable")
+    try:
+        compile(source, str(path), "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return ConfigError(f"the handler does not compile: {exc.msg}", file=str(path),
+                           line=exc.lineno, field="handler", fix="fix the syntax error")
+    except ValueError as exc:  # null bytes
+        return ConfigError(f"the handler does not compile: {exc}", file=str(path),
+                           field="handler", fix="fix the file")
+    return None

@@ -1,0 +1,2 @@
+-- a report
+SELECT id, name FROM users WHERE id < 10;

@@ -1,0 +1,127 @@
+"""Which files an approval pins, read from a command the way the process runs it."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from interlock.config.drift import PinSet, read
+from interlock.config.pins import command_pins, folder_pins, walk
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    for rel in ("hooks/x.py", "hooks/lib.py", "hooks/data/rules.toml", "rules.toml",
+                "top.py", "other/y.py", "pkg/__init__.py", "pkg/main.py", "bin/tool",
+                "notes.txt"):
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(rel)
+    (root / "bin" / "tool").chmod(0o755)
+    return root
+
+
+def pins(root: Path, command: str | list[str], **kw: str) -> set[str]:
+    pinner = command_pins(command, cwd=root, root=root, **kw)
+    return {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
+            for p in [*pinner.files, *(Path(f"{d}/") for d in pinner.folders)]}
+
+
+def test_a_python_script_pins_its_folder_tree(root: Path) -> None:
+    assert pins(root, ["python3", "hooks/x.py"]) == {
+        "hooks/x.py", "hooks/lib.py", "hooks/data/rules.toml", "hooks", "hooks/data"}
+
+
+def test_a_script_at_the_root_pins_the_root_modules_and_packages(root: Path) -> None:
+    got = pins(root, ["python3", "-u", "top.py"])
+    assert {"top.py", "pkg/__init__.py", "pkg/main.py", "pkg"} <= got
+    assert "other/y.py" not in got  # nothing imports it
+    assert "notes.txt" not in got
+    assert "." not in got  # the project may grow while the hook runs
+    (root / "top.py").write_text("import other.y\n")  # a namespace package
+    assert {"other/y.py", "other"} <= pins(root, ["python3", "top.py"])
+
+
+def test_words_in_any_position_and_option_values_are_pinned(root: Path) -> None:
+    assert pins(root, ["node", "--rules=rules.toml", "notes.txt", "missing.js"]) == {
+        "rules.toml", "notes.txt"}
+
+
+def test_shell_strings_pin_what_sh_c_runs_and_skip_write_targets(root: Path) -> None:
+    got = pins(root, "bash -c 'python3 hooks/x.py < rules.toml' >> notes.txt 2>&1")
+    assert "hooks/x.py" in got
+    assert "rules.toml" in got  # read: pinned
+    assert "notes.txt" not in got  # only written
+
+
+def test_a_log_inside_the_script_folder_is_not_pinned(root: Path) -> None:
+    (root / "hooks" / "x.log").write_text("")
+    got = pins(root, "python3 hooks/x.py 2>> hooks/x.log")
+    assert "hooks/x.py" in got
+    assert "hooks/x.log" not in got
+
+
+def test_env_prefixes_and_python_m_are_followed(root: Path) -> None:
+    got = pins(root, "FOO=1 env BAR=2 python3 -m pkg.main")
+    assert {"pkg/__init__.py", "pkg/main.py"} <= got
+
+
+def test_a_program_on_path_inside_the_project_is_pinned_a_system_one_is_not(root: Path
+                                                                          ) -> None:
+    path = f"{root / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"
+    assert pins(root, ["tool", "x"], path_env=path) == {"bin/tool"}
+    assert pins(root, ["sh", "-c", "true"], path_env=path) == set()
+
+
+def test_odd_words_are_not_files(root: Path) -> None:
+    assert pins(root, ["python3", "a\0b", "x" * 5000, "'unbalanced"]) == set()
+    assert pins(root, "echo 'unbalanced") == set()
+
+
+def test_a_hook_folder_pins_what_its_links_reach(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "check.sh").write_text("x")
+    folder = tmp_path / "hook"
+    folder.mkdir()
+    (folder / "HOOK.md").write_text("x")
+    (folder / "lib").symlink_to(shared, target_is_directory=True)
+    (folder / "loop").symlink_to(folder, target_is_directory=True)
+    got = folder_pins(folder)
+    assert folder / "lib" / "check.sh" in got
+    assert shared / "check.sh" in got  # the target itself
+    assert len(walk(folder)) == 2  # the loop is read once
+
+
+def test_a_pin_set_notices_a_same_size_swap_with_the_mtime_put_back(tmp_path: Path) -> None:
+    f = tmp_path / "x.py"
+    f.write_text("allow = 0\n")
+    os.utime(f, ns=(10**9, 10**9))
+    pins = PinSet([read(f)])
+    assert pins.drifted() is None
+    f.write_text("allow = 1\n")
+    os.utime(f, ns=(10**9, 10**9))
+    assert pins.drifted() == f
+    f.write_text("allow = 0\n")
+    assert pins.drifted() is None
+
+
+def test_a_script_run_directly_pins_its_shebang_interpreter_and_imports(root: Path) -> None:
+    venv = root / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python3").write_text("#!/bin/sh\n")
+    (root / "hooks" / "x.py").write_text(f"#!{venv / 'python3'}\nimport lib\n")
+    (root / "hooks" / "x.py").chmod(0o755)
+    got = pins(root, "./hooks/x.py")
+    assert {".venv/bin/python3", "hooks/x.py", "hooks/lib.py"} <= got
+    (root / "hooks" / "x.py").write_text("#!/usr/bin/env python3\nimport lib\n")
+    assert "hooks/lib.py" in pins(root, ["./hooks/x.py"])
+
+
+def test_a_module_cannot_be_unpinned_by_naming_it_as_a_log(root: Path) -> None:
+    got = pins(root, "python3 hooks/x.py 2>> hooks/lib.py >> notes.txt")
+    assert "hooks/lib.py" in got
+    assert "notes.txt" not in got
