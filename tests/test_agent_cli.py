@@ -113,6 +113,7 @@ async def test_chat_asks_about_concurrent_calls_one_at_a_time():
     import time
 
     from interlock.agent.chat import terminal_asker
+    from interlock.agent.chat_ui import PlainUI
     from interlock.agent.options import PermissionPrompt
 
     lock = threading.Lock()
@@ -129,7 +130,7 @@ async def test_chat_asks_about_concurrent_calls_one_at_a_time():
             state["open"] -= 1
         return "y" if "first" in prompt else "n"
 
-    ask = terminal_asker(read)
+    ask = terminal_asker(PlainUI(read, print))
     answers = await asyncio.gather(*(ask(PermissionPrompt("terminal", {"command": c}, "why", "s"))
                                      for c in ("touch first", "touch second")))
     assert answers == [True, False]

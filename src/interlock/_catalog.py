@@ -172,8 +172,10 @@ SPECS: tuple[EventSpec, ...] = (
         "before_llm_call", G, "A model call is about to go out.",
         (Field("model", _S, "Model name.", ""),
          Field("messages", _LD, "Chat messages, OpenAI shape.", []),
-         Field("params", _D, "Model parameters (temperature, max_tokens, ...).", {})),
-        mutable=("messages", "params"),
+         Field("params", _D, "Model parameters (temperature, max_tokens, ...).", {}),
+         Field("tools", _LS, "Names of the tools offered to the model (the session's active "
+               "tools); a modifier may remove names, never add one.", [])),
+        mutable=("messages", "params", "tools"),
         accepts=frozenset({_V.BLOCK, _V.MODIFY, _V.RESPOND}), context=True,
         respond='{"type": "object", "properties": {"text": {"type": "string"}, '
                 '"tool_calls": {"type": "array"}}, "description": "a synthetic model reply"}',

@@ -18,6 +18,7 @@ from interlock._errors import RegistrationError
 from interlock._extbus import BusClient, EventBus
 from interlock._extfind import ENTRY_POINT_GROUP
 from interlock._extstate import ExtensionState
+from interlock._extui import ExtensionUI, UIState
 from interlock._hooks import HookFn, HookOptions, Source
 from interlock.paths import state_dir as _state_dir
 from interlock.policies._common import interlock_home
@@ -48,18 +49,46 @@ class _Names:
     reserved_commands: frozenset[str] = frozenset()
 
 
+class ExtensionTools(dict[str, ToolSpec]):
+    """``ctx.tools``: the tools this extension registered (name -> spec), plus the
+    active set of the session in scope (see :mod:`interlock.agent.active`)."""
+
+    def active(self) -> list[str]:
+        """Names of the tools the model sees now, in the session in scope."""
+        from interlock.agent.active import current
+
+        return current().active.names()
+
+    def available(self) -> list[ToolSpec]:
+        """Every tool of the session in scope, active or not (``.read_only``,
+        ``.writes_files`` and ``.source`` say what each is)."""
+        from interlock.agent.active import current
+
+        return list(current().tools)
+
+    def set_active(self, names: Iterable[str] | None, scope: str = "session") -> list[str]:
+        """Show the model only ``names`` (None: every tool again), for the session or,
+        with ``scope="turn"``, for the next model call's turn. Returns the new set.
+
+        Never widens past what permissions allow: a tool a deny rule covers
+        whatever its arguments stays inactive."""
+        from interlock.agent.active import current
+
+        return current().active.set(names, scope)
+
+
 class ExtensionContext:
     """What ``register(ctx)`` receives. Everything it registers is namespaced
     by the extension's name and removed together with ``unload()``."""
 
     def __init__(self, engine: Engine, name: str, *, source: Source = Source.PACKAGE,
                  names: _Names | None = None, bus: EventBus | None = None,
-                 state_dir: Path | None = None) -> None:
+                 state_dir: Path | None = None, ui: UIState | None = None) -> None:
         self.engine = engine
         self.name = name
         self.source = source
         self.handles: list[Handle] = []
-        self.tools: dict[str, ToolSpec] = {}
+        self.tools = ExtensionTools()
         self.commands: dict[str, CommandSpec] = {}
         self.providers: dict[str, ProviderFactory] = {}
         self.log = logging.getLogger(f"interlock.ext.{name}")
@@ -67,6 +96,9 @@ class ExtensionContext:
         self._bus = bus
         self._events: BusClient | None = None
         self._state: ExtensionState | None = None
+        self._ui_state = ui if ui is not None else UIState()
+        self.ui = ExtensionUI(self._ui_state, name)
+        """Shortcuts, status line, widgets and prompts (interlock._extui)."""
         self.state_dir = state_dir if state_dir is not None else (
             _state_dir(interlock_home()) / "extensions" / name)
         """This extension's own folder for state (created on first write)."""
@@ -175,17 +207,18 @@ class ExtensionContext:
         for handle in self.handles:
             handle.unregister()
         self.handles.clear()
+        self._ui_state.drop(self.name)
         if self._events is not None:
             self._events.close()
 
 
 def load_extension(engine: Engine, name: str, register: Callable[[ExtensionContext], Any],
                    *, source: Source = Source.PACKAGE, names: _Names | None = None,
-                   bus: EventBus | None = None,
-                   state_dir: Path | None = None) -> ExtensionContext:
+                   bus: EventBus | None = None, state_dir: Path | None = None,
+                   ui: UIState | None = None) -> ExtensionContext:
     """Run one extension's ``register(ctx)``; on error, undo what it registered."""
     ctx = ExtensionContext(engine, name, source=source, names=names, bus=bus,
-                           state_dir=state_dir)
+                           state_dir=state_dir, ui=ui)
     try:
         result = register(ctx)
         if inspect.isawaitable(result):

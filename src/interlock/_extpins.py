@@ -8,6 +8,9 @@ A folder extension is ``<dir>/extension.toml`` plus a module:
     module = "hello"                  # hello.py or hello/__init__.py; default "extension"
     guards = ["before_tool_call"]     # events its fail-closed hooks guard
     enabled = true
+    requires = ["other-ext>=1.2"]     # other extensions (see interlock._extdeps)
+    packages = ["humanize>=4"]        # Python packages `ext install` puts in its own folder
+    interlock = ">=0.1"               # Interlock versions it works with
 
 ``guards`` is how an extension says "if I cannot load, these events must not
 run unguarded": when it fails to load, is disabled by a changed pin or not
@@ -46,6 +49,7 @@ from typing import Any, Protocol
 
 from interlock._catalog import BY_NAME
 from interlock._errors import ConfigError
+from interlock._extdeps import Requirement, parse_requirement, parse_specifier
 from interlock.trust import TrustStore
 
 log = logging.getLogger("interlock.extensions")
@@ -67,6 +71,12 @@ class Manifest:
     version: str = ""
     guards: tuple[str, ...] = ()
     enabled: bool = True
+    requires: tuple[Requirement, ...] = ()
+    """Other extensions this one needs loaded first."""
+    packages: tuple[Requirement, ...] = ()
+    """Python packages it imports (interlock._extdeps)."""
+    interlock: str = ""
+    """A PEP 440 specifier on Interlock's version ("" for any)."""
 
     def module_file(self) -> Path:
         pkg = self.path / self.module / "__init__.py"
@@ -87,7 +97,8 @@ def read_manifest(folder: Path) -> Manifest:
         raise ConfigError(f"invalid TOML: {exc}", file=where) from None
     except (OSError, UnicodeDecodeError) as exc:  # a folder, unreadable, not UTF-8
         raise ConfigError(f"cannot be read: {exc}", file=where) from None
-    known = {"name", "description", "version", "module", "guards", "enabled"}
+    known = {"name", "description", "version", "module", "guards", "enabled", "requires",
+             "packages", "interlock"}
     unknown = sorted(set(data) - known)
     if unknown:
         raise ConfigError(f"unknown field(s) {unknown}", file=where, field=unknown[0],
@@ -112,10 +123,24 @@ def read_manifest(folder: Path) -> Manifest:
             raise ConfigError(f"unknown event {g!r}", file=where, field="guards",
                               fix=f"did you mean {close[0]!r}?" if close
                               else "run `interlock events` for the list")
+    lists = {}
+    for key in ("requires", "packages"):
+        items = data.get(key, [])
+        if not isinstance(items, list):
+            raise ConfigError(f"{key} must be a list of requirement strings", file=where,
+                              field=key, fix=f'e.g. {key} = ["name>=1.0"]')
+        lists[key] = tuple(parse_requirement(item, file=where, field=key) for item in items)
+    if any(r.name == name for r in lists["requires"]):
+        raise ConfigError(f"extension {name!r} requires itself", file=where, field="requires",
+                          fix="remove it from requires")
+    interlock = data.get("interlock", "")
     manifest = Manifest(name=name, path=folder, module=module,
                         description=str(data.get("description", "")),
                         version=str(data.get("version", "")), guards=tuple(guards),
-                        enabled=bool(data.get("enabled", True)))
+                        enabled=bool(data.get("enabled", True)),
+                        requires=lists["requires"], packages=lists["packages"],
+                        interlock=parse_specifier(interlock, file=where, field="interlock")
+                        if interlock else "")
     if not manifest.module_file().is_file():
         raise ConfigError(f"module {module!r} not found ({module}.py or {module}/__init__.py)",
                           file=where, field="module", fix="create it, or set module = ...")
@@ -188,6 +213,8 @@ class Pin:
     guards: list[str] = field(default_factory=list)
     enabled: bool = True
     approved_at: float = field(default_factory=time.time)
+    packages_digest: str = ""
+    """folder, git: digest of the Python packages installed for it (interlock._extdeps)."""
 
 
 class PinStore(Protocol):

@@ -10,6 +10,9 @@
   point it brings is pinned to the distribution's version, the file's hash
   and a digest of the installed files.
 
+A folder's ``packages`` go into ``$INTERLOCK_HOME/extensions/.packages/<name>/``
+(:mod:`interlock._extdeps` says why there and not in a venv of its own).
+
 Every install records a :class:`~interlock._extpins.Pin` (the consent
 record); the loader refuses an installed extension whose content no longer
 matches its pin until ``approve`` records the new content.
@@ -28,8 +31,10 @@ from importlib.metadata import EntryPoint, PackageNotFoundError, distribution
 from pathlib import Path
 
 from interlock._errors import ConfigError
+from interlock._extdeps import conflicts, interlock_problem, missing_packages, packages_dir
 from interlock._extpins import (
     MANIFEST,
+    Manifest,
     Pin,
     PinStore,
     default_pins,
@@ -83,8 +88,10 @@ class Installer:
         kind = self.kind_of(source)
         if kind == "folder":
             m = read_manifest(Path(source).expanduser())
+            extra = (f", and pip install {', '.join(r.text for r in m.packages)} into "
+                     f"{packages_dir(self.home, m.name)}" if m.packages else "")
             return (f"copy folder extension {m.name!r} from {source} into {self.root / m.name}"
-                    f" (pinned to {folder_digest(m.path)[:23]}...)")
+                    f" (pinned to {folder_digest(m.path)[:23]}...){extra}")
         if kind == "git":
             return f"clone {source} into {self.root} and pin it to its commit"
         return (f"pip install {source} into {sys.prefix} and pin it to its version and hash; "
@@ -104,19 +111,57 @@ class Installer:
                         commit: str = "") -> Pin:
         manifest = read_manifest(folder)
         target = self.root / manifest.name
+        if target.exists() and not force:
+            raise ConfigError(f"extension {manifest.name!r} is already installed at "
+                              f"{target}", fix="`interlock ext remove` it first, or "
+                                               "pass --force")
+        problem = interlock_problem(manifest.interlock)
+        if problem is not None:
+            raise ConfigError(problem, file=str(folder / MANIFEST), field="interlock")
+        self._install_packages(manifest)
         if target.exists():
-            if not force:
-                raise ConfigError(f"extension {manifest.name!r} is already installed at "
-                                  f"{target}", fix="`interlock ext remove` it first, or "
-                                                   "pass --force")
             shutil.rmtree(target)
         self.root.mkdir(parents=True, exist_ok=True)
         shutil.copytree(folder, target, ignore=_IGNORE, symlinks=True)
         pin = Pin(name=manifest.name, kind=kind, source=source, digest=folder_digest(target),
                   commit=commit, version=manifest.version, path=str(target),
-                  guards=list(manifest.guards))
+                  guards=list(manifest.guards), packages_digest=self._packages_digest(
+                      manifest.name) if manifest.packages else "")
         self.store.put(manifest.name, pin)
         return pin
+
+    def _install_packages(self, manifest: Manifest) -> None:
+        """The manifest's Python packages into the extension's own folder (see
+        interlock._extdeps: one process, so a conflict is refused, not isolated)."""
+        where = str(manifest.path / MANIFEST)
+        if not manifest.packages:
+            return
+        clashes = conflicts(self.home, manifest.name, manifest.packages)
+        if clashes:
+            raise ConfigError("; ".join(clashes), file=where, field="packages",
+                              fix="loosen the requirement, or remove the extension that "
+                                  "needs the other version")
+        folder = packages_dir(self.home, manifest.name)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(prefix=f".{manifest.name}-", dir=folder.parent) as tmp:
+            staged = Path(tmp) / "site"
+            # pip reads PIP_INDEX_URL, PIP_FIND_LINKS, PIP_NO_INDEX ... from the
+            # environment, so a private index or an offline wheelhouse works as usual.
+            _run([self.python, "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                  "--no-input", "--target", str(staged),
+                  *(r.text for r in manifest.packages)], "pip install (extension packages)")
+            if folder.exists():
+                shutil.rmtree(folder)
+            staged.rename(folder)
+        importlib.invalidate_caches()
+        missing = missing_packages(self.home, manifest.name, manifest.packages)
+        if missing:
+            raise ConfigError(f"after pip install, {', '.join(missing)} is still not met",
+                              file=where, field="packages")
+
+    def _packages_digest(self, name: str) -> str:
+        folder = packages_dir(self.home, name)
+        return folder_digest(folder) if folder.is_dir() else ""
 
     def _install_git(self, source: str, force: bool) -> Pin:
         url = source.removeprefix("git+")
@@ -200,6 +245,9 @@ class Installer:
                 self.store.remove(key)
         elif pin.path and Path(pin.path).is_dir() and Path(pin.path).parent == self.root:
             shutil.rmtree(pin.path)
+        packages = packages_dir(self.home, name)
+        if pin.kind != "project" and packages.is_dir():
+            shutil.rmtree(packages)
         self.store.remove(name)
         return pin
 
@@ -227,6 +275,8 @@ class Installer:
         pin = self.get(name)
         if pin.kind in ("folder", "git"):
             pin.digest = folder_digest(Path(pin.path))
+            if pin.packages_digest:
+                pin.packages_digest = self._packages_digest(name)
         elif pin.kind == "package":
             dist = distribution(pin.dist)
             pin.digest = distribution_digest(dist)

@@ -7,6 +7,9 @@
         ctx.register_provider("myllm", lambda model: MyProvider(model))
         ctx.events.subscribe("git.*", on_git_event)
         ctx.state.set("runs", ctx.state.get("runs", 0) + 1)
+        ctx.ui.shortcut("ctrl+g", refresh)        # interlock._extui; drawn by `chat`
+        # in a hook, tool, command or shortcut: ctx.tools.set_active([...])
+        # (interlock.agent.active)
 
 Where they come from (:class:`ExtensionSet`, loaded in this order, so the
 most deliberately installed load first):
@@ -33,6 +36,10 @@ disables it with a clear message, and the others still load. If it declared
 fails closed is registered on each of them, so those events block until the
 extension loads again (:meth:`ExtensionSet.reload`). The same holds for an
 extension that is not approved or whose content changed since its pin.
+
+Dependencies: ``requires`` in ``extension.toml`` orders loading and fails
+an extension closed when what it requires is missing, of the wrong version,
+in a cycle or did not load (:mod:`interlock._extdeps`).
 
 Names: a tool or command name already taken (by a built-in passed as
 ``reserved_tools`` / ``reserved_commands``, or by another extension) is a
@@ -61,6 +68,13 @@ from interlock._extcontext import (
     load_entry_points,
     load_extension,
 )
+from interlock._extdeps import (
+    activate_packages,
+    interlock_problem,
+    load_order,
+    missing_packages,
+    packages_dir,
+)
 from interlock._extfind import ENTRY_POINT_GROUP, folders, project_folder, user_folder
 from interlock._extpins import (
     Manifest,
@@ -73,6 +87,7 @@ from interlock._extpins import (
     project_key,
     read_manifest,
 )
+from interlock._extui import UIState
 from interlock._hooks import Hook, Invocation, OnError, Source
 from interlock._invoke import new_id
 from interlock._sinks import FailureRecord
@@ -168,6 +183,10 @@ class ExtensionSet:
         self._marks: dict[str, tuple[str, str]] = {}
         """What each extension was when it was (last) loaded: content and pin."""
         self.infos: dict[str, ExtensionInfo] = {}
+        self.ui = UIState()
+        """What extensions registered for a terminal; ``interlock chat`` draws it."""
+        self._broken: dict[str, str] = {}
+        """Why an extension cannot load, from the requires of all (load_all)."""
 
     # -- discovery ------------------------------------------------------------------
     def discover(self) -> list[_Candidate]:
@@ -203,8 +222,19 @@ class ExtensionSet:
 
     # -- loading --------------------------------------------------------------------
     def load_all(self) -> list[ExtensionInfo]:
-        """Discover and load every extension; returns what happened to each."""
-        for cand in self.discover():
+        """Discover and load every extension, what one requires first; returns what
+        happened to each (docs/extensions.md, Dependencies)."""
+        found = self.discover()
+        by_name: dict[str, _Candidate] = {}
+        for cand in found:
+            by_name.setdefault(cand.name, cand)
+        requires = {c.name: c.manifest.requires for c in by_name.values()
+                    if c.manifest is not None}
+        order, broken = load_order(list(by_name), requires,
+                                   {n: _version_of(c) for n, c in by_name.items()})
+        self._broken = broken
+        rank = {name: i for i, name in enumerate(order)}
+        for cand in sorted(found, key=lambda c: rank[c.name]):
             self._load_candidate(cand)
         return list(self.infos.values())
 
@@ -321,12 +351,18 @@ class ExtensionSet:
             if status != "disabled":
                 self._guard(cand, info)
             return info
+        problem = self._requirements_problem(cand)
+        if problem is not None:
+            info.status, info.message = "failed", problem
+            log.error("extension %r disabled: %s", cand.name, problem)
+            self._guard(cand, info)
+            return info
         try:
             register = self._register_fn(cand)
             if not info.guards and cand.entry_point is not None:
                 info.guards = cand.guards
             ctx = load_extension(self.engine, cand.name, register, source=cand.source,
-                                 names=self._names, bus=self.bus,
+                                 names=self._names, bus=self.bus, ui=self.ui,
                                  state_dir=state_dir(self.home) / "extensions" / cand.name)
         except Exception as exc:
             info.status = "failed"
@@ -362,7 +398,8 @@ class ExtensionSet:
         if not pin.enabled:
             return pin, f"disabled (`interlock ext enable {cand.name}` turns it on)", "disabled"
         if cand.manifest is not None and pin.kind in ("folder", "git"):
-            return pin, self._check_pin(pin, folder_digest(cand.manifest.path)), "changed"
+            return pin, self._check_pin(pin, folder_digest(cand.manifest.path)) or \
+                self._check_packages(pin), "changed"
         if cand.entry_point is not None and pin.kind == "package":
             try:
                 dist = distribution(pin.dist)
@@ -373,6 +410,41 @@ class ExtensionSet:
                              f"{pin.version}; run `interlock ext approve {cand.name}`"), "changed"
             return pin, self._check_pin(pin, distribution_digest(dist)), "changed"
         return pin, None, ""
+
+    def _requirements_problem(self, cand: _Candidate) -> str | None:
+        """Why a candidate whose consent holds still cannot load: the Interlock
+        version, an extension it requires that did not load, a Python package."""
+        manifest = cand.manifest
+        if manifest is None:
+            return None
+        problem = interlock_problem(manifest.interlock) or self._broken.get(cand.name)
+        if problem is not None:
+            return problem
+        for req in manifest.requires:
+            dep = self.infos.get(req.name)
+            if dep is None or dep.status != "loaded":
+                why = "it is not installed" if dep is None else \
+                    f"it is {dep.status}: {dep.message}"
+                return f"requires {req.text!r}, which did not load ({why})"
+        if manifest.packages:
+            missing = missing_packages(self.home, cand.name, manifest.packages)
+            if missing:
+                return (f"needs Python package(s) {', '.join(missing)}; run `interlock ext "
+                        f"install {manifest.path}` (it installs them for this extension)")
+            activate_packages(self.home, cand.name)
+        return None
+
+    def _check_packages(self, pin: Pin) -> str | None:
+        """The Python packages installed for it are code too: pinned the same way."""
+        if not pin.packages_digest:
+            return None
+        folder = packages_dir(self.home, pin.name)
+        now = folder_digest(folder) if folder.is_dir() else "missing"
+        if now == pin.packages_digest:
+            return None
+        return (f"its Python packages in {folder} changed since they were installed; "
+                f"review them, then run `interlock ext approve {pin.name}`, or install it "
+                "again")
 
     @staticmethod
     def _check_pin(pin: Pin, digest: str) -> str | None:
@@ -502,6 +574,13 @@ class ExtensionSet:
             hook=f"extension:{sub.subscriber or 'host'}", event=f"bus:{message.topic}",
             session_id="", subject=message.sender or None, mode=mode, error=error,
             invocation_id=new_id(), fail_closed=False))
+
+
+def _version_of(cand: _Candidate) -> str:
+    if cand.manifest is not None:
+        return cand.manifest.version
+    dist = getattr(cand.entry_point, "dist", None)
+    return str(getattr(dist, "version", "") or "")
 
 
 def _event_names() -> frozenset[str]:

@@ -1,7 +1,10 @@
 """The interactive loop behind `interlock chat`.
 
-Input is read on a worker thread so hooks keep running on the loop; a tool
-that needs permission asks on the terminal (after a notification event).
+Input is read off the event loop's thread so hooks keep running; a tool that
+needs permission asks at the terminal (after a notification event), with the
+same prompt extensions get from ``ctx.ui.confirm``. On a TTY the terminal is
+:class:`interlock.agent.chat_ui.ChatUI` (status line, widgets, shortcuts);
+otherwise lines and answers are plain reads.
 """
 
 from __future__ import annotations
@@ -11,35 +14,44 @@ import sys
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from interlock._extui import UIState
+from interlock.agent.chat_ui import ChatUI, PlainUI, Pressed
 from interlock.agent.options import PermissionPrompt
 from interlock.agent.runner import RunSpec, _print_step, build_agent
 
 
-def terminal_asker(read: Callable[[str], str]
-                   ) -> Callable[[PermissionPrompt], Awaitable[bool]]:
-    """Ask the person at the terminal. Calls of one reply run concurrently; their
-    questions are put one at a time, so each answer goes to the prompt it was
-    typed under."""
-    one_at_a_time = asyncio.Lock()
+def terminal_asker(ui: PlainUI) -> Callable[[PermissionPrompt], Awaitable[bool]]:
+    """Ask the person at the terminal (one question at a time: see PlainUI)."""
 
     async def ask_person(prompt: PermissionPrompt) -> bool:
-        async with one_at_a_time:
-            answer = await asyncio.to_thread(
-                read, f"allow {prompt.tool_name} {prompt.args}? ({prompt.reason}) [y/N] ")
-        return answer.strip().lower() in ("y", "yes")
+        return await ui.confirm(f"allow {prompt.tool_name} {prompt.args}? ({prompt.reason})",
+                                False)
 
     return ask_person
 
 
-def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
-    ask_person = terminal_asker(read)
+def _write(text: str) -> None:
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def chat(spec: RunSpec, read: Callable[[str], str] = input, *, tty: bool | None = None) -> int:
+    if tty is None:
+        tty = read is input and sys.stdin.isatty() and sys.stdout.isatty()
+    ui = ChatUI(_write) if tty else PlainUI(read, _write)
 
     def on_text(text: str) -> None:
         sys.stdout.write(text)
         sys.stdout.flush()
 
-    agent, host = build_agent(spec, interactive=True, on_text=on_text, on_step=_print_step,
-                        ask_person=ask_person)
+    def on_step(kind: str, data: dict[str, Any]) -> None:
+        _print_step(kind, data)
+        ui.invalidate()
+
+    agent, host = build_agent(spec, interactive=True, on_text=on_text, on_step=on_step,
+                              ask_person=terminal_asker(ui))
+    state = host.extensions.ui if host.extensions is not None else UIState()
+    ui.attach(state, agent)
     sys.stderr.write(f"session {agent.session.id} · model {agent.session.model} · "
                      "/help for commands, /exit to quit\n")
     sys.stderr.write(agent.sandbox.status.line() + "\n")
@@ -48,9 +60,12 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
         try:
             while True:
                 try:
-                    line = await asyncio.to_thread(read, "> ")
+                    line = await ui.read_line("> ")
                 except EOFError:
                     break
+                if isinstance(line, Pressed):
+                    await ui.run_shortcut(line)
+                    continue
                 line = line.strip()
                 if not line:
                     continue
@@ -66,6 +81,7 @@ def chat(spec: RunSpec, read: Callable[[str], str] = input) -> int:
                     sys.stderr.write(f"[{result.status.value}] {result.text}\n")
             await agent.close()
         finally:
+            state.frontend = None
             host.close()
 
     asyncio.run(loop())

@@ -26,6 +26,7 @@ from typing import Any
 from interlock._decisions import Verdict
 from interlock._dispatch import Engine
 from interlock._outcome import Outcome
+from interlock.agent.active import CURRENT as CURRENT_AGENT
 from interlock.agent.commands import CommandRegistry
 from interlock.agent.options import AgentOptions, RunResult, RunStatus
 from interlock.agent.permissions import PermissionPolicy
@@ -143,6 +144,10 @@ class Agent:
         self.pending_context: list[str] = []
         """Hook context waiting for the next user message (from session_start)."""
         self._recorded: list[tuple[Event, Outcome]] = []
+        from interlock.agent.active import ActiveTools
+
+        self.active = ActiveTools(self)
+        """The tools the model sees (agent/active.py)."""
 
     def _hidden(self) -> list[Path]:
         """What the sandbox hides from commands: the state dir's secrets, and for a
@@ -168,6 +173,7 @@ class Agent:
     async def gate(self, name: str, **fields: Any) -> Gate:
         """Fire a gate event; a ``stop`` raises RunStopped."""
         event = self.event(name, **fields)
+        CURRENT_AGENT.set(self)
         outcome = await self.engine.emit(event)
         self._recorded.append((event, outcome))
         if outcome.verdict is Verdict.STOP:
@@ -177,6 +183,7 @@ class Agent:
     async def observe(self, name: str, **fields: Any) -> None:
         """Fire an observe event and wait for its hooks (a decision there is a warning)."""
         event = self.event(name, **fields)
+        CURRENT_AGENT.set(self)
         outcome = await self.engine.emit(event)
         self._recorded.append((event, outcome))
 
@@ -266,6 +273,7 @@ class Agent:
             reply = await call_model(self)
             if isinstance(reply, RunResult):
                 await self.observe("turn_end", turn_index=index, tool_calls=0)
+                self.active.end_turn(self.turn_id)
                 reply.turns = index + 1
                 return reply
             if reply.tool_calls:
@@ -274,9 +282,11 @@ class Agent:
                 finally:
                     await self.observe("turn_end", turn_index=index,
                                        tool_calls=len(reply.tool_calls))
+                    self.active.end_turn(self.turn_id)
                     self.save()
                 continue
             await self.observe("turn_end", turn_index=index, tool_calls=0)
+            self.active.end_turn(self.turn_id)
             done = await resolve(self, reply)
             if done is not None:
                 done.turns = index + 1
@@ -306,6 +316,7 @@ class Agent:
         await self.observe("session_end", reason=reason)
         self.save()
         await self.observe("session_finalize", reason=reason)
+        self.active.close()
         self.save()
 
     def child(self, session: Session, tools: ToolRegistry) -> Agent:

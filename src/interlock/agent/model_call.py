@@ -123,12 +123,17 @@ async def call_model(agent: Agent) -> ModelResponse | RunResult:
     attempt = 0
     while True:
         gate = await agent.gate("before_llm_call", model=agent.session.model,
-                                messages=render(agent, retry_note), params={})
+                                messages=render(agent, retry_note), params={},
+                                tools=agent.active.begin_call(agent.turn_id))
         if gate.blocked:
             agent.step("blocked", event="before_llm_call", reason=gate.outcome.reason)
             return RunResult(RunStatus.BLOCKED, text=agent.reason_for_model(gate),
                              reason=gate.outcome.reason)
         payload = gate.payload
+        # The validator let a modifier only narrow the set; this is what the
+        # reply may call (agent/active.py refuses the rest).
+        offered = list(payload.tools)
+        agent.active.offer(agent.turn_id, offered)
         messages = list(payload.messages)
         ctx = gate.context(opts.context_cap)
         if ctx:
@@ -149,7 +154,8 @@ async def call_model(agent: Agent) -> ModelResponse | RunResult:
                                  f"malformed synthetic reply: {exc}")
         else:
             request = ModelRequest(model=agent.session.model, messages=messages,
-                                   tools=agent.tools.openai_tools(), params=dict(payload.params))
+                                   tools=agent.tools.openai_tools(offered),
+                                   params=dict(payload.params))
             try:
                 reply = await _ask_model(agent, request, opts.stream and not buffered)
             except ModelError as exc:

@@ -55,6 +55,8 @@ class Session:
     todos: list[dict[str, Any]] = field(default_factory=list)
     watch_paths: list[str] = field(default_factory=list)
     compactions: int = 0
+    active_tools: list[str] | None = None
+    """The tools the model sees, when narrowed for the session (agent/active.py)."""
     events: list[tuple[str, dict[str, Any], dict[str, Any]]] = field(default_factory=list)
     """Events not yet written: (name, payload, outcome record)."""
     saved_messages: int = 0
@@ -62,7 +64,8 @@ class Session:
 
     def state(self) -> dict[str, Any]:
         return {"system_prompt": self.system_prompt, "todos": self.todos,
-                "watch_paths": self.watch_paths, "compactions": self.compactions}
+                "watch_paths": self.watch_paths, "compactions": self.compactions,
+                "active_tools": self.active_tools}
 
     def repair(self) -> int:
         """Give every tool call without a result an error result; returns how many.
@@ -163,7 +166,8 @@ class SessionStore:
         session = Session(id=row[0], parent_id=row[1], depth=row[2], model=row[3], cwd=row[4],
                           system_prompt=state.get("system_prompt", ""), messages=msgs,
                           todos=state.get("todos", []), watch_paths=state.get("watch_paths", []),
-                          compactions=state.get("compactions", 0), saved_messages=len(msgs),
+                          compactions=state.get("compactions", 0),
+                          active_tools=state.get("active_tools"), saved_messages=len(msgs),
                           saved_events=n_events)
         if session.repair():
             session.saved_messages = len(session.messages) + 1  # rewrite on next save

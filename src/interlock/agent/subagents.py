@@ -33,12 +33,18 @@ async def delegate(args: dict[str, Any], ctx: ToolContext) -> dict[str, Any]:
     depth = parent.session.depth + 1
     if depth > parent.options.max_depth:
         raise ToolError(f"subagents may nest at most {parent.options.max_depth} deep")
-    names = args.get("tools") or parent.tools.names()
+    # A child gets the parent's active tools at most: a narrowed session
+    # (agent/active.py) must not widen itself through a subagent.
+    active = [n for n in parent.active.names() if parent.active.permitted(n)]
+    names = args.get("tools") or active
     if depth >= parent.options.max_depth:
         names = [n for n in names if n != "delegate"]
     unknown = [n for n in names if parent.tools.get(n) is None]
     if unknown:
         raise ToolError(f"unknown tool(s) for the subagent: {unknown}")
+    inactive = [n for n in names if n not in active]
+    if inactive:
+        raise ToolError(f"tool(s) not active in this session: {inactive}")
     session = Session(parent_id=parent.session.id, depth=depth, model=parent.session.model,
                       cwd=str(parent.cwd), system_prompt=parent.session.system_prompt)
     start = await parent.gate("subagent_start", task=args["task"], child_session_id=session.id)

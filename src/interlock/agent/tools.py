@@ -111,9 +111,12 @@ class ToolRegistry:
             return f"unknown tool {name!r}"
         return validation_error(tool, self._validators[name], args)
 
-    def openai_tools(self) -> list[dict[str, Any]]:
+    def openai_tools(self, names: Iterable[str] | None = None) -> list[dict[str, Any]]:
+        """The tools in the OpenAI shape: all of them, or those of ``names``."""
+        keep = None if names is None else set(names)
         return [{"type": "function", "function": {"name": t.name, "description": t.description,
-                                                  "parameters": t.schema}} for t in self]
+                                                  "parameters": t.schema}}
+                for t in self if keep is None or t.name in keep]
 
     def install_validator(self, engine: Engine) -> None:
         """Make the engine re-validate modified before_tool_call args against these schemas."""

@@ -53,7 +53,7 @@ _SAMPLE: dict[str, Any] = {"args": {"command": "ls"}, "result": "[redacted]",
                            "watch_paths": ["a"], "messages": [], "params": {},
                            "system_prompt": "s", "instructions": "i", "summary": "s",
                            "tool_calls": [], "task": "t", "permission_updates": [],
-                           "model": "m", "error": "e"}
+                           "model": "m", "error": "e", "tools": ["read_file"]}
 
 
 def _keys(reply: Reply) -> set[str]:
