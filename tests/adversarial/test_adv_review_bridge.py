@@ -48,3 +48,15 @@ def test_odd_project_paths_reach_the_bridge_as_one_argument(name: str,
         assert denied(agent, ran), (agent, ran)
         assert GUARD_REASON in ran.stderr + ran.stdout, (agent, ran)
     assert not list(tmp_path.rglob("PWNED")), "the shell ran part of the project path"
+
+
+def test_a_thread_a_hook_leaves_running_does_not_hold_the_answer_past_the_timeout(
+        tmp_path: Path) -> None:
+    # The bridge answers, then Python waits for non-daemon threads at exit: the
+    # agent times the hook out and runs the tool.
+    project = quitting_project(
+        tmp_path, "import threading, time\n    threading.Thread(target=time.sleep, "
+                  "args=(3600,)).start()\n    return {'decision': 'block', 'reason': 'no'}")
+    command = project.install("claude", "--timeout", "8")["PreToolUse"]
+    ran = project.host_runs("claude", command, GATES["claude"][1], timeout=30)
+    assert denied("claude", ran), ran
