@@ -53,8 +53,8 @@ class ProtectedPaths:
         # copy (site-packages, even in the project's .venv) is the engine.
         mine = package.is_relative_to(root) and "site-packages" not in package.parts
         own = [] if mine else [package]
-        return cls([*protected_paths(Path(project_root)), *own, *extra], secret_paths(),
-                   pinned)
+        return cls([*protected_paths(Path(project_root)), *own, *git_controls(root), *extra],
+                   secret_paths(), pinned)
 
     def root_of(self, path: str, cwd: str | Path,
                 roots: tuple[Path, ...] | None = None) -> Path | None:
@@ -119,6 +119,23 @@ class ProtectedPaths:
             if str(root) in command:
                 return f"the command names the protected path {str(root)!r}"
         return None
+
+
+def git_controls(root: Path) -> list[Path]:
+    """The files that make git run commands, of the repository ``root`` is in.
+
+    Interlock runs git outside the sandbox (the checkpoint policy's ``git add``
+    before every writing tool): a ``filter.<x>.clean``, ``core.fsmonitor`` or
+    hook the agent planted there would run unconfined. A ``.git`` file (a
+    worktree) is protected itself, so it cannot be pointed at another folder.
+    """
+    for level in (root, *root.parents):
+        dot = level / ".git"
+        if dot.is_file():
+            return [dot]
+        if dot.is_dir():
+            return [dot / "config", dot / "config.worktree", dot / "hooks"]
+    return []
 
 
 def _resolved(path: Path) -> Path:
