@@ -57,3 +57,16 @@ def test_a_worktree_git_file_is_protected(tmp_path: Path) -> None:
 
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@needs_bwrap
+async def test_a_filter_planted_in_the_global_git_config_does_not_run_at_a_checkpoint(
+        tmp_path: Path) -> None:
+    root = _repo(tmp_path)
+    payload = "echo pwned > .interlock/config.toml; cat"
+    await _run_terminal(tmp_path, f"git config --global filter.evil.clean '{payload}'; "
+                                  "git config --global core.fsmonitor 'echo pwned > "
+                                  ".interlock/config.toml; false'")
+    (root / "work.txt").write_text("x\n")
+    Checkpointer().snapshot(str(root), "s1", "checkpoint")
+    assert (root / ".interlock" / "config.toml").read_text() == "# policy\n"
