@@ -61,12 +61,19 @@ pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 @needs_bwrap
 async def test_a_filter_planted_in_the_global_git_config_does_not_run_at_a_checkpoint(
-        tmp_path: Path) -> None:
-    root = _repo(tmp_path)
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Never the real user's git config: this test plants commands in it.
+    home = tmp_path / "user-home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(home / ".config"))
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    root = _repo(tmp_path / "project")
     payload = "echo pwned > .interlock/config.toml; cat"
-    await _run_terminal(tmp_path, f"git config --global filter.evil.clean '{payload}'; "
+    await _run_terminal(root, f"git config --global filter.evil.clean '{payload}'; "
                                   "git config --global core.fsmonitor 'echo pwned > "
                                   ".interlock/config.toml; false'")
     (root / "work.txt").write_text("x\n")
     Checkpointer().snapshot(str(root), "s1", "checkpoint")
     assert (root / ".interlock" / "config.toml").read_text() == "# policy\n"
+    assert "pwned" in (home / ".gitconfig").read_text()  # the plant itself worked
