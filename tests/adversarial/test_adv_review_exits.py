@@ -8,9 +8,15 @@ subscriber.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
 
+from interlock import Engine, Hook, OnError
 from interlock._extbus import EventBus
+from interlock.executors import WorkerExecutor
+from interlock.testing import fire
 
 
 @pytest.mark.parametrize("raised", [SystemExit(0), KeyboardInterrupt(), GeneratorExit()])
@@ -36,3 +42,32 @@ def test_a_bus_listener_that_exits_fails_alone_and_delivery_goes_on(
         assert [s["errors"] for s in bus.stats() if s.get("subscriber") == "quitter"] == [2]
     finally:
         bus.close()
+
+
+QUITTING_WORKER = """\
+import os, sys
+from interlock.worker import run
+
+def handle(request):
+    if request["payload"]["args"]["command"] == "exit":
+        sys.exit(0)
+    os._exit(0)
+
+run(handle)
+"""
+
+
+@pytest.mark.parametrize("command", ["exit", "os-exit"])
+def test_a_worker_hook_that_exits_is_a_crash_and_blocks(command: str, tmp_path: Path) -> None:
+    script = tmp_path / "worker.py"
+    script.write_text(QUITTING_WORKER)
+    ex = WorkerExecutor([sys.executable, str(script)], hook_name="w", cwd=tmp_path, timeout=20)
+    eng = Engine()
+    eng.register(Hook(name="w", events=("before_tool_call",), executor=ex,
+                      on_error=OnError.CLOSED))
+    try:
+        out = fire(eng, "before_tool_call", tool_name="terminal", args={"command": command})
+        assert out.blocked, out
+        assert "did not answer" in (out.reason or "")
+    finally:
+        eng.close()
