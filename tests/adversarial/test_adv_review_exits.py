@@ -71,3 +71,14 @@ def test_a_worker_hook_that_exits_is_a_crash_and_blocks(command: str, tmp_path: 
         assert "did not answer" in (out.reason or "")
     finally:
         eng.close()
+
+
+def test_a_judge_answer_with_a_repeated_decision_is_a_contract_failure() -> None:
+    # Read as its last key, this block is "none"; read as its first, a block.
+    from interlock._errors import ContractError
+    from interlock.executors.prompt import parse_answer
+
+    with pytest.raises(ContractError, match="duplicate key"):
+        parse_answer('{"decision": "block", "reason": "exfiltration", "decision": "none"}')
+    with pytest.raises(ContractError, match="not JSON"):
+        parse_answer('{"decision": "block", "reason": NaN}')
