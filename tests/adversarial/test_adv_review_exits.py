@@ -82,3 +82,14 @@ def test_a_judge_answer_with_a_repeated_decision_is_a_contract_failure() -> None
         parse_answer('{"decision": "block", "reason": "exfiltration", "decision": "none"}')
     with pytest.raises(ContractError, match="not JSON"):
         parse_answer('{"decision": "block", "reason": NaN}')
+
+
+@pytest.mark.parametrize("doc", ['{"a": [{"b": 1, "b": 2}]}', '[1, {"x": 1, "x": 2}]',
+                                 '{"\\u0061": 1, "a": 2}', '{"delay": 1e999}',
+                                 '{"delay": -1e999}', '{"delay": NaN}'])
+def test_strict_json_refuses_nested_duplicates_and_infinity_by_any_spelling(doc: str) -> None:
+    from interlock._strictjson import AmbiguousJSON, loads
+
+    with pytest.raises(AmbiguousJSON):
+        loads(doc)
+    assert loads('{"delay": 1.5e3, "n": -0.0}') == {"delay": 1500.0, "n": -0.0}
