@@ -23,4 +23,7 @@ async def test_links_renames_and_fds_do_not_reach_a_protected_file(tmp_path: Pat
     )
     assert (root / ".interlock" / "config.toml").read_text() == "# policy\n"
     assert not (root / "hard").exists()
-    assert all(r.get("exit_code") != 0 for r in results[2:]), results
+    if (root / "soft").is_symlink():  # the write through it was refused
+        assert results[2].get("exit_code") != 0, results[1:3]
+    for i, r in enumerate(results[3:], 3):
+        assert r.get("exit_code") != 0, (i, r)
