@@ -26,6 +26,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
+from interlock._errors import HOOK_ERRORS
 from interlock._runner import LoopThread
 
 log = logging.getLogger("interlock.extensions.bus")
@@ -73,7 +74,7 @@ class Subscription:
 class EventBus:
     def __init__(self, *, maxsize: int = DEFAULT_QUEUE,
                  on_overflow: Callable[[Subscription, Message], None] | None = None,
-                 on_error: Callable[[Subscription, Message, Exception], None] | None = None,
+                 on_error: Callable[[Subscription, Message, BaseException], None] | None = None,
                  ) -> None:
         self.maxsize = maxsize
         self.on_overflow = on_overflow
@@ -151,7 +152,7 @@ class EventBus:
                     if inspect.isawaitable(result):
                         await result
                     sub.delivered += 1
-                except Exception as exc:
+                except HOOK_ERRORS as exc:  # a listener's sys.exit() too: the loop goes on
                     sub.errors += 1
                     log.exception("bus: listener of %s on %r failed", sub.subscriber or "?",
                                   sub.topic)

@@ -35,6 +35,15 @@ def _constant(name: str) -> Any:
     raise AmbiguousJSON(f"{name} is not JSON")
 
 
+def _float(text: str) -> float:
+    value = float(text)
+    if value - value != 0:  # inf: ``1e999`` is Infinity by another spelling
+        raise AmbiguousJSON(f"{text} is out of range (it would read as Infinity)")
+    return value
+
+
 def loads(data: str | bytes | bytearray) -> Any:
-    """``json.loads``, refusing duplicate keys at any depth (ValueError subclasses)."""
-    return json.loads(data, object_pairs_hook=_unique, parse_constant=_constant)
+    """``json.loads``, refusing duplicate keys at any depth, NaN, Infinity and
+    numbers too large to be finite (ValueError subclasses)."""
+    return json.loads(data, object_pairs_hook=_unique, parse_constant=_constant,
+                      parse_float=_float)

@@ -564,7 +564,7 @@ class ExtensionSet:
                          f"queue of {sub.subscriber or 'a listener'} on {sub.topic!r} is full "
                          f"({sub.maxsize}); {sub.dropped} message(s) dropped so far")
 
-    def _bus_failed(self, sub: Subscription, message: Message, exc: Exception) -> None:
+    def _bus_failed(self, sub: Subscription, message: Message, exc: BaseException) -> None:
         self._bus_report(sub, message, FailureMode.CRASH,
                          f"listener raised {type(exc).__name__}: {exc}")
 

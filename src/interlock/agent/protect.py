@@ -16,6 +16,7 @@ from __future__ import annotations
 import os
 import re
 import shlex
+import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
@@ -45,16 +46,16 @@ class ProtectedPaths:
     @classmethod
     def default(cls, project_root: str | Path, extra: Iterable[str | Path] = (),
                 pinned: Callable[[], Iterable[Path]] | None = None) -> ProtectedPaths:
-        """The engine's folders, ``extra``, Interlock's own package when it is installed
-        outside the project (editing it would change the engine), and ``pinned``."""
+        """The engine's folders, ``extra``, what Interlock runs from when it is installed
+        (editing it would change the engine: :func:`engine_install`), and ``pinned``."""
         root = _real(project_root)
         package = _real(Path(__file__).parent.parent)
         # Developing Interlock itself with the agent edits its source; an installed
         # copy (site-packages, even in the project's .venv) is the engine.
         mine = package.is_relative_to(root) and "site-packages" not in package.parts
-        own = [] if mine else [package]
-        return cls([*protected_paths(Path(project_root)), *own, *extra], secret_paths(),
-                   pinned)
+        own = [] if mine else [engine_install(package, Path(sys.prefix), Path(sys.base_prefix))]
+        return cls([*protected_paths(Path(project_root)), *own, *git_controls(root), *extra],
+                   secret_paths(), pinned)
 
     def root_of(self, path: str, cwd: str | Path,
                 roots: tuple[Path, ...] | None = None) -> Path | None:
@@ -119,6 +120,40 @@ class ProtectedPaths:
             if str(root) in command:
                 return f"the command names the protected path {str(root)!r}"
         return None
+
+
+def engine_install(package: Path, prefix: Path, base_prefix: Path) -> Path:
+    """What the engine runs from: its venv when it runs in one, else the
+    site-packages folder it is installed in, else (an editable install) its package.
+
+    Not only ``interlock/``: a ``.pth`` file or a ``sitecustomize`` planted in
+    site-packages, a changed dependency (``yaml``, ``msgspec``) or a venv's
+    ``pyvenv.cfg`` runs in the next ``interlock`` process, outside the sandbox.
+    """
+    prefix = _real(prefix)
+    if prefix != _real(base_prefix) and package.is_relative_to(prefix):
+        return prefix
+    for level in package.parents:
+        if level.name in ("site-packages", "dist-packages"):
+            return level
+    return package
+
+
+def git_controls(root: Path) -> list[Path]:
+    """The files that make git run commands, of the repository ``root`` is in.
+
+    Interlock runs git outside the sandbox (the checkpoint policy's ``git add``
+    before every writing tool): a ``filter.<x>.clean``, ``core.fsmonitor`` or
+    hook the agent planted there would run unconfined. A ``.git`` file (a
+    worktree) is protected itself, so it cannot be pointed at another folder.
+    """
+    for level in (root, *root.parents):
+        dot = level / ".git"
+        if dot.is_file():
+            return [dot]
+        if dot.is_dir():
+            return [dot / "config", dot / "config.worktree", dot / "hooks"]
+    return []
 
 
 def _resolved(path: Path) -> Path:

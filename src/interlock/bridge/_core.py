@@ -27,13 +27,19 @@ if TYPE_CHECKING:
     from interlock.host import Host
 
 USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
-         "[--socket PATH] [--local]\n"
+         "[--socket PATH] [--local] [--guarded]\n"
          "Reads the agent's hook input on stdin and answers on stdout, as the agent expects.\n")
 MAX_INPUT = 8 << 20
 
 
+GUARDED = 100
+"""With ``--guarded`` the bridge exits ``GUARDED`` + its answer's code, so the
+install line's guard can tell an answer from an exit nobody chose (a hook's
+``os._exit(0)``), which it turns into a deny (docs/one-policy.md)."""
+
+
 class Options:
-    __slots__ = ("deadline", "local", "project", "socket")
+    __slots__ = ("deadline", "guarded", "local", "project", "socket")
 
     def __init__(self) -> None:
         self.project: str | None = None
@@ -41,6 +47,7 @@ class Options:
         self.socket: str | None = None
         self.local = False
         """Never use a server; evaluate in process."""
+        self.guarded = False
 
 
 def parse(args: list[str]) -> Options:
@@ -64,6 +71,8 @@ def parse(args: list[str]) -> Options:
                 setattr(opts, key[2:], value)
         elif arg == "--local":
             opts.local = True
+        elif arg == "--guarded":
+            opts.guarded = True
         else:
             raise BridgeError(f"unknown option {arg!r}")
     return opts
@@ -237,13 +246,14 @@ def main(argv: list[str]) -> int:
         out.write(reply)
         return reply.code
     seconds = opts.deadline or float(mod.DEFAULT_DEADLINE)
+    offset = GUARDED if opts.guarded else 0
     deadline = time.monotonic() + seconds
 
     def expire(signum: int, frame: object) -> None:
         reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s", scrub=False)
         if out.write(reply):
             kill_hook_groups()
-            os._exit(reply.code)
+            os._exit(reply.code + offset)
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -263,4 +273,4 @@ def main(argv: list[str]) -> int:
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, previous)
     out.write(reply)
-    return reply.code
+    return reply.code + offset

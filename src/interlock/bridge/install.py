@@ -95,20 +95,26 @@ def command_for(agent: str, project: Path, deadline: int, event: str | None = No
     from interlock.bridge import host
     from interlock.bridge._core import failure
 
-    reason = ("the bridge could not start or crashed (its Python is gone, or cannot import "
-              f"interlock); reinstall it with `interlock bridge install {agent}`")
+    reason = ("the bridge could not start or crashed (its Python is gone, it cannot import "
+              f"interlock, or a hook ended it); reinstall it with `interlock bridge install "
+              f"{agent}` if it keeps happening")
     reply = failure(host(agent), event, reason, scrub=False)
     script = guard_script(ANSWER_CODES[agent], reply.code)
     return shlex.join(["/bin/sh", "-c", script, "interlock-bridge", reply.stdout.rstrip("\n"),
-                       reply.stderr.rstrip("\n"), *argv])
+                       reply.stderr.rstrip("\n"), *argv, "--guarded"])
 
 
 def guard_script(answers: tuple[int, ...], code: int) -> str:
-    """The ``sh`` script: run the bridge, and when it ended with a code it never
-    answers with, write the reply it would have failed with ($1: stdout, $2:
-    stderr; ``code``: the exit code)."""
-    return (f'o=$1; e=$2; shift 2; "$@"; c=$?; case $c in {"|".join(map(str, answers))}) '
-            f'exit $c;; esac; if [ -n "$o" ]; then printf "%s\\n" "$o"; fi; '
+    """The ``sh`` script: run the bridge (``--guarded``: it exits ``GUARDED`` +
+    its answer's code), pass its answer's code on, and on any other ending
+    write the reply it would have failed with ($1: stdout, $2: stderr;
+    ``code``: the exit code). An exit 0 is not an answer: a hook's
+    ``os._exit(0)`` ends the bridge with 0 and nothing written."""
+    from interlock.bridge._core import GUARDED
+
+    cases = " ".join(f"{GUARDED + a}) exit {a};;" for a in answers)
+    return (f'o=$1; e=$2; shift 2; "$@"; c=$?; case $c in {cases} esac; '
+            f'if [ -n "$o" ]; then printf "%s\\n" "$o"; fi; '
             f'printf "%s (exit %s)\\n" "$e" "$c" >&2; exit {code}')
 
 

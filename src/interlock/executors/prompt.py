@@ -33,6 +33,8 @@ from interlock._catalog import spec as event_spec
 from interlock._decisions import Decision, Verdict
 from interlock._errors import ConfigError, ContractError, FailureMode, HookFailure, HookTimeout
 from interlock._hooks import Hook, Invocation, Matcher, OnError
+from interlock._strictjson import AmbiguousJSON
+from interlock._strictjson import loads as strict_loads
 from interlock.redact import redact
 from interlock.tooling import ModelError, ModelProvider, ModelRequest
 
@@ -215,7 +217,9 @@ def parse_answer(text: str, *, max_chars: int = 4000, who: str = "prompt judge"
                             f"cap of {max_chars}")
     body = _FENCE.sub("", text.strip())
     try:
-        answer = json.loads(body)
+        answer = strict_loads(body)
+    except AmbiguousJSON as exc:  # read as its first key, or its last? (docs/wire-contract.md)
+        raise ContractError(f"{who}'s answer is ambiguous: {exc}") from None
     except ValueError:
         raise ContractError(f"{who} did not answer with a JSON object") from None
     if not isinstance(answer, dict):

@@ -31,16 +31,35 @@ class CheckpointError(RuntimeError):
 
 
 def _git(cwd: str, *args: str, env: dict[str, str] | None = None) -> str:
-    run_env = {**os.environ, **(env or {})}
+    # This git runs outside the agent's sandbox, and the agent can write the
+    # user's and the system's git config (docs/agent.md, Protected paths): no
+    # config but the repository's own (protected), no fsmonitor, no hooks.
+    run_env = {**os.environ, **(env or {}), "GIT_CONFIG_NOSYSTEM": "1",
+               "GIT_CONFIG_GLOBAL": os.devnull}
+    hardened = ["-c", "core.fsmonitor=false", "-c", f"core.hooksPath={os.devnull}"]
+    for folder in _safe_directories():
+        hardened += ["-c", f"safe.directory={folder}"]
     run_env.setdefault("GIT_AUTHOR_NAME", "interlock")
     run_env.setdefault("GIT_AUTHOR_EMAIL", "interlock@localhost")
     run_env.setdefault("GIT_COMMITTER_NAME", "interlock")
     run_env.setdefault("GIT_COMMITTER_EMAIL", "interlock@localhost")
-    proc = subprocess.run(["git", *args], cwd=cwd, env=run_env, capture_output=True,
-                          text=True, timeout=60, check=False)
+    proc = subprocess.run(["git", *hardened, *args], cwd=cwd, env=run_env,
+                          capture_output=True, text=True, timeout=60, check=False)
     if proc.returncode != 0:
         raise CheckpointError(f"git {args[0]} failed: {proc.stderr.strip()[:500]}")
     return proc.stdout.strip()
+
+
+def _safe_directories() -> list[str]:
+    """The user's ``safe.directory`` entries (kept: the global config is not read).
+
+    Reading config runs nothing; only these values are taken from it."""
+    try:
+        proc = subprocess.run(["git", "config", "--global", "--get-all", "safe.directory"],
+                              capture_output=True, text=True, timeout=60, check=False)
+    except OSError:
+        return []
+    return [d for d in proc.stdout.splitlines() if d]
 
 
 def repo_root(cwd: str) -> str | None:
