@@ -280,7 +280,9 @@ class Console:
 
         unresolved = request.query_params.get("all", "") not in ("1", "true")
         limit = min(max(_int(request.query_params.get("limit")) or 200, 1), 1000)
-        records = self.store.dead_letters(unresolved=unresolved, limit=limit,
+        # Store reads run on a worker thread: the serving loop answers bridges.
+        records = await asyncio.to_thread(self.store.dead_letters, unresolved=unresolved,
+                                          limit=limit,
                                           hook=request.query_params.get("hook") or None)
         return JSON({"records": msgspec.to_builtins(records)})
 
@@ -294,15 +296,17 @@ class Console:
         note = str(body.get("note") or "")[:500] or None
         who = f"console:{found.token.name}"
         hook = body.get("hook")
-        if isinstance(hook, str) and hook:
-            ids = [r.id for r in self.store.dead_letters(unresolved=True, hook=hook,
-                                                          limit=100_000)]
-        else:
-            ident = _int(str(request.path_params.get("ident", "")))
-            if ident is None:
-                return _error(422, "name a dead letter id, or a hook to resolve all of")
-            ids = [ident]
-        done = [i for i in ids if self.store.resolve(i, by=who, note=note)]
+        store = self.store
+        ident = _int(str(request.path_params.get("ident", "")))
+        if not (isinstance(hook, str) and hook) and ident is None:
+            return _error(422, "name a dead letter id, or a hook to resolve all of")
+
+        def resolve_them() -> tuple[list[int], list[int]]:
+            ids = ([r.id for r in store.dead_letters(unresolved=True, hook=hook, limit=100_000)]
+                   if isinstance(hook, str) and hook else [ident or 0])
+            return ids, [i for i in ids if store.resolve(i, by=who, note=note)]
+
+        ids, done = await asyncio.to_thread(resolve_them)
         if not done:
             return _error(404, "nothing unresolved to resolve")
         self._audit(who, "resolve", hook if isinstance(hook, str) and hook
@@ -323,9 +327,11 @@ class Console:
             "breakers_open": [k for k, v in self._breakers().items() if v != "closed"],
             "viewers": self.feed.listeners, "live_window": self.feed.last}
         if self.store is not None:
-            data["store"] = {"backend": self.store.location,
-                             "backlog": self.store.backlog,
-                             "unresolved": sum(self.store.unresolved_by_hook().values())}
+            health = self.store.health()  # from memory: never waits on the database
+            data["store"] = {"backend": self.store.location, "backlog": health["backlog"],
+                             "ok": health["ok"], "problems": health["problems"],
+                             "oldest_unwritten_age_s": health["oldest_unwritten_age_s"],
+                             "unresolved": health["unresolved_dead_letters"]}
         return JSON(data)
 
     async def charts(self, request: Request) -> Response:
@@ -339,7 +345,7 @@ class Console:
         counts: dict[str, list[int]] = {}
         latencies: list[list[float]] = [[] for _ in minutes]
         seen: set[str] = set()
-        for entry in self._audit_since(start):
+        for entry in await asyncio.to_thread(self._audit_since, start):
             slot = int((entry.at - start) // 60)
             if not 0 <= slot < 60:
                 continue

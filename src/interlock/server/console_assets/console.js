@@ -262,6 +262,7 @@ async function loadHealth() {
   cards.replaceChildren(card("revision", h.revision),
     card("open breakers", h.breakers_open.length ? h.breakers_open.join(", ") : "none"),
     card("store", h.store ? h.store.backend : "none"),
+    card("store health", h.store ? (h.store.ok ? "ok" : h.store.problems.join("; ")) : "-"),
     card("store backlog", h.store ? h.store.backlog : "-"),
     card("unresolved dead letters", h.store ? h.store.unresolved : "-"),
     card("agents seen", h.agents.map((a) => `${a.platform} (${a.ago_s}s ago)`).join(", ")
