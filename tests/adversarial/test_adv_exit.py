@@ -8,13 +8,12 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
 
-from _http import request
+from _serve import Serve
 
 HANDLERS = {
     "exit0": "import sys\n\ndef handle(event):\n    sys.exit(0)\n",
@@ -82,30 +81,13 @@ def test_the_in_process_bridge_denies_when_the_hook_exits(tmp_path: Path, handle
 
 
 def test_serve_answers_a_json_block_when_the_hook_exits(tmp_path: Path) -> None:
-    project, env = _world(tmp_path, "exit0")
-    env["INTERLOCK_SOCKET"] = str(Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "s.sock")
-    cli = [sys.executable, "-m", "interlock"]
-    made = subprocess.run([*cli, "serve", "token", "create", "t"], env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert made.returncode == 0, made.stderr
-    token = made.stdout.strip()
-    proc = subprocess.Popen([*cli, "serve", "--project", str(project), "--port", "0"],
-                            env=env, stderr=subprocess.PIPE, text=True)
+    served = Serve(tmp_path, CONFIG, files={"quitter.py": HANDLERS["exit0"]}).start()
     try:
-        assert proc.stderr is not None
-        line = proc.stderr.readline()
-        while "listening on" not in line and line:
-            line = proc.stderr.readline()
-        assert "listening on http://127.0.0.1:" in line, line
-        port = int(line.split("http://127.0.0.1:")[1].split()[0].rstrip(",/"))
         call = {"tool_name": "terminal", "args": {"command": "ls"}}
         for _ in range(2):  # the server outlives the first exit
-            code, out = request(port, "POST", "/v1/events/before_tool_call", call, token)
-            assert code == 200, out
+            out = served.event(call)
             assert out["decision"] == "block"
-        assert proc.poll() is None
+        assert served.proc is not None
+        assert served.proc.poll() is None
     finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        if proc.stderr is not None:
-            proc.stderr.close()
+        served.stop()
