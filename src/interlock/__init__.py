@@ -50,7 +50,7 @@ __version__ = "0.1.0"
 
 # Names are imported on first use (PEP 562): `interlock bridge` imports
 # subpackages of `interlock` and must not pay ~60 ms for the engine and
-# asyncio it may never need (DESIGN.md, Performance: bridge round trip).
+# asyncio it may never need (docs/one-policy.md, Run the server).
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
         ("Decision", "Verdict", "approve", "ask", "block", "context", "modify", "respond",

@@ -81,7 +81,7 @@ class EventSpec:
         return COMMON + self.fields
 
 
-# Fields every event carries (DESIGN.md, Events).
+# Fields every event carries (docs/events.md).
 COMMON: tuple[Field, ...] = (
     Field("session_id", _S, "Session this event belongs to; stable for the session.", ""),
     Field("turn_id", _OS, "Current turn, where there is one.", None),

@@ -24,7 +24,7 @@ class Verdict(enum.StrEnum):
     MODIFY = "modify"
 
 
-# The merge order (DESIGN.md, Decisions rule 4):
+# The merge order (docs/engine.md, Phases of a gate event):
 #   stop > block > skip > respond > ask > approve > none
 # retry is accepted only by llm_error / tool_error, which accept none of
 # respond/ask/approve, so its place between respond and ask never decides

@@ -1,5 +1,5 @@
 """The dispatcher: for one event, pick the matching hooks, run them in the
-order and mode DESIGN.md gives, and merge their answers into one outcome.
+order and mode docs/engine.md gives, and merge their answers into one outcome.
 
 Hot path: an event with no hooks costs one dict lookup and returns a shared
 outcome. Sync hooks are called inline, with no timer and no coroutine of
@@ -90,7 +90,7 @@ class Handle:
 
 def _failure_block_reason(hook: Hook, failure: HookFailure) -> str:
     # Fixed engine text, never the hook's own output: a block reason can become
-    # the model's next instruction (DESIGN.md, What "fail closed" means).
+    # the model's next instruction (docs/engine.md, Failures).
     reason = (f"blocked by the engine: fail-closed hook {hook.qualified_name!r} "
               f"did not answer ({failure.mode.value})")
     if failure.mode is FailureMode.DRIFTED:  # the engine's own text: which file changed

@@ -261,5 +261,5 @@ class Hook:
         return BY_NAME[event].kind is Kind.GATE
 
     def sort_key(self) -> tuple[int, int, int]:
-        # DESIGN.md, Decisions rule 1: priority, then source rank, then registration order.
+        # docs/engine.md, Order: priority, then source rank, then registration order.
         return (self.priority, int(self.source), self.order)

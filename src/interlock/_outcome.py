@@ -156,7 +156,7 @@ class Outcome(msgspec.Struct, kw_only=True, gc=False):
         return {
             "error": "tool call blocked",
             "tool_name": getattr(self.event, "tool_name", None),
-            # Redacted: this goes back to the model (DESIGN.md, Security).
+            # Redacted: this goes back to the model (docs/engine.md, Failures).
             "reason": redact(self.reason or ""),
             "hint": redact(self.hint) if self.hint else self.hint,
             "hook": self.hook.qualified_name if self.hook is not None else None,
@@ -166,7 +166,7 @@ class Outcome(msgspec.Struct, kw_only=True, gc=False):
         """Every context text in order, each wrapped in delimiters naming its hook.
 
         Each text is capped at ``cap`` characters. Hosts put this into the
-        user message or the tool result (DESIGN.md, Context); it is never
+        user message or the tool result (docs/agent.md, What each decision does here); it is never
         persisted as if the user wrote it.
         """
         parts = []

@@ -103,7 +103,7 @@ class HookSet:
 
     def __init__(self, hooks: Iterable[Hook], revision: int) -> None:
         self.revision = revision
-        # DESIGN.md, Decisions rule 1: priority, then source rank, then
+        # docs/engine.md, Order: priority, then source rank, then
         # registration order (Hook.sort_key).
         self.hooks: tuple[Hook, ...] = tuple(sorted(hooks, key=Hook.sort_key))
         entries: dict[type[Event], Plan | Resolver] = {}

@@ -12,7 +12,7 @@ engine with ``Engine.replace_hooks``. A bad revision never becomes active:
 - before a new revision is swapped in, ``config_change`` fires (on the old
   revision's hooks) for every changed file; a block keeps the old revision.
 
-Trust (DESIGN.md): command and worker hooks, and every project hook, run only
+Trust (docs/configuration.md, Trust): command and worker hooks, and every project hook, run only
 once approved (pinned to their digest). A fail-closed hook that cannot run
 (unapproved, ineligible, or a removal/weakening no operator approved) is
 replaced by a refusal that blocks what it guarded; a fail-open one is simply

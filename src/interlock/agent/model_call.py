@@ -2,7 +2,7 @@
 after_llm_call.
 
 A synthetic reply (``respond`` on before_llm_call) goes through after_llm_call
-and the tool gates exactly like a real one (DESIGN.md, rule 8). Text is
+and the tool gates exactly like a real one (docs/agent.md, What each decision does here). Text is
 streamed to the user only while no after_llm_call or before_message_send hook
 is active; otherwise it is shown once those hooks have passed it.
 """

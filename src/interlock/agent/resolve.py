@@ -2,7 +2,7 @@
 
 A before_stop block means "keep working": its reason becomes the next
 instruction (as hook context, not as the user's words). The engine caps how
-many times in a row that can happen (DESIGN.md, rule 7).
+many times in a row that can happen (docs/engine.md, Stop loops).
 """
 
 from __future__ import annotations

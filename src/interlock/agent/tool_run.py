@@ -216,7 +216,8 @@ def protected_reason(agent: Agent, tool: ToolSpec, args: dict[str, Any],
 
 async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, Any],
                   gate: Gate) -> str | None:
-    """None when the call may run, else why it may not (DESIGN.md, rule 9)."""
+    """None when the call may run, else why it may not (docs/agent.md, What each
+    decision does here)."""
     rule = agent.policy.decide(call.name, args)
     if rule is Action.DENY:
         return await _denied(agent, call, args, "denied by a permission rule")

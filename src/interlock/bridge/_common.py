@@ -151,7 +151,8 @@ def logs_off_stderr() -> None:
 
 
 def redact_reasons(record: dict[str, Any]) -> None:
-    """Block reasons and hints headed for a model lose their secrets (DESIGN.md, Redaction).
+    """Block reasons and hints headed for a model lose their secrets
+    (docs/reliability.md, Redaction).
 
     Done where the outcome is made (the server, or the in-process path), so the
     bridge's fast path never imports the redaction patterns.

@@ -30,7 +30,7 @@ DEFAULT_DEADLINE = 20.0
 PROJECT_ENV = "CLAUDE_PROJECT_DIR"
 
 # Host events where a failing bridge must have no effect: observe events, and
-# those where "block" means "keep working" (DESIGN.md, What "fail closed"
+# those where "block" means "keep working" (docs/engine.md, Failures: what "fail closed"
 # means). A test holds this equal to what the catalog says.
 # Claude's events with no Interlock event: those it reads no verdict from (or
 # where a block means "keep working") get no effect; the rest fail closed.
@@ -174,7 +174,7 @@ def _denies(r: Result, strict: bool) -> bool:
 
     ``ask`` reaches a person only through PreToolUse's "ask" (not in Codex) or
     by leaving a PermissionRequest undecided; anywhere else nobody can answer,
-    so it is a block (DESIGN.md, Decisions rule 9).
+    so it is a block (docs/agent.md, What each decision does here).
     """
     if r.decision in ("block", "stop", "skip", "respond"):
         return True

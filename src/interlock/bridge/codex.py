@@ -3,7 +3,8 @@
 Codex rejects (and then fails open on) ``permissionDecision: "ask"``, a bare
 ``"allow"``, ``continue: false`` and a deny without a reason, and applies ``updatedInput``
 only with ``"allow"``. So ``ask`` is a deny here (no person can answer through
-the hook: DESIGN.md, rule 9), ``approve`` is no opinion, a rewrite is applied
+the hook: docs/agent.md, What each decision does here), ``approve`` is no
+opinion, a rewrite is applied
 only when policy also approved (otherwise it is a deny: a rewrite is not an
 approval), and every deny carries text. Sources:
 docs/dialects.md and docs/one-policy.md (codex-rs/hooks output_parser.rs).
@@ -25,7 +26,7 @@ DEFAULT_DEADLINE = 20.0
 PROJECT_ENV = ""
 
 # Host events where a failing bridge must have no effect: observe events, and
-# those where "block" means "keep working" (DESIGN.md, What "fail closed"
+# those where "block" means "keep working" (docs/engine.md, Failures: what "fail closed"
 # means). A test holds this equal to what the catalog says.
 UNMAPPED_OBSERVE = frozenset({'Interrupt'})
 UNMAPPED_GATE: frozenset[str] = frozenset()

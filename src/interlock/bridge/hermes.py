@@ -23,7 +23,7 @@ DEFAULT_DEADLINE = 20.0
 PROJECT_ENV = ""
 
 # Host events where a failing bridge must have no effect: observe events, and
-# those where "block" means "keep working" (DESIGN.md, What "fail closed"
+# those where "block" means "keep working" (docs/engine.md, Failures: what "fail closed"
 # means). A test holds this equal to what the catalog says.
 # Hermes's shell-hook events (hermes_cli/plugins.py VALID_HOOKS) with no
 # Interlock event: a shell hook can only add context there.

@@ -20,7 +20,7 @@ DEFAULT_DEADLINE = 8.0
 PROJECT_ENV = ""
 
 # Host events where a failing bridge must have no effect: observe events, and
-# those where "block" means "keep working" (DESIGN.md, What "fail closed"
+# those where "block" means "keep working" (docs/engine.md, Failures: what "fail closed"
 # means). A test holds this equal to what the catalog says.
 UNMAPPED_OBSERVE: frozenset[str] = frozenset()
 UNMAPPED_GATE: frozenset[str] = frozenset()

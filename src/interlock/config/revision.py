@@ -200,7 +200,7 @@ def shadow(entries: list[HookEntry]) -> None:
                     or strong.shadowed_by is not None:
                 continue
             for weak in group[i + 1:]:
-                # DESIGN.md: a project hook shadows a user (or bundled) hook
+                # docs/configuration.md: a project hook shadows a user (or bundled) hook
                 # only where that hook says overridable = true.
                 if weak.source > strong.source and weak.shadowed_by is None \
                         and weak.definition.overridable:

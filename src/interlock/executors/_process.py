@@ -2,8 +2,8 @@
 
 Every hook process runs in its own session, so it leads its own process
 group: on a timeout, or once the hook itself has exited, the whole group is
-killed and nothing it started is left behind (DESIGN.md, Reliability >
-Processes). The stdin write never blocks the caller (it is buffered by the
+killed and nothing it started is left behind (docs/wire-contract.md). The
+stdin write never blocks the caller (it is buffered by the
 transport, and a script that ignores stdin just breaks the pipe), and
 stdout/stderr are capped: an answer past the cap is a failure, never a
 truncated JSON document.

@@ -1,6 +1,6 @@
 """The command executor: spawn one process per call.
 
-Native hooks speak the wire contract v1 (DESIGN.md): the request body on
+Native hooks speak the wire contract v1 (docs/wire-contract.md): the request body on
 stdin as one line of JSON; exit 0 means "read stdout" (empty is no
 opinion), exit 2 means block with stderr as the reason, any other exit is a
 failure. A hook with a ``dialect`` speaks that host's protocol instead (see

@@ -1,7 +1,8 @@
 """The HTTP executor: POST the wire contract v1 to a URL, decode the answer.
 
 Every request goes through :class:`~interlock.net.pinned.PinnedClient`, so each
-connection is made to an address that was checked (DESIGN.md, Security), with
+connection is made to an address that was checked (docs/http-hooks.md, What
+an HTTP hook may reach), with
 no proxies and no redirects. The whole exchange (DNS, connect, TLS, request,
 reading the answer) shares one deadline, and the answer is read up to a cap.
 

@@ -12,7 +12,8 @@ JSON object following :data:`ANSWER_SCHEMA`:
 ``{"decision": "block" | "ask" | "none", "reason": "...", "context": "..."}``.
 
 An LLM judge reads text an attacker may have written, so it may answer ONLY
-block, ask, context or nothing (DESIGN.md, Executors). Anything else the
+block, ask, context or nothing (docs/configuration.md, HTTP, prompt and agent
+hooks). Anything else the
 model says — approve, allow, modify, respond, extra fields, garbage, an
 answer past the output cap, no answer before the timeout — is a
 :class:`HookFailure`, and the hook's own ``on_error`` decides (closed by
@@ -189,7 +190,7 @@ def judge_hook(executor: _Judge, kind: str, name: str, events: Iterable[str], *,
 def fit_to_event(decision: Decision | None, event: str) -> Decision | None:
     """Shape a judge's answer to what ``event`` accepts, never loosening it.
 
-    ``ask`` where the event cannot ask a person becomes ``block`` (DESIGN.md:
+    ``ask`` where the event cannot ask a person becomes ``block`` (docs/agent.md:
     where no person can answer, an ask is a block). Context on an event that
     takes none is dropped, with a warning in the log.
     """

@@ -1,6 +1,6 @@
 """Which network addresses an HTTP hook may reach, and why a target is refused.
 
-DESIGN.md, Security: http and https only, no credentials in URLs, every
+docs/http-hooks.md, What an HTTP hook may reach: http and https only, no credentials in URLs, every
 resolved address checked, addresses that embed IPv4 unwrapped and their inner
 address checked too, and private targets only through an explicit, logged
 allowlist.

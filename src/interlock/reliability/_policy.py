@@ -36,7 +36,7 @@ SYSTEM_CLOCK = SystemClock()
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Policy:
-    """How one hook is retried and guarded. Defaults are DESIGN.md's."""
+    """How one hook is retried and guarded. Defaults: docs/reliability.md, Settings."""
 
     timeout: float | None = 60.0
     """Bounds one attempt (seconds); None means no per-attempt bound."""

@@ -80,7 +80,7 @@ def wrap(
 ) -> Reliable:
     """Wrap ``executor`` with timeout, retries and a circuit breaker.
 
-    - ``policy``: the hook's numbers (DESIGN.md's defaults when None).
+    - ``policy``: the hook's numbers (docs/reliability.md's defaults when None).
     - ``key``: the breaker key; by default derived from the invocation's hook
       (source, name, definition digest).
     - ``clock``: ``now()`` and ``sleep()``; the system clock by default. The
