@@ -1,5 +1,5 @@
 """Tiny executors for reliability tests: real subprocesses that answer, fail,
-hang or die, and a manual clock. Independent of the command executor (issue 3)."""
+hang or die, and a manual clock. Independent of the command executor (docs/reliability.md)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every catalog event fires from the reference agent at its documented point,
-with the documented payload (DESIGN.md: no event exists only on paper).
+with the documented payload (docs/events.md: no event exists only on paper).
 
 The gateway events and config_change are fired by the gateway and the
 registry; every other event has a test here, and a test checks that list.

@@ -1,4 +1,4 @@
-"""Every gate decision takes effect in the agent exactly as DESIGN.md says."""
+"""Every gate decision takes effect in the agent exactly as docs/agent.md says."""
 
 from __future__ import annotations
 

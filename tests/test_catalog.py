@@ -22,7 +22,7 @@ after_llm_call llm_error before_tool_call after_tool_call tool_error tool_result
 permission_request permission_denied before_compaction after_compaction subagent_start
 subagent_stop message_received before_message_send message_sent command task_created
 task_completed model_select config_change file_changed cwd_changed notification
-gateway_start gateway_stop""".split()  # noqa: SIM905 - reads like the DESIGN.md table
+gateway_start gateway_stop""".split()  # noqa: SIM905 - reads like the catalog table
 
 OBSERVE = {"session_end", "session_reset", "session_finalize", "agent_end", "turn_start",
            "turn_end", "permission_denied", "after_compaction", "message_sent", "file_changed",

@@ -1,4 +1,4 @@
-"""Decisions and how they merge (DESIGN.md, Decisions rules 1-6)."""
+"""Decisions and how they merge (docs/engine.md)."""
 
 from __future__ import annotations
 

@@ -42,7 +42,7 @@ POLICY = Policy(timeout=0.05, retries=0, breaker_threshold=3, breaker_cooldown=6
 
 
 class Approval:
-    """Outermost gate: an unapproved hook does not run; it fails (DESIGN.md, Trust)."""
+    """Outermost gate: an unapproved hook does not run; it fails (docs/configuration.md, Trust)."""
 
     def __init__(self, inner, spec) -> None:
         self.inner = inner

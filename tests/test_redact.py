@@ -1,4 +1,4 @@
-"""The one redaction module (issue 5 extends the table)."""
+"""The one redaction module (docs/reliability.md, Redaction)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""A real run records what issue 5 promises, through real processes.
+"""A real run records what docs/reliability.md promises (What the hosts
+record), through real processes.
 
 `interlock run` with a scripted model, against a project whose command hooks
 crash (fail-closed), block, or fail twice before answering (`retries = 2`).
