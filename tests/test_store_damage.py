@@ -180,3 +180,17 @@ def test_a_deleted_store_is_refused_not_replaced(tmp_path: Path) -> None:
         side.unlink()
     with pytest.raises(ConfigError):
         open_store(str(path)).close()
+
+
+def test_a_moved_store_and_its_ledger_are_protected(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's tools may not delete a store moved out of the state dir, nor the
+    ledger that makes its deletion noticed."""
+    from interlock.paths import protected_paths, secret_paths
+
+    db = tmp_path / "evidence" / "audit.db"
+    monkeypatch.setenv("INTERLOCK_STORE", str(db))
+    for paths in (protected_paths(tmp_path / "project", tmp_path / "home"),
+                  secret_paths(tmp_path / "home")):
+        assert db.resolve() in paths
+        assert (db.parent / ".interlock-stores").resolve() in paths
