@@ -16,7 +16,8 @@ Afterwards every answer is checked: a call that must be blocked and was not,
 or a harmless call blocked for anything but a failing fail-closed hook, is a
 wrong answer (there must be none). Every answered decision must be in the
 audit log. The run reports evaluations/s, latency p50/p99/max, the worst
-one-second stalls, wrong answers and records expected vs stored.
+one-second stalls, the server's event-loop lag since its restart, wrong
+answers and records expected vs stored.
 
 Run: ``python bench/soak.py --seconds 60 --clients 16`` (``--store URL`` for
 PostgreSQL; the store outage is SQLite-only).
@@ -229,6 +230,20 @@ class Soak:
         finally:
             conn.close()
 
+    def loop_lag(self) -> dict[str, Any]:
+        """The server's own event-loop lag since its last start (docs/reliability.md,
+        Stalls): a stall as long as the loop lag was the loop being held; a stall
+        with little loop lag was the process waiting for the CPU or the disk."""
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            conn.request("GET", "/v1/status", headers={"Authorization": f"Bearer {self.token}"})
+            status = json.loads(conn.getresponse().read())
+            return dict(status.get("event_loop_lag", {}))
+        except (OSError, http.client.HTTPException, ValueError):
+            return {}
+        finally:
+            conn.close()
+
     def _worker_pids(self) -> list[int]:
         assert self.proc is not None
         out = []
@@ -374,6 +389,7 @@ def run(work: Path, *, seconds: float = 30.0, clients: int = 8, faults: bool = T
     for t in threads:
         t.join(seconds + 60)
     elapsed = time.monotonic() - t0
+    lag = soak.loop_lag()
     code = soak.stop()
     audited = soak.audited()
     missing = sorted(set(tally.answered) - audited)
@@ -395,6 +411,7 @@ def run(work: Path, *, seconds: float = 30.0, clients: int = 8, faults: bool = T
         "records_stored": len(tally.answered) - len(missing),
         "missing_from_audit": len(missing), "missing_examples": missing[:5],
         "worst_seconds": [{"at_s": s, "max_ms": round(v * 1000, 1)} for s, v in stalls],
+        "event_loop_lag_max_ms": round(lag.get("max_s", 0.0) * 1000, 1),
         "faults": injected, "serve_exit": code,
     }
 
@@ -411,7 +428,8 @@ def main() -> None:
     figures = run(work, seconds=args.seconds, clients=args.clients, faults=not args.no_faults,
                   store=args.store, audit=args.audit)
     for key in ("answered", "eval_per_s", "p50_ms", "p99_ms", "max_ms", "wrong",
-                "records_expected", "records_stored", "refused_unaudited_503"):
+                "records_expected", "records_stored", "refused_unaudited_503",
+                "event_loop_lag_max_ms"):
         print(f"{key:<24} {figures[key]}")
     report(figures)
     if figures["wrong"] or figures["missing_from_audit"]:
