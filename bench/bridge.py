@@ -1,27 +1,33 @@
-"""The bridge round trip, from process start to answer, with and without `serve`.
+"""The bridge round trip, from process start to answer, as a ratio to a bare Python start.
 
-Each run starts ``python -I -m interlock.bridge claude`` (what ``bridge install``
-writes, also timed inside its ``sh`` wrapper) with a Claude Code
-PreToolUse payload on stdin and waits for its answer, as Claude Code does.
-With a server, the bridge posts the raw payload over the Unix socket; without
-one it loads the hooks in process (``interlock.registry.open_engine``; when
-this build has no registry, a stand-in that builds the same 3-hook engine is
-injected via ``sitecustomize``, and the figure says so). ``python -c pass``
-is the floor no Python bridge can beat.
+Each sample runs ``python -I -m interlock.bridge claude`` (what ``bridge install``
+writes) with a Claude Code PreToolUse payload on stdin, waits for its answer
+as Claude Code does, and, right before or after it (alternating), a bare
+``python -I -c pass``: the floor no Python bridge can beat. Pairing the two
+cancels the machine's load at that moment; the figure is the median of the
+per-pair ratios, with their spread (10th to 90th percentile).
 
-Target (DESIGN.md): median <= 30 ms with the server.
-Run: ``python bench/bridge.py``.
+- ``server_up``: the project's bridge server is running (started by an
+  earlier call, interlock.bridge._autostart); target <= 2x.
+- ``first_call``: no server yet, so the call starts it and waits for it
+  (a fresh runtime folder per sample); target <= 4x.
+- ``in_process``: ``INTERLOCK_BRIDGE_AUTOSTART=0``, no server at all: the
+  call loads the hooks itself (what every call cost before the server).
+- ``installed_line``: the whole ``/bin/sh -c`` guard line, server up.
+
+The project has 3 Python hooks (block ``rm -rf``, an audit no-op, a context
+note). Run: ``python bench/bridge.py``; the last line is JSON.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
-import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -31,40 +37,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import report
 
 RUNS = 40
+FIRST_RUNS = 8
 PAYLOAD = json.dumps({
     "session_id": "abc123", "cwd": "/tmp", "hook_event_name": "PreToolUse",
     "tool_name": "Bash", "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t1"}).encode()
-
-POLICY = textwrap.dedent('''
-    from interlock import Engine, block, context
-
-    def build():
-        engine = Engine()
-        engine.on("before_tool_call", lambda e: block("destructive")
-                  if "rm -rf" in e.args.get("command", "") else None, name="no-rm")
-        engine.on("before_tool_call", lambda e: None, name="audit")
-        engine.on("before_tool_call", lambda e: context("checked"), name="note")
-        return engine
-''')
-
-
-SERVER = textwrap.dedent('''
-    import sys
-    from pathlib import Path
-    import bench_policy
-    from interlock.server.app import create_app
-    from interlock.server.auth import TokenStore
-    from interlock.server.listen import Serving
-
-    root, sock = Path(sys.argv[1]), Path(sys.argv[2])
-    app = create_app(bench_policy.build(), project_root=root, tokens=TokenStore(),
-                     socket_path=sock)
-    serving = Serving(app, socket_path=sock, tcp=False)
-    with serving.running():
-        print("ready", flush=True)
-        sys.stdin.read()
-''')
-
 
 HANDLERS = {
     "no_rm.py": "from interlock import block\n\ndef handle(e):\n"
@@ -75,119 +51,107 @@ HANDLERS = {
 }
 
 
-def configured(root: Path, env: dict[str, str]) -> dict[str, str]:
-    """The same 3 hooks as project config (Python handlers), with a private home and
-    state dir (the store the bridge records into lives there)."""
+def project() -> tuple[Path, dict[str, str]]:
+    """A project with the 3 hooks, a private home and state dir, and no INTERLOCK_SOCKET."""
+    root = Path(tempfile.mkdtemp(prefix="il-bench-")).resolve()
     cfg = root / ".interlock"
-    cfg.mkdir(exist_ok=True)
+    cfg.mkdir()
     hooks = []
     for name, text in HANDLERS.items():
         (cfg / name).write_text(text)
         hooks.append(f'[[hooks]]\nname = "{name[:-3]}"\nevents = ["before_tool_call"]\n'
                      f'handler = "{name}"\n')
     (cfg / "config.toml").write_text("\n".join(hooks))
-    home = Path(tempfile.mkdtemp(prefix="il-home-"))
-    local = {**env, "INTERLOCK_HOME": str(home), "INTERLOCK_ACCEPT_HOOKS": "1"}
-    for name in ("INTERLOCK_STATE_DIR", "INTERLOCK_STORE"):
-        local.pop(name, None)
-    return local
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("INTERLOCK_") and k != "PYTHONDONTWRITEBYTECODE"}
+    env.update(INTERLOCK_HOME=tempfile.mkdtemp(prefix="il-home-"), INTERLOCK_ACCEPT_HOOKS="1",
+               XDG_RUNTIME_DIR=tempfile.mkdtemp(prefix="il-run-", dir="/tmp"))
+    return root, env
 
 
-def timed(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[list[float], str]:
-    subprocess.run(argv, input=stdin, capture_output=True, env=env)  # warm: writes bytecode
-    samples = []
-    out = ""
-    for _ in range(RUNS):
-        t0 = time.perf_counter()
-        proc = subprocess.run(argv, input=stdin, capture_output=True, env=env)
-        samples.append((time.perf_counter() - t0) * 1000)
-        out = proc.stdout.decode()
-    return samples, out
+def run(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(argv, input=stdin, capture_output=True, env=env)
+    return time.perf_counter() - t0, proc.stdout.decode()
 
 
-def summary(name: str, samples: list[float]) -> dict[str, float]:
-    ordered = sorted(samples)
-    figures = {"median_ms": round(statistics.median(ordered), 2),
-               "p90_ms": round(ordered[int(len(ordered) * 0.9) - 1], 2),
-               "min_ms": round(ordered[0], 2)}
-    print(f"{name:<34} median {figures['median_ms']:6.2f} ms   p90 {figures['p90_ms']:6.2f} ms"
-          f"   min {figures['min_ms']:6.2f} ms", flush=True)
+def pairs(argv: list[str], env: dict[str, str], runs: int,
+          before: Any = None) -> tuple[list[float], list[float]]:
+    """``runs`` (floor, bridge) pairs, alternating which goes first; ``before(i)``
+    prepares each bridge call (and returns the env it runs with)."""
+    floor, bridge = [], []
+    for i in range(runs):
+        call_env = before(i) if before is not None else env
+        bare = [sys.executable, "-I", "-c", "pass"]
+        if i % 2:
+            f, _ = run(bare, env, b"")
+            b, out = run(argv, call_env, PAYLOAD)
+        else:
+            b, out = run(argv, call_env, PAYLOAD)
+            f, _ = run(bare, env, b"")
+        assert "destructive" in out, out  # the policy's answer, not a failed-closed deny
+        floor.append(f)
+        bridge.append(b)
+    return floor, bridge
+
+
+def summary(name: str, floor: list[float], bridge: list[float]) -> dict[str, float]:
+    ratios = sorted(b / f for f, b in zip(floor, bridge, strict=True))
+    n = len(ratios)
+    figures = {"ratio_median": round(statistics.median(ratios), 2),
+               "ratio_p10": round(ratios[max(0, int(n * 0.1))], 2),
+               "ratio_p90": round(ratios[min(n - 1, int(n * 0.9))], 2),
+               "bridge_median_ms": round(statistics.median(bridge) * 1000, 2),
+               "floor_median_ms": round(statistics.median(floor) * 1000, 2)}
+    print(f"{name:<16} {figures['ratio_median']:5.2f}x (p10 {figures['ratio_p10']:.2f}, "
+          f"p90 {figures['ratio_p90']:.2f})   bridge {figures['bridge_median_ms']:7.2f} ms   "
+          f"python -c pass {figures['floor_median_ms']:6.2f} ms", flush=True)
     return figures
 
 
+def stop_servers(runtime_dirs: list[str]) -> None:
+    """SIGTERM the bridge servers whose sockets live in ``runtime_dirs`` (by pid)."""
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if "interlock.bridge._daemon" in cmd and any(d in cmd for d in runtime_dirs):
+            os.kill(int(pid), signal.SIGTERM)
+
+
 def main() -> None:
-    root = Path(tempfile.mkdtemp(prefix="il-bench-")).resolve()
-    sock = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "run" / "serve.sock"
-    env = {**os.environ, "INTERLOCK_SOCKET": str(sock)}
-    # Installed packages run from cached bytecode; with PYTHONDONTWRITEBYTECODE
-    # set (as in some CI shells) every bridge would recompile its modules.
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
-    # What `bridge install` writes; `interlock bridge claude` also loads interlock.cli.
+    root, env = project()
     from interlock.bridge.install import command_for
 
     bridge = [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--project", str(root)]
     installed = ["/bin/sh", "-c", command_for("claude", root, 20, "PreToolUse")]
-    via_cli = [sys.executable, "-m", "interlock", "bridge", "claude", "--project", str(root)]
+    runtime_dirs = [env["XDG_RUNTIME_DIR"]]
     figures: dict[str, Any] = {}
-
-    floor, _ = timed([sys.executable, "-c", "pass"], env, b"")
-    figures["python_startup"] = summary("python -c pass (floor)", floor)
-
-    # The server runs in its own process, as `interlock serve` does: in this
-    # one it would share a GIL with the benchmark's own subprocess handling.
-    shim = Path(tempfile.mkdtemp(prefix="il-shim-"))
-    (shim / "bench_policy.py").write_text(POLICY)
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(root), str(sock)],
-                              env={**env, "PYTHONPATH": str(shim)}, stdout=subprocess.PIPE,
-                              # The server runs until its stdin closes: with an inherited
-                              # stdin already at EOF it stopped at once, and every "with
-                              # server" run silently fell back to in process.
-                              stdin=subprocess.PIPE)
     try:
-        assert server.stdout is not None
-        assert server.stdout.readline().strip() == b"ready"
-        samples, out = timed(bridge, env, PAYLOAD)
-        assert "destructive" in out, out  # the policy's answer, not a failed-closed deny
-        figures["with_server"] = summary("bridge claude, serve running", samples)
-        samples, out = timed(installed, env, PAYLOAD)
+        first_t, out = run(bridge, env, PAYLOAD)  # starts the server; also writes bytecode
         assert "destructive" in out, out
-        figures["with_server_installed_line"] = summary("installed line (sh), serve up", samples)
-        samples, out = timed(via_cli, env, PAYLOAD)
-        assert "destructive" in out, out
-        figures["with_server_via_cli"] = summary("interlock bridge claude, serve up", samples)
+        figures["server_up"] = summary("server up", *pairs(bridge, env, RUNS))
+        figures["installed_line"] = summary("installed line", *pairs(installed, env, RUNS))
+
+        def fresh(i: int) -> dict[str, str]:
+            runtime = tempfile.mkdtemp(prefix="il-run-", dir="/tmp")
+            runtime_dirs.append(runtime)
+            return {**env, "XDG_RUNTIME_DIR": runtime}
+
+        figures["first_call"] = summary("first call", *pairs(bridge, env, FIRST_RUNS, fresh))
+        local = {**env, "INTERLOCK_BRIDGE_AUTOSTART": "0",
+                 "XDG_RUNTIME_DIR": tempfile.mkdtemp(prefix="il-run-", dir="/tmp")}
+        figures["in_process"] = summary("in process", *pairs(bridge, local, FIRST_RUNS))
     finally:
-        server.terminate()
-        server.wait(10)
-
-    try:
-        import interlock.registry  # type: ignore[import-not-found]  # noqa: F401
-        stand_in = False
-        local_env = configured(root, env)
-    except ImportError:
-        stand_in = True
-        (shim / "sitecustomize.py").write_text(textwrap.dedent('''
-            import sys, types
-            def _open_engine(root):
-                import bench_policy
-                return bench_policy.build()
-            _mod = types.ModuleType("interlock.registry")
-            _mod.open_engine = _open_engine
-            sys.modules["interlock.registry"] = _mod
-        '''))
-        local_env = {**env, "PYTHONPATH": str(shim)}
-    samples, out = timed(bridge, local_env, PAYLOAD)
-    assert "destructive" in out, out
-    assert '"deny"' in out, out
-    label = "bridge claude, in process" + (" (stand-in)" if stand_in else "")
-    figures["in_process"] = summary(label, samples)
-    figures["in_process_stand_in_registry"] = stand_in
-    median = figures["with_server"]["median_ms"]
-    figures["target_with_server_ms"] = 30
-    figures["with_server_meets_target"] = median <= 30
-    figures["with_server_over_floor_ms"] = round(median - figures["python_startup"]["median_ms"],
-                                                 2)
-    print(f"with server: {median} ms median (target <= 30 ms); "
-          f"{figures['with_server_over_floor_ms']} ms above bare Python startup")
+        stop_servers(runtime_dirs)
+    figures["very_first_call_ms"] = round(first_t * 1000, 2)
+    figures["targets"] = {"server_up": 2.0, "first_call": 4.0}
+    figures["server_up_meets_target"] = figures["server_up"]["ratio_median"] <= 2.0
+    figures["first_call_meets_target"] = figures["first_call"]["ratio_median"] <= 4.0
+    print(f"very first call (cold caches, bytecode written): {figures['very_first_call_ms']} ms")
     report(figures)
 
 

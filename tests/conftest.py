@@ -13,6 +13,9 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("INTERLOCK_STORE", str(tmp_path_factory.getbasetemp() / "interlock.db"))
     # Consent and state follow each test's own home, never the developer's.
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
+    # A bridge with no server evaluates in process, as it did before it could start
+    # its own (tests of that server, tests/test_bridge_autostart.py, turn it back on).
+    monkeypatch.setenv("INTERLOCK_BRIDGE_AUTOSTART", "0")
 
 
 @pytest.fixture

@@ -97,6 +97,9 @@ class Project:
             "INTERLOCK_ACCEPT_HOOKS": "1",
             # No real server can answer: the socket folder is this test's own.
             "XDG_RUNTIME_DIR": str(self.runtime),
+            # Hooks run inside the bridge, as with no server (the bridge's own server:
+            # tests/test_bridge_autostart.py).
+            "INTERLOCK_BRIDGE_AUTOSTART": "0",
         }
 
     def logged(self) -> str:

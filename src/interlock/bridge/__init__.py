@@ -35,6 +35,6 @@ def host(name: str) -> ModuleType:
 
 def main(argv: list[str]) -> int:
     """``interlock bridge <agent> [options]``; returns the exit code for the host."""
-    from interlock.bridge._core import main as core_main
+    from interlock.bridge._fast import main as fast_main
 
-    return core_main(argv)
+    return fast_main(argv)

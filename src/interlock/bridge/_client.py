@@ -20,8 +20,7 @@ import os
 import sys
 import time
 
-from interlock._strictjson import loads
-from interlock.bridge._common import BridgeError
+from interlock.bridge._errors import BridgeError
 
 # typing is not imported at run time: it costs the bridge ~3 ms at start-up.
 TYPE_CHECKING = False
@@ -41,6 +40,17 @@ class NoServer(Exception):
     """Nothing listens on the socket: evaluate in process instead."""
 
 
+class HostReply:
+    """A reply the server made ready for the host: bytes to forward, and the exit code."""
+
+    __slots__ = ("code", "stderr", "stdout")
+
+    def __init__(self, stdout: bytes, stderr: bytes, code: int) -> None:
+        self.stdout = stdout
+        self.stderr = stderr
+        self.code = code
+
+
 def post(sock_path: str, path: str, body: bytes, *, project: str,
          deadline: float) -> dict[str, Any]:
     """POST ``body`` and return the JSON answer; BridgeError once the request went out.
@@ -48,6 +58,32 @@ def post(sock_path: str, path: str, body: bytes, *, project: str,
     NoServer only when nothing is there to trust or distrust: no socket folder,
     or no socket in a private one.
     """
+    status, _headers, data = request(sock_path, path, body, project=project, deadline=deadline)
+    return _json_answer(status, data)
+
+
+def post_for_host(sock_path: str, path: str, body: bytes, *, project: str,
+                  deadline: float) -> HostReply | dict[str, Any]:
+    """POST ``body`` asking for the host-ready reply (``X-Interlock-Reply: host``).
+
+    The server maps, evaluates and answers in the host's own format, so this
+    process decodes no JSON. A server that predates the header answers with
+    the outcome as JSON, returned as a dict for the caller to answer from.
+    """
+    status, headers, data = request(sock_path, path, body, project=project, deadline=deadline,
+                                    reply="host")
+    code = headers.get("x-interlock-exit")
+    if code is None:
+        return _json_answer(status, data)
+    split = headers.get("x-interlock-stdout-length", "")
+    if status != 200 or not code.isdigit() or not split.isdigit() or int(split) > len(data):
+        raise BridgeError(f"the server's host reply is malformed (status {status})")
+    return HostReply(data[:int(split)], data[int(split):], int(code))
+
+
+def request(sock_path: str, path: str, body: bytes, *, project: str, deadline: float,
+            reply: str = "") -> tuple[int, dict[str, str], bytes]:
+    """One request over the socket: (status, lower-cased headers, body)."""
     check_folder(sock_path)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -63,7 +99,9 @@ def post(sock_path: str, path: str, body: bytes, *, project: str,
         check_peer(sock, sock_path)
         head = (f"POST {path} HTTP/1.1\r\nHost: localhost\r\n"
                 f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-                f"X-Interlock-Project: {quote(project)}\r\nConnection: close\r\n\r\n")
+                f"X-Interlock-Project: {quote(project)}\r\n"
+                + (f"X-Interlock-Reply: {reply}\r\n" if reply else "")
+                + "Connection: close\r\n\r\n")
         try:
             sock.sendall(head.encode("latin-1") + body)
             raw = _read(sock, deadline)
@@ -140,7 +178,7 @@ def _read(sock: _socket.socket, deadline: float) -> bytes:
             raise BridgeError("the server's answer is too large")
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
+def _parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
     head, sep, body = raw.partition(b"\r\n\r\n")
     if not sep:
         raise BridgeError("the server closed the connection before answering")
@@ -157,6 +195,12 @@ def _parse(raw: bytes) -> dict[str, Any]:
         if len(body) < length:
             raise BridgeError("the server's answer was cut short")
         body = body[:length]
+    return status, headers, body
+
+
+def _json_answer(status: int, body: bytes) -> dict[str, Any]:
+    from interlock._strictjson import loads
+
     try:
         data = loads(body) if body else {}
     except ValueError as exc:

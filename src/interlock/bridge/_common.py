@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+from interlock.bridge._errors import BridgeError as BridgeError  # re-exported
 from interlock.toolnames import to_ours
 
 # typing and dataclasses are not imported at run time: together they cost the
@@ -19,10 +20,6 @@ if TYPE_CHECKING:
 DECISIONS = frozenset({"none", "approve", "ask", "retry", "respond", "skip", "block", "stop",
                        "modify"})
 """Every decision an outcome can carry (``Verdict``; ``modify`` for a bare rewrite)."""
-
-
-class BridgeError(Exception):
-    """Anything that keeps a bridge from a real answer; the bridge then denies."""
 
 
 class Reply:

@@ -214,7 +214,7 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
 
 
 def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
-        deadline: float) -> Reply:
+        deadline: float, outcome: dict[str, Any] | None = None) -> Reply:
     try:
         payload = json.loads(raw)
     except ValueError as exc:
@@ -223,12 +223,18 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
         raise BridgeError("the hook input is not a JSON object")
     state["host_event"] = mod.host_event(payload)
     root = project_root(opts, mod, payload)
-    result = Result.from_dict(evaluate(mod.SYSTEM, raw, payload, root, opts, deadline))
+    if outcome is None:
+        outcome = evaluate(mod.SYSTEM, raw, payload, root, opts, deadline)
+    result = Result.from_dict(outcome)
     reply: Reply = mod.answer(state["host_event"], payload, result)
     return reply
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], *, raw: bytes | None = None, started: float | None = None,
+         outcome: dict[str, Any] | None = None) -> int:
+    """The full bridge. From the fast path (interlock.bridge._fast): the input it
+    already read (``raw``), when it started (the deadline counts from there), and
+    the outcome an older server answered with as JSON."""
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if argv else 2
@@ -247,10 +253,13 @@ def main(argv: list[str]) -> int:
         return reply.code
     seconds = opts.deadline or float(mod.DEFAULT_DEADLINE)
     offset = GUARDED if opts.guarded else 0
+    budget = seconds
+    if started is not None:
+        seconds = max(0.001, seconds - (time.monotonic() - started))
     deadline = time.monotonic() + seconds
 
     def expire(signum: int, frame: object) -> None:
-        reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s", scrub=False)
+        reply = failure(mod, state["host_event"], f"no answer within {budget:g} s", scrub=False)
         if out.write(reply):
             kill_hook_groups()
             os._exit(reply.code + offset)
@@ -258,10 +267,11 @@ def main(argv: list[str]) -> int:
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
-        raw = sys.stdin.buffer.read(MAX_INPUT + 1)
+        if raw is None:
+            raw = sys.stdin.buffer.read(MAX_INPUT + 1)
         if len(raw) > MAX_INPUT:
             raise BridgeError("the hook input is larger than 8 MiB")
-        reply = run(mod, opts, raw, state, deadline)
+        reply = run(mod, opts, raw, state, deadline, outcome)
     except BaseException as exc:  # any failure at all is a deny
         # BaseException too: a hook (in process) raising SystemExit or
         # KeyboardInterrupt must not end the bridge with exit 0 and no answer,

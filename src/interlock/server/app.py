@@ -260,6 +260,17 @@ class Api:
                                   field="X-Interlock-Project"))
 
     async def body(self, request: Request) -> dict[str, Any]:
+        raw = await self.raw_body(request)
+        try:
+            data = json.loads(raw)
+        except (ValueError, RecursionError) as exc:
+            raise _Refused(_error(400, f"the body is not valid JSON: {exc}")) from None
+        if not isinstance(data, dict):
+            raise _Refused(_error(400, "the body must be a JSON object of the event's fields, "
+                                       f"not {type(data).__name__}"))
+        return data
+
+    async def raw_body(self, request: Request) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_body:
             raise _Refused(_error(413, f"the body is larger than {self.max_body} bytes"))
@@ -270,14 +281,7 @@ class Api:
             if size > self.max_body:
                 raise _Refused(_error(413, f"the body is larger than {self.max_body} bytes"))
             chunks.append(chunk)
-        try:
-            data = json.loads(b"".join(chunks))
-        except (ValueError, RecursionError) as exc:
-            raise _Refused(_error(400, f"the body is not valid JSON: {exc}")) from None
-        if not isinstance(data, dict):
-            raise _Refused(_error(400, "the body must be a JSON object of the event's fields, "
-                                       f"not {type(data).__name__}"))
-        return data
+        return b"".join(chunks)
 
     async def evaluate(self, event: Any, *, to_model: bool = False) -> JSON:
         outcome = await self.engine.emit(event)
@@ -327,6 +331,8 @@ class Api:
         if agent not in HOSTS:
             return _error(404, f"unknown agent {agent!r}; bridges exist for "
                                f"{', '.join(HOSTS)}", field="agent")
+        if request.headers.get("x-interlock-reply") == "host":
+            return await self.host_reply(agent, await self.raw_body(request))
         payload = await self.body(request)
         try:
             event = build_event(agent, payload)
@@ -335,6 +341,15 @@ class Api:
         except BridgeError as exc:
             return _error(422, str(exc))
         return await self.evaluate(event, to_model=True)
+
+    async def host_reply(self, agent: str, payload: bytes) -> Response:
+        """The agent's reply, ready for the bridge to forward (interlock.bridge._reply)."""
+        from interlock.bridge._reply import encode, host_reply
+
+        reply = await host_reply(self.engine, agent, payload, settled=self.audit_gate)
+        self.counters["evaluations"] += 1
+        body, headers = encode(reply)
+        return Response(body, media_type="application/octet-stream", headers=headers)
 
     def read_only(self, request: Request) -> None:
         # What status, hooks and metrics show is data: a token (events, read or

@@ -1,0 +1,329 @@
+"""The bridge's own server: started by the first call, reused, one per project, and
+every way of failing to reach it a deny (docs/one-policy.md, Speed).
+
+Real bridge processes (``python -I -m interlock.bridge``, what ``bridge install``
+writes) and the real server they start, each test in its own runtime folder.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+GUARD = ("from interlock import block\n\n"
+         "def handle(e):\n"
+         "    if 'rm -rf' in e.args.get('command', ''):\n"
+         "        return block(REASON)\n"
+         "    return None\n")
+
+
+def pre(command: str) -> dict[str, object]:
+    return {"session_id": "s", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"}
+
+
+class Env:
+    def __init__(self, base: Path) -> None:
+        self.runtime = tempfile.mkdtemp(prefix="il-rt-", dir="/tmp")
+        self.vars = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+        self.vars.update(INTERLOCK_HOME=str(base / "home"), INTERLOCK_ACCEPT_HOOKS="1",
+                         XDG_RUNTIME_DIR=self.runtime, INTERLOCK_STORE=str(base / "il.db"))
+
+    def project(self, base: Path, reason: str = "no rm here", *, hooks: bool = True) -> Path:
+        root = base.resolve()
+        (root / ".interlock").mkdir(parents=True)
+        if hooks:
+            (root / ".interlock" / "guard.py").write_text(
+                GUARD.replace("REASON", repr(reason)))
+            (root / ".interlock" / "config.toml").write_text(
+                '[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\n'
+                'handler = "guard.py"\n')
+        return root
+
+    def call(self, root: Path, command: str = "rm -rf /", *, env: dict[str, str] | None = None,
+             args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--project", str(root),
+             "--deadline", "15", *args],
+            input=json.dumps(pre(command)), capture_output=True, text=True, timeout=60,
+            env=env or self.vars)
+
+    def start(self, root: Path, command: str = "rm -rf /", *,
+              env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--project", str(root),
+             "--deadline", "15"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE, text=True, env=env or self.vars)
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(pre(command)))
+        proc.stdin.close()
+        proc.stdin = None  # written and closed: communicate() only reads
+        return proc
+
+    def servers(self) -> list[int]:
+        """The pids of bridge servers whose socket is in this runtime folder."""
+        found = []
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"interlock.bridge._daemon" in cmd and any(
+                    a.startswith(self.runtime.encode()) for a in cmd):
+                found.append(int(pid))
+        return found
+
+    def socket(self, root: Path) -> Path:
+        return Path(auto_socket_path_in(self.vars, root))
+
+
+@pytest.fixture
+def env(tmp_path: Path) -> Iterator[Env]:
+    made = Env(tmp_path)
+    yield made
+    for pid in made.servers():
+        os.kill(pid, signal.SIGKILL)
+
+
+def wait_for(check, timeout: float = 20.0, seen: object = None) -> None:  # type: ignore[no-untyped-def]
+    end = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < end, f"timed out; last seen: {seen}"
+        time.sleep(0.05)
+
+
+def blocked(result: subprocess.CompletedProcess[str], reason: str = "no rm here") -> bool:
+    return result.returncode == 2 and reason in result.stdout and '"deny"' in result.stdout
+
+
+def test_the_first_call_starts_the_server_and_later_calls_reuse_it(env: Env,
+                                                                    tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    assert env.servers() == []
+    first = env.call(root)
+    assert blocked(first), first
+    servers = env.servers()
+    assert len(servers) == 1
+    sock = env.socket(root)
+    assert sock.is_socket()
+    assert (sock.stat().st_mode & 0o777) == 0o600
+    assert (sock.parent.stat().st_mode & 0o777) == 0o700
+    for command in ("rm -rf /", "ls"):
+        again = env.call(root, command)
+        assert blocked(again) if command != "ls" else again.returncode == 0, again
+    assert env.servers() == servers  # the same server answered
+
+
+def test_concurrent_first_calls_start_one_server(env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    racers = [env.start(root) for _ in range(6)]
+    for proc in racers:
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 2, (out, err)
+        assert "no rm here" in out, (out, err)
+    assert len(env.servers()) == 1
+
+
+def test_a_config_change_shows_in_the_next_answers(env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    assert blocked(env.call(root))
+    assert env.call(root, "ls").returncode == 0
+    (root / ".interlock" / "no_ls.py").write_text(
+        "from interlock import block\n\ndef handle(e):\n"
+        "    return block('new rule') if e.args.get('command') == 'ls' else None\n")
+    with (root / ".interlock" / "config.toml").open("a") as cfg:
+        cfg.write('\n[[hooks]]\nname = "no-ls"\nevents = ["before_tool_call"]\n'
+                  'handler = "no_ls.py"\n')
+    seen: list[subprocess.CompletedProcess[str]] = []
+    wait_for(lambda: blocked(seen.append(env.call(root, "ls")) or seen[-1], "new rule"),
+             seen=seen[-1:])
+    assert len(env.servers()) == 1
+
+
+def test_another_environment_never_reaches_a_server_loaded_with_other_consent(
+        env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    assert blocked(env.call(root))  # a server loaded with INTERLOCK_ACCEPT_HOOKS=1
+    strict = {k: v for k, v in env.vars.items() if k != "INTERLOCK_ACCEPT_HOOKS"}
+    strict["INTERLOCK_HOME"] = str(tmp_path / "other-home")  # no approvals there
+    unapproved = env.call(root, "ls", env=strict)
+    # Not the approving server's "allow": the unapproved hook is refused here.
+    assert unapproved.returncode == 2, unapproved
+    assert '"deny"' in unapproved.stdout, unapproved
+    assert "no rm here" not in unapproved.stdout
+
+
+def test_two_projects_get_two_servers_each_with_its_own_policy(env: Env,
+                                                                tmp_path: Path) -> None:
+    one = env.project(tmp_path / "one", "policy one")
+    two = env.project(tmp_path / "two", "policy two")
+    assert blocked(env.call(one), "policy one")
+    assert blocked(env.call(two), "policy two")
+    assert blocked(env.call(one), "policy one")
+    assert len(env.servers()) == 2
+
+
+def test_a_stale_socket_is_replaced_by_a_new_server(env: Env, tmp_path: Path) -> None:
+    import socket
+
+    root = env.project(tmp_path / "p")
+    sock = env.socket(root)
+    sock.parent.mkdir(mode=0o700, parents=True)
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(sock))  # bound, never listening, then closed: what a crash leaves
+    dead.close()
+    assert sock.is_socket()
+    assert blocked(env.call(root))
+    assert len(env.servers()) == 1
+
+
+def test_a_socket_folder_owned_by_someone_else_is_a_deny_and_starts_nothing(
+        env: Env, tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the folder to another uid")
+    root = env.project(tmp_path / "p")
+    folder = env.socket(root).parent
+    folder.mkdir(mode=0o700, parents=True)
+    os.chown(folder, 65534, 65534)
+    result = env.call(root, "ls")  # a command the policy allows: only a deny is right
+    assert result.returncode == 2, result
+    assert '"deny"' in result.stdout, result
+    assert "owned by uid 65534" in result.stdout
+    assert env.servers() == []
+
+
+def test_a_server_that_dies_mid_call_is_a_deny(env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    marker = tmp_path / "in-flight"
+    (root / ".interlock" / "slow.py").write_text(
+        "import pathlib, time\n\n"
+        "def handle(e):\n"
+        "    if 'sleepy' in e.args.get('command', ''):\n"
+        f"        pathlib.Path({str(marker)!r}).write_text('x')\n"
+        "        time.sleep(30)\n")
+    with (root / ".interlock" / "config.toml").open("a") as cfg:
+        cfg.write('\n[[hooks]]\nname = "slow"\nevents = ["before_tool_call"]\n'
+                  'handler = "slow.py"\n')
+    assert blocked(env.call(root))
+    (server,) = env.servers()
+    call = env.start(root, "sleepy")
+    wait_for(marker.exists)
+    os.kill(server, signal.SIGKILL)
+    out, err = call.communicate(timeout=30)
+    assert call.returncode == 2, (out, err)
+    assert '"deny"' in out, (out, err)
+    assert "failed closed" in out
+
+
+def test_a_project_with_no_hooks_denies_as_before_and_leaves_no_server(
+        env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p", hooks=False)
+    result = env.call(root, "ls")
+    assert result.returncode == 2, result
+    assert '"deny"' in result.stdout, result
+    assert "no hooks are configured" in result.stdout
+    assert env.servers() == []
+    assert not env.socket(root).exists()
+
+
+def test_guarded_adds_its_offset_to_the_forwarded_answer(env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    assert blocked(env.call(root))
+    result = env.call(root, args=("--guarded",))
+    assert result.returncode == 102, result
+    assert "no rm here" in result.stdout, result
+    assert env.call(root, "ls", args=("--guarded",)).returncode == 100
+
+
+def test_an_idle_server_exits_and_takes_its_socket_with_it(env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    quick = {**env.vars, "INTERLOCK_BRIDGE_IDLE": "0.5"}
+    assert blocked(env.call(root, env=quick))
+    sock = Path(auto_socket_path_in(quick, root))  # the idle setting is part of its name
+    assert sock.exists()
+    wait_for(lambda: not sock.exists() and not env.servers())
+    assert blocked(env.call(root, env=quick))  # the next call starts a new one
+
+
+def auto_socket_path_in(variables: dict[str, str], root: Path) -> str:
+    code = ("import sys; from interlock.bridge._autostart import auto_socket_path; "
+            "print(auto_socket_path(sys.argv[1]))")
+    return subprocess.run([sys.executable, "-I", "-c", code, str(root)], env=variables,
+                          capture_output=True, text=True, check=True).stdout.strip()
+
+
+def test_the_forwarding_call_imports_no_json_signal_re_or_enum(env: Env,
+                                                               tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    assert blocked(env.call(root))
+    result = subprocess.run(
+        [sys.executable, "-I", "-X", "importtime", "-m", "interlock.bridge", "claude",
+         "--project", str(root)], input=json.dumps(pre("rm -rf /")), capture_output=True,
+        text=True, env=env.vars, timeout=60)
+    assert blocked(result), result
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "interlock.bridge._client" in imported  # it did take the fast path
+    assert not imported & {"json", "signal", "re", "enum", "pkgutil", "interlock.host",
+                           "interlock.bridge.claude", "asyncio"}, sorted(imported)
+
+
+def test_the_fast_path_tables_match_the_host_modules() -> None:
+    from interlock.bridge import HOSTS, _fast, host
+
+    assert _fast.HOSTS == HOSTS
+    for name in HOSTS:
+        mod = host(name)
+        assert _fast.PROJECT_ENV.get(name, "") == mod.PROJECT_ENV, name
+        assert _fast.DEADLINES.get(name, 20.0) == mod.DEFAULT_DEADLINE, name
+    from interlock.bridge._core import GUARDED
+
+    assert _fast.GUARDED == GUARDED
+
+
+def test_a_server_answering_an_outcome_as_json_is_answered_from_it(tmp_path: Path) -> None:
+    """A server from before the host-ready reply: its outcome is still obeyed."""
+    import socket
+    import threading
+
+    folder = Path(tempfile.mkdtemp(prefix="il-old-", dir="/tmp"))
+    folder.chmod(0o700)
+    path = folder / "old.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    body = json.dumps({"event": "before_tool_call", "decision": "block",
+                       "reason": "old server says no"}).encode()
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: " + str(len(body)).encode()
+                         + b"\r\n\r\n" + body)
+
+    thread = threading.Thread(target=answer)
+    thread.start()
+    try:
+        result = subprocess.run(
+            [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--project",
+             str(tmp_path), "--socket", str(path)], input=json.dumps(pre("ls")),
+            capture_output=True, text=True, timeout=60)
+    finally:
+        thread.join(30)
+        listener.close()
+    assert result.returncode == 2, result
+    assert "old server says no" in result.stdout
