@@ -52,3 +52,39 @@ def test_hermes_matchers_get_interlocks_names(tmp_path: Path) -> None:
                     "      command: ~/g.sh\n")
     [hook] = import_hermes(file).hooks
     assert hook["matcher"] == "terminal|edit_file"
+
+
+def test_import_into_the_project_config_keeps_relative_script_paths_working(
+        tmp_path: Path) -> None:
+    """Claude runs `./.claude/hooks/guard.sh` and `sh .claude/hooks/guard.sh` from the
+    project root; written into .interlock/config.toml they must still find the script."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path.resolve()
+    hooks = root / ".claude" / "hooks"
+    hooks.mkdir(parents=True)
+    for name, word in (("guard.sh", "rm"), ("other.sh", "dd")):
+        script = hooks / name
+        script.write_text("#!/bin/sh\nif grep -q '\"" + word + " '; then echo 'no " + word
+                          + " here' >&2; exit 2; fi\n")
+        script.chmod(0o755)
+    _write(root / ".claude" / "settings.json", {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "./.claude/hooks/guard.sh"},
+        {"type": "command", "command": "sh .claude/hooks/other.sh"}]}]})
+    env = {**os.environ, "INTERLOCK_HOME": str(tmp_path / "home"),
+           "INTERLOCK_ACCEPT_HOOKS": "1", "INTERLOCK_BRIDGE_AUTOSTART": "0",
+           "XDG_RUNTIME_DIR": str(tmp_path / "run")}
+    cli = [sys.executable, "-m", "interlock"]
+    subprocess.run([*cli, "hooks", "import", "--from", "claude", ".claude/settings.json",
+                    "-o", ".interlock/config.toml"], cwd=root, env=env, check=True,
+                   capture_output=True)
+    for command, reason in (("rm x", "no rm here"), ("dd x", "no dd here")):
+        payload = {"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse",
+                   "tool_name": "Bash", "tool_input": {"command": command}}
+        ran = subprocess.run([*cli, "bridge", "claude", "--project", str(root)],
+                             input=json.dumps(payload), capture_output=True, text=True,
+                             env=env, cwd=root, timeout=60)
+        assert ran.returncode == 2, ran
+        assert reason in ran.stdout, ran

@@ -378,12 +378,14 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Turn another agent's hook config into Interlock's (TOML)."""
         from interlock.cli._common import user_errors
-        from interlock.config.importers import import_config, to_toml
+        from interlock.config.importers import import_config, rebase, to_toml
         from interlock.config.parse import read_toml, to_doc, to_hookdef
         from interlock.config.validate import check_hook
 
         with user_errors():
             imported = import_config(from_, path)
+            if output is not None:  # its `./` scripts are read from the file's folder
+                rebase(imported, from_, path, output.parent)
             text = to_toml(imported, from_, path)
             # What we write must load: check it with the same code as any config.
             target = output or Path("<import>")

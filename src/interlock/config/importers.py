@@ -342,6 +342,38 @@ def import_config(system: str, path: Path) -> Imported:
     return import_claude_like(system, path)
 
 
+def rebase(imported: Imported, system: str, path: Path, config_dir: Path) -> None:
+    """Point ``./`` and ``../`` scripts of ``imported`` at the same files from
+    ``config_dir``, the folder of the config file they are written into.
+
+    Claude Code, Codex and Gemini CLI run a hook's command from the project
+    folder (the one holding ``.claude/``, ...), while Interlock reads a leading
+    ``./`` relative to the declaring file's folder (docs/configuration.md). A
+    hook that sets its own ``cwd`` (Moltis) is already absolute. Other words
+    resolve from the hook's ``cwd`` (the project root) as they did there.
+    """
+    import os
+
+    if system in ("hermes", "moltis"):
+        return
+    settings = _settings_file(system, path).resolve()
+    folder = settings.parent
+    base = folder.parent if folder.name in (".claude", ".codex", ".gemini") else Path.cwd()
+    for hook in imported.hooks:
+        command = hook.get("command")
+        if "cwd" in hook or not command:
+            continue
+        words = command if isinstance(command, list) else command.split(" ", 1)
+        first = words[0]
+        if not first.startswith(("./", "../")):
+            continue
+        moved = os.path.relpath(base / first, config_dir.resolve())
+        if not moved.startswith(("./", "../")):
+            moved = "./" + moved
+        hook["command"] = ([moved, *words[1:]] if isinstance(command, list)
+                           else " ".join([moved, *words[1:]]))
+
+
 def to_toml(imported: Imported, system: str, path: Path) -> str:
     import tomli_w
 
