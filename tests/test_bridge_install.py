@@ -137,3 +137,81 @@ def test_a_user_site_install_keeps_the_cwd_out_without_losing_its_own_site(
     monkeypatch.setattr(site, "getusersitepackages",
                         lambda: str(Path(interlock.__file__).resolve().parent.parent))
     assert python_flags() == ["-E", "-P"]
+
+
+@pytest.mark.parametrize(("agent", "var", "relative"), [
+    ("claude", "CLAUDE_CONFIG_DIR", "settings.json"),
+    ("codex", "CODEX_HOME", "hooks.json"),
+    ("gemini", "GEMINI_CLI_HOME", ".gemini/settings.json"),
+])
+def test_user_install_honours_the_agents_own_home_variable(
+        agent: str, var: str, relative: str, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from interlock.bridge.install import config_path
+
+    monkeypatch.setenv(var, str(tmp_path / "agent-home"))
+    assert config_path(agent, tmp_path, user=True) == tmp_path / "agent-home" / relative
+    monkeypatch.delenv(var)
+    assert not str(config_path(agent, tmp_path, user=True)).startswith(str(tmp_path))
+
+
+def test_the_installed_line_names_the_state_dir_so_a_sanitised_env_keeps_approvals(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini drops most variables from a hook's env in CI (GITHUB_SHA set): the
+    approvals must still be found where `hooks approve` wrote them."""
+    root = (tmp_path / "proj").resolve()
+    (root / ".interlock").mkdir(parents=True)
+    (root / ".interlock" / "guard.py").write_text(
+        "from interlock import block\n\ndef handle(e):\n    return block('policy says no')\n")
+    (root / ".interlock" / "config.toml").write_text(
+        '[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\nhandler = "guard.py"\n')
+    state = tmp_path / "custom-state"
+    env = {**os.environ, "INTERLOCK_STATE_DIR": str(state),
+           "INTERLOCK_HOME": str(tmp_path / "home")}
+    subprocess.run([sys.executable, "-m", "interlock", "hooks", "approve", "--all", "--project",
+                    str(root)], env=env, check=True, capture_output=True)
+    monkeypatch.setenv("INTERLOCK_STATE_DIR", str(state))
+    plan = install("gemini", root, timeout=30)
+    [line] = [h["command"] for e, h in _commands("gemini", _load("gemini", plan.path))
+              if e == "BeforeTool"]
+    sanitised = {"PATH": os.environ["PATH"], "HOME": str(tmp_path / "home"),
+                 "INTERLOCK_BRIDGE_AUTOSTART": "0", "INTERLOCK_STORE": str(tmp_path / "s.db")}
+    payload = {"session_id": "s", "cwd": str(root), "hook_event_name": "BeforeTool",
+               "tool_name": "run_shell_command", "tool_input": {"command": "ls"}}
+    ran = subprocess.run(["/bin/sh", "-c", line], input=json.dumps(payload),
+                         capture_output=True, text=True, env=sanitised, timeout=60)
+    assert ran.returncode == 2, ran
+    assert "policy says no" in ran.stdout + ran.stderr, ran
+
+
+def test_install_warns_about_the_agents_own_hooks_that_interlock_also_runs(
+        tmp_path: Path) -> None:
+    from interlock.bridge.install import duplicates
+
+    root = (tmp_path / "proj").resolve()
+    settings = root / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True)
+    settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+        {"type": "command", "command": "./.claude/hooks/guard.sh"},
+        {"type": "command", "command": "./.claude/hooks/format.sh"}]}]}}))
+    (root / ".interlock").mkdir()
+    (root / ".interlock" / "config.toml").write_text(
+        '[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\n'
+        'command = "../.claude/hooks/guard.sh"\ndialect = "claude"\n')
+    plan = install("claude", root, timeout=30)
+    [warning] = duplicates("claude", plan.path, root)
+    assert "guard.sh" in warning
+    assert "run twice" in warning
+    assert str(plan.path) in warning
+
+
+def test_install_prints_the_trust_steps_the_agent_needs(tmp_path: Path) -> None:
+    root = tmp_path.resolve()
+    (root / ".interlock").mkdir()
+    env = {**os.environ, "HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-m", "interlock", "bridge", "install", "gemini",
+                           "--project", str(root)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "trust this folder" in done.stdout
+    assert "--skip-trust" in done.stdout

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from interlock.host import Host
 
 USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
-         "[--socket PATH] [--local] [--guarded]\n"
+         "[--socket PATH] [--state-dir DIR] [--local] [--guarded]\n"
          "Reads the agent's hook input on stdin and answers on stdout, as the agent expects.\n")
 MAX_INPUT = 8 << 20
 
@@ -55,7 +55,7 @@ def parse(args: list[str]) -> Options:
     it = iter(args)
     for arg in it:
         key, eq, value = arg.partition("=")
-        if key in ("--project", "--deadline", "--socket"):
+        if key in ("--project", "--deadline", "--socket", "--state-dir"):
             if not eq:
                 value = next(it, "")
             if not value:
@@ -67,6 +67,9 @@ def parse(args: list[str]) -> Options:
                     raise BridgeError(f"--deadline {value!r} is not a number") from None
                 if not 0 < opts.deadline <= 3600:
                     raise BridgeError("--deadline must be between 0 and 3600 seconds")
+            elif key == "--state-dir":
+                # Approvals and toggles live there (interlock.paths.state_dir).
+                os.environ["INTERLOCK_STATE_DIR"] = value
             else:
                 setattr(opts, key[2:], value)
         elif arg == "--local":

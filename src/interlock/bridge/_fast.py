@@ -103,12 +103,12 @@ def exchange(agent: str, root: str, raw: bytes, socket: str | None,
 
 
 def _options(args: list[str]) -> "dict[str, str] | None":
-    """--project, --deadline, --socket and --guarded; None for anything else."""
+    """--project, --deadline, --socket, --state-dir and --guarded; None for anything else."""
     out: dict[str, str] = {}
     it = iter(args)
     for arg in it:
         key, eq, value = arg.partition("=")
-        if key in ("--project", "--deadline", "--socket"):
+        if key in ("--project", "--deadline", "--socket", "--state-dir"):
             value = value if eq else next(it, "")
             if not value:
                 return None
@@ -127,6 +127,8 @@ def main(argv: list[str]) -> int:
     if opts is None:
         return _full(argv, None, started)
     agent = argv[0]
+    if "state-dir" in opts:  # before the server's name is derived from the environment
+        os.environ["INTERLOCK_STATE_DIR"] = opts["state-dir"]
     start = (opts.get("project") or os.environ.get("INTERLOCK_PROJECT")
              or os.environ.get(PROJECT_ENV.get(agent, "") or "INTERLOCK_PROJECT"))
     try:

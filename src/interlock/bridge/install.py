@@ -66,8 +66,13 @@ ANSWER_CODES = {"claude": (0, 2), "codex": (0, 2), "gemini": (0, 2), "cursor": (
 
 def bridge_argv(agent: str, project: Path, deadline: int) -> list[str]:
     """The isolated Python command line of the bridge itself."""
+    from interlock.paths import state_dir
+
+    # The state dir is named, not left to the environment: Gemini CLI drops most
+    # variables from a hook's env in CI, and approvals must still be found.
     return [sys.executable, *python_flags(), "-m", "interlock.bridge", agent,
-            "--project", str(project), "--deadline", str(deadline)]
+            "--project", str(project), "--deadline", str(deadline),
+            "--state-dir", str(state_dir().expanduser().absolute())]
 
 
 def python_flags() -> list[str]:
@@ -119,13 +124,24 @@ def guard_script(answers: tuple[int, ...], code: int) -> str:
 
 
 def config_path(agent: str, project: Path, *, user: bool = False) -> Path:
+    """Where ``agent`` reads its hooks; user-level as the agent finds its own folder:
+    ``$CLAUDE_CONFIG_DIR`` (for ``~/.claude``), ``$CODEX_HOME`` (for ``~/.codex``),
+    ``$GEMINI_CLI_HOME`` (Gemini's home: ``$GEMINI_CLI_HOME/.gemini``)."""
     home = Path.home()
+
+    def user_dir(var: str, default: Path) -> Path:
+        value = os.environ.get(var)
+        return Path(value).expanduser() if value else default
+
     if agent == "claude":
-        return (home / ".claude" if user else project / ".claude") / "settings.json"
+        folder = user_dir("CLAUDE_CONFIG_DIR", home / ".claude")
+        return (folder if user else project / ".claude") / "settings.json"
     if agent == "codex":
-        return (home / ".codex" if user else project / ".codex") / "hooks.json"
+        folder = user_dir("CODEX_HOME", home / ".codex")
+        return (folder if user else project / ".codex") / "hooks.json"
     if agent == "gemini":
-        return (home / ".gemini" if user else project / ".gemini") / "settings.json"
+        folder = user_dir("GEMINI_CLI_HOME", home) / ".gemini"
+        return (folder if user else project / ".gemini") / "settings.json"
     if agent == "cursor":
         return (home / ".cursor" if user else project / ".cursor") / "hooks.json"
     if agent == "hermes":
@@ -211,6 +227,69 @@ def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
             data.setdefault("version", 1)
         _write(target, json.dumps(data, indent=2) + "\n")
     return Plan(path=target, command=command, timeout=timeout, deadline=deadline)
+
+
+TRUST_STEPS: dict[str, tuple[str, ...]] = {
+    "codex": (
+        "Codex loads a project's .codex/ only in a trusted project: add "
+        '[projects."PROJECT"] trust_level = "trusted" to $CODEX_HOME/config.toml '
+        "(or answer its trust prompt)",
+        "Codex then runs each hook only once trusted, and trust follows the hook's "
+        "command: review them in /hooks, and again after every `bridge install` (the line "
+        "changes)",
+        "headless `codex exec` cannot answer /hooks: run it with "
+        "--dangerously-bypass-hook-trust, which runs every hook of the project, so only "
+        "where you control .codex/ (CI on your own branch)",
+    ),
+    "gemini": (
+        "Gemini CLI ignores a project's hooks in a folder it does not trust: trust this "
+        "folder (its prompt, /permissions, or $GEMINI_CLI_HOME/.gemini/trustedFolders.json)",
+        "--skip-trust skips the question by treating the folder as untrusted, so the "
+        "project's hooks, Interlock's included, do not run: do not use it with a "
+        "project install (install with --user instead)",
+    ),
+    "hermes": (
+        "Hermes asks before running new shell hooks: approve them once, or run with "
+        "--accept-hooks / HERMES_ACCEPT_HOOKS=1",
+    ),
+}
+"""What each agent needs before it runs the installed hooks: headless runs skip
+untrusted hooks without a word, which would leave the agent with no policy."""
+
+
+def duplicates(agent: str, target: Path, project: Path) -> list[str]:
+    """The agent's own hooks that Interlock's config also runs (say, after ``hooks
+    import``): with the bridge installed, each would now run twice."""
+    import tomllib
+
+    config = project / ".interlock" / "config.toml"
+    if agent in ("hermes", "moltis") or not config.is_file() or not target.is_file():
+        return []
+    try:
+        ours = tomllib.loads(config.read_text()).get("hooks") or []
+        theirs = _read_json(target).get("hooks") or {}
+    except (ValueError, ConfigError, OSError):
+        return []
+
+    def key(command: Any) -> str:
+        words = command if isinstance(command, list) else str(command).split()
+        return " ".join(os.path.basename(str(w)) for w in words)
+
+    names = {key(h["command"]): h.get("name", "?") for h in ours
+             if isinstance(h, dict) and h.get("command")}
+    found = []
+    for event, groups in theirs.items() if isinstance(theirs, dict) else ():
+        for group in groups if isinstance(groups, list) else ():
+            handlers = group.get("hooks", [group]) if isinstance(group, dict) else []
+            for handler in handlers if isinstance(handlers, list) else ():
+                if not isinstance(handler, dict) or _ours(handler):
+                    continue
+                name = names.get(key(handler.get("command", "")))
+                if name is not None:
+                    found.append(f"{event}: {handler['command']!r} is also Interlock hook "
+                                 f"{name!r} in {config}; it would now run twice: remove it "
+                                 f"from {target}")
+    return found
 
 
 def check_importable() -> None:

@@ -40,8 +40,12 @@ def register(app: typer.Typer) -> None:
                    "  (each event runs it inside a /bin/sh guard: a bridge that cannot start "
                    "denies)\n"
                    f"  timeout: {plan.timeout}s (bridge deadline {plan.deadline}s)")
-        if agent == "hermes":
-            typer.echo("  Hermes asks before running new shell hooks: approve them once, or run "
-                       "with --accept-hooks / HERMES_ACCEPT_HOOKS=1")
-        if agent == "codex":
-            typer.echo("  Codex runs new hooks only once trusted: review them in /hooks")
+        from interlock.bridge.install import TRUST_STEPS, duplicates
+
+        steps = TRUST_STEPS.get(agent, ())
+        if steps:
+            typer.echo("before the agent runs these hooks:")
+            for step in steps:
+                typer.echo("  - " + step.replace("PROJECT", str(where.root)))
+        for warning in duplicates(agent, plan.path, where.root):
+            typer.echo(f"interlock bridge install: warning: {warning}", err=True)
