@@ -120,10 +120,8 @@ def test_a_command_no_hook_objects_to_runs(ws: Workspace) -> None:
 CONTEXT = _hook("context", "context", '["before_tool_call", "after_tool_call"]')
 
 
-@pytest.mark.parametrize("agent", agents(gemini=(
-    "known bridge bug: Gemini CLI 0.61 reads additionalContext only on AfterTool, BeforeAgent "
-    "and SessionStart; the bridge answers before_tool_call context on BeforeTool, where "
-    "Gemini drops it")), indirect=True)
+# Gemini CLI reads context only on AfterTool: its bridge carries it there.
+@pytest.mark.parametrize("agent", agents(), indirect=True)
 def test_context_from_before_the_tool_reaches_the_model(ws: Workspace) -> None:
     _configure(ws, CONTEXT)
     ws.install()

@@ -105,6 +105,9 @@ def _cell(system: str, mod: Any, host_event: str, event: str, what: str) -> str:
             return "refused at install" if ignored else f"denied: {_shape(reply)}"
         wanted = native.get(what, set())
     elif what == "context":
+        later = getattr(mod, "CONTEXT_CARRIED", {}).get(host_event)
+        if later is not None:
+            return f"carried to the {later} answer of the same call"
         reply = mod.answer(host_event, {}, Result(event, "none", context=(("h", "note"),)))
         read = getattr(mod, "CONTEXT_READ", None)
         if "note" not in reply.stdout or (read is not None and host_event not in read):

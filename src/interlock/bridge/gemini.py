@@ -38,6 +38,10 @@ DENY_IGNORED = frozenset({"SessionStart", "PreCompress"})
 # Events where Gemini shows hookSpecificOutput.additionalContext to the model.
 CONTEXT_READ = frozenset({"AfterTool", "BeforeAgent", "SessionStart"})
 
+# Context Gemini would drop here goes with a later answer of the same tool call
+# (interlock.bridge._carry).
+CONTEXT_CARRIED = {"BeforeTool": "AfterTool"}
+
 # Events where Gemini reads `decision` and `continue` (elsewhere it ignores them).
 _FLOW = frozenset({"BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "BeforeModel",
                    "AfterModel", "BeforeToolSelection"})
@@ -92,6 +96,10 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
     if problem:
         return deny(host, problem)
     ctx = r.context_text()
+    if host == "AfterTool":
+        from interlock.bridge._carry import take
+
+        ctx = "\n".join(t for t in (take(SYSTEM, payload), ctx) if t)
     if "result" in r.changes:
         # Gemini never reads a rewritten tool output; the reason of an AfterTool
         # deny is what the model gets instead of the result, so it carries it.
@@ -103,6 +111,15 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
             return deny(host, "Interlock: policy removed tool arguments, which Gemini's "
                               "merge cannot express; denied rather than run unchanged")
         specific["tool_input"] = r.changes["args"]
+    if ctx and host == "BeforeTool":
+        # Gemini drops context here: it goes with this call's AfterTool answer.
+        from interlock.bridge._carry import keep
+
+        args = payload.get("tool_input")
+        if "args" in r.changes and isinstance(args, dict):
+            args = {**args, **r.changes["args"]}  # what Gemini runs after its merge
+        if keep(SYSTEM, payload, args, ctx):
+            ctx = ""
     if ctx:
         specific["additionalContext"] = ctx
     out: dict[str, Any] = {}
