@@ -8,7 +8,7 @@ cancels the machine's load at that moment; the figure is the median of the
 per-pair ratios, with their spread (10th to 90th percentile).
 
 - ``server_up``: the project's bridge server is running (started by an
-  earlier call, interlock.bridge._autostart); target <= 2x.
+  earlier call, interlock.hosts.bridge._autostart); target <= 2x.
 - ``first_call``: no server yet, so the call starts it and waits for it
   (a fresh runtime folder per sample); target <= 4x.
 - ``in_process``: ``INTERLOCK_BRIDGE_AUTOSTART=0``, no server at all: the
@@ -118,13 +118,13 @@ def stop_servers(runtime_dirs: list[str]) -> None:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
         except OSError:
             continue
-        if "interlock.bridge._daemon" in cmd and any(d in cmd for d in runtime_dirs):
+        if "interlock.hosts.bridge._daemon" in cmd and any(d in cmd for d in runtime_dirs):
             os.kill(int(pid), signal.SIGTERM)
 
 
 def main() -> None:
     root, env = project()
-    from interlock.bridge.install import command_for
+    from interlock.hosts.bridge.install import command_for
 
     bridge = [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--project", str(root)]
     installed = ["/bin/sh", "-c", command_for("claude", root, 20, "PreToolUse")]

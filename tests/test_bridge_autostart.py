@@ -81,7 +81,7 @@ class Env:
                 cmd = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
             except OSError:
                 continue
-            if b"interlock.bridge._daemon" in cmd and any(
+            if b"interlock.hosts.bridge._daemon" in cmd and any(
                     a.startswith(self.runtime.encode()) for a in cmd):
                 found.append(int(pid))
         return found
@@ -259,7 +259,7 @@ def test_an_idle_server_exits_and_takes_its_socket_with_it(env: Env, tmp_path: P
 
 
 def auto_socket_path_in(variables: dict[str, str], root: Path) -> str:
-    code = ("import sys; from interlock.bridge._autostart import auto_socket_path; "
+    code = ("import sys; from interlock.hosts.bridge._autostart import auto_socket_path; "
             "print(auto_socket_path(sys.argv[1]))")
     return subprocess.run([sys.executable, "-I", "-c", code, str(root)], env=variables,
                           capture_output=True, text=True, check=True).stdout.strip()
@@ -276,20 +276,20 @@ def test_the_forwarding_call_imports_no_json_signal_re_or_enum(env: Env,
     assert blocked(result), result
     imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
                 if line.startswith("import time:")}
-    assert "interlock.bridge._client" in imported  # it did take the fast path
+    assert "interlock.hosts.bridge._client" in imported  # it did take the fast path
     assert not imported & {"json", "signal", "re", "enum", "pkgutil", "interlock.host",
-                           "interlock.bridge.claude", "asyncio"}, sorted(imported)
+                           "interlock.hosts.bridge.claude", "asyncio"}, sorted(imported)
 
 
 def test_the_fast_path_tables_match_the_host_modules() -> None:
-    from interlock.bridge import HOSTS, _fast, host
+    from interlock.hosts.bridge import HOSTS, _fast, host
 
     assert _fast.HOSTS == HOSTS
     for name in HOSTS:
         mod = host(name)
         assert _fast.PROJECT_ENV.get(name, "") == mod.PROJECT_ENV, name
         assert _fast.DEADLINES.get(name, 20.0) == mod.DEFAULT_DEADLINE, name
-    from interlock.bridge._core import GUARDED
+    from interlock.hosts.bridge._core import GUARDED
 
     assert _fast.GUARDED == GUARDED
 

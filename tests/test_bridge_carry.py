@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from interlock.bridge import gemini
-from interlock.bridge._common import Result
+from interlock.hosts.bridge import gemini
+from interlock.hosts.bridge._common import Result
 
 
 @pytest.fixture(autouse=True)

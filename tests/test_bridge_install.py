@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from interlock import ConfigError
-from interlock.bridge.install import AGENTS, EVENTS, install
+from interlock.hosts.bridge.install import AGENTS, EVENTS, install
 
 
 def _commands(agent: str, data: dict) -> list[tuple[str, dict]]:
@@ -130,7 +130,7 @@ def test_a_user_site_install_keeps_the_cwd_out_without_losing_its_own_site(
     import site
 
     import interlock
-    from interlock.bridge.install import python_flags
+    from interlock.hosts.bridge.install import python_flags
 
     assert python_flags() == ["-I"]  # this venv
     monkeypatch.setattr(site, "ENABLE_USER_SITE", True)
@@ -147,7 +147,7 @@ def test_a_user_site_install_keeps_the_cwd_out_without_losing_its_own_site(
 def test_user_install_honours_the_agents_own_home_variable(
         agent: str, var: str, relative: str, tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from interlock.bridge.install import config_path
+    from interlock.hosts.bridge.install import config_path
 
     monkeypatch.setenv(var, str(tmp_path / "agent-home"))
     assert config_path(agent, tmp_path, user=True) == tmp_path / "agent-home" / relative
@@ -186,7 +186,7 @@ def test_the_installed_line_names_the_state_dir_so_a_sanitised_env_keeps_approva
 
 def test_install_warns_about_the_agents_own_hooks_that_interlock_also_runs(
         tmp_path: Path) -> None:
-    from interlock.bridge.install import duplicates
+    from interlock.hosts.bridge.install import duplicates
 
     root = (tmp_path / "proj").resolve()
     settings = root / ".claude" / "settings.json"
