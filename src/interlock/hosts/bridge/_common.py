@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import json
 
-from interlock.hosts.bridge._errors import BridgeError as BridgeError  # re-exported
 from interlock.executors.dialects.toolnames import to_ours
+from interlock.hosts.bridge._errors import BridgeError as BridgeError  # re-exported
 
 # typing and dataclasses are not imported at run time: together they cost the
 # bridge ~10 ms at start-up (dataclasses pulls in inspect and ast).

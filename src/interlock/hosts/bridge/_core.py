@@ -235,7 +235,7 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
 
 def main(argv: list[str], *, raw: bytes | None = None, started: float | None = None,
          outcome: dict[str, Any] | None = None) -> int:
-    """The full bridge. From the fast path (interlock.bridge._fast): the input it
+    """The full bridge. From the fast path (interlock.hosts.bridge._fast): the input it
     already read (``raw``), when it started (the deadline counts from there), and
     the outcome an older server answered with as JSON."""
     if not argv or argv[0] in ("-h", "--help"):

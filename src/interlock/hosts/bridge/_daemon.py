@@ -1,4 +1,4 @@
-"""The project's bridge server, started by the bridge's first call (interlock.hosts.bridge._autostart).
+"""The project's bridge server, started by the first call (interlock.hosts.bridge._autostart).
 
 ``python -I -m interlock.hosts.bridge._daemon --project ROOT --socket PATH``
 

@@ -39,7 +39,7 @@ DENY_IGNORED = frozenset({"SessionStart", "PreCompress"})
 CONTEXT_READ = frozenset({"AfterTool", "BeforeAgent", "SessionStart"})
 
 # Context Gemini would drop here goes with a later answer of the same tool call
-# (interlock.bridge._carry).
+# (interlock.hosts.bridge._carry).
 CONTEXT_CARRIED = {"BeforeTool": "AfterTool"}
 
 # Events where Gemini reads `decision` and `continue` (elsewhere it ignores them).
@@ -97,7 +97,7 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
         return deny(host, problem)
     ctx = r.context_text()
     if host == "AfterTool":
-        from interlock.bridge._carry import take
+        from interlock.hosts.bridge._carry import take
 
         ctx = "\n".join(t for t in (take(SYSTEM, payload), ctx) if t)
     if "result" in r.changes:
@@ -113,7 +113,7 @@ def answer(host: str, payload: dict[str, Any], r: Result) -> Reply:
         specific["tool_input"] = r.changes["args"]
     if ctx and host == "BeforeTool":
         # Gemini drops context here: it goes with this call's AfterTool answer.
-        from interlock.bridge._carry import keep
+        from interlock.hosts.bridge._carry import keep
 
         args = payload.get("tool_input")
         if "args" in r.changes and isinstance(args, dict):

@@ -343,8 +343,8 @@ class Api:
         return await self.evaluate(event, to_model=True)
 
     async def host_reply(self, agent: str, payload: bytes) -> Response:
-        """The agent's reply, ready for the bridge to forward (interlock.bridge._reply)."""
-        from interlock.bridge._reply import encode, host_reply
+        """The agent's reply, ready for the bridge to forward (interlock.hosts.bridge._reply)."""
+        from interlock.hosts.bridge._reply import encode, host_reply
 
         reply = await host_reply(self.engine, agent, payload, settled=self.audit_gate)
         self.counters["evaluations"] += 1
