@@ -18,6 +18,9 @@ from interlock.hosts.bridge.install import AGENTS, EVENTS, install
 
 def _commands(agent: str, data: dict) -> list[tuple[str, dict]]:
     out = []
+    if agent == "moltis":
+        return [(h["events"][0], h) for h in data["hooks"]["hooks"]
+                if "interlock" in str(h.get("command", ""))]
     for event, entries in data["hooks"].items():
         for entry in entries or []:
             handlers = entry.get("hooks", [entry]) if isinstance(entry, dict) else []
@@ -28,6 +31,10 @@ def _commands(agent: str, data: dict) -> list[tuple[str, dict]]:
 
 
 def _load(agent: str, path: Path) -> dict:
+    if agent == "moltis":
+        import tomllib
+
+        return tomllib.loads(path.read_text())
     return yaml.safe_load(path.read_text()) if agent == "hermes" else json.loads(path.read_text())
 
 
@@ -60,6 +67,8 @@ EXISTING = {
     "gemini": {"theme": "dark", "hooks": {"BeforeTool": [{"matcher": "write_file", "hooks": [
         {"name": "scan", "type": "command", "command": "scan.sh", "timeout": 5000}]}]}},
     "cursor": {"version": 1, "hooks": {"beforeShellExecution": [{"command": "./audit.sh"}]}},
+    "moltis": {"providers": {"x": {"enabled": True}}, "hooks": {"hooks": [
+        {"name": "scan", "command": "scan.sh", "events": ["BeforeToolCall"]}]}},
     "hermes": {"model": {"default": "x"}, "hooks": {"pre_tool_call": [
         {"matcher": "write_file", "command": "~/scan.sh"}]}, "hooks_auto_accept": False},
 }
@@ -68,7 +77,10 @@ EXISTING = {
 @pytest.mark.parametrize("agent", AGENTS)
 def test_install_merges_and_is_idempotent(agent: str, tmp_path: Path) -> None:
     path = tmp_path / "config"
+    import tomli_w
+
     text = (yaml.safe_dump(EXISTING[agent]) if agent == "hermes"
+            else tomli_w.dumps(EXISTING[agent]) if agent == "moltis"
             else json.dumps(EXISTING[agent]))
     path.write_text(text)
     install(agent, tmp_path, path=path)
@@ -215,3 +227,21 @@ def test_install_prints_the_trust_steps_the_agent_needs(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "trust this folder" in done.stdout
     assert "--skip-trust" in done.stdout
+
+
+def test_moltis_install_runs_the_guarded_bridge_and_denies_on_exit_1(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Moltis blocks on exit 1 with stderr as the reason; the installed line does so
+    when the bridge cannot answer (no hooks here)."""
+    monkeypatch.setenv("MOLTIS_CONFIG_DIR", str(tmp_path / "moltis"))
+    plan = install("moltis", tmp_path / "proj", timeout=10)
+    assert plan.path == tmp_path / "moltis" / "moltis.toml"
+    found = dict(_commands("moltis", _load("moltis", plan.path)))
+    assert "AfterToolCall" not in found  # read-only in Moltis
+    payload = {"event": "BeforeToolCall", "session_key": "s", "tool_name": "exec",
+               "arguments": {"command": "ls"}}
+    ran = subprocess.run(["/bin/sh", "-c", found["BeforeToolCall"]["command"]],
+                         input=json.dumps(payload), capture_output=True, text=True,
+                         timeout=60, env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "h")})
+    assert ran.returncode == 1, ran
+    assert "failed closed" in ran.stderr

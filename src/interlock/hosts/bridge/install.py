@@ -34,7 +34,7 @@ from typing import Any
 
 from interlock.engine.errors import ConfigError
 
-AGENTS = ("claude", "codex", "gemini", "cursor", "hermes")
+AGENTS = ("claude", "codex", "gemini", "cursor", "hermes", "moltis")
 MARKS = ("interlock.bridge", "interlock bridge")
 
 # Events each agent's config gets, by that agent's names: the gates a policy
@@ -48,6 +48,9 @@ EVENTS: dict[str, tuple[str, ...]] = {
     "cursor": ("beforeShellExecution", "beforeMCPExecution", "beforeReadFile",
                "beforeSubmitPrompt", "stop"),
     "hermes": ("pre_tool_call", "post_tool_call", "pre_llm_call", "pre_verify"),
+    # Not AfterToolCall: Moltis runs it read-only; a result is rewritten on
+    # ToolResultPersist (docs/one-policy.md).
+    "moltis": ("BeforeToolCall", "ToolResultPersist", "MessageReceived", "MessageSending"),
 }
 
 
@@ -66,7 +69,7 @@ ANSWER_CODES = {"claude": (0, 2), "codex": (0, 2), "gemini": (0, 2), "cursor": (
 
 def bridge_argv(agent: str, project: Path, deadline: int) -> list[str]:
     """The isolated Python command line of the bridge itself."""
-    from interlock.paths import state_dir
+    from interlock.config.paths import state_dir
 
     # The state dir is named, not left to the environment: Gemini CLI drops most
     # variables from a hook's env in CI, and approvals must still be found.
@@ -147,6 +150,8 @@ def config_path(agent: str, project: Path, *, user: bool = False) -> Path:
     if agent == "hermes":
         base = Path(os.environ.get("HERMES_HOME") or home / ".hermes")
         return base / "config.yaml"
+    if agent == "moltis":  # user-level only: Moltis reads no project config
+        return user_dir("MOLTIS_CONFIG_DIR", home / ".config" / "moltis") / "moltis.toml"
     raise ConfigError(f"unknown agent {agent!r}", field="agent",
                       fix=f"one of {', '.join(AGENTS)}")
 
@@ -203,6 +208,8 @@ def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
     command = command_for(agent, project, deadline)
     if agent == "hermes":
         _install_hermes(target, agent, project, deadline, timeout)
+    elif agent == "moltis":
+        _install_moltis(target, project, deadline, timeout)
     else:
         data = _read_json(target)
         hooks = data.setdefault("hooks", {})
@@ -247,6 +254,10 @@ TRUST_STEPS: dict[str, tuple[str, ...]] = {
         "--skip-trust skips the question by treating the folder as untrusted, so the "
         "project's hooks, Interlock's included, do not run: do not use it with a "
         "project install (install with --user instead)",
+    ),
+    "moltis": (
+        "Moltis reads moltis.toml when it starts: restart it (its config is per user, so "
+        "the bridge answers for this project wherever Moltis runs)",
     ),
     "hermes": (
         "Hermes asks before running new shell hooks: approve them once, or run with "
@@ -331,6 +342,32 @@ def _install_hermes(target: Path, agent: str, project: Path, deadline: int,
                         "timeout": timeout})
         hooks[event] = entries
     _write(target, yaml.safe_dump(data, sort_keys=False))
+
+
+def _install_moltis(target: Path, project: Path, deadline: int, timeout: int) -> None:
+    """``[[hooks.hooks]]`` entries in moltis.toml, one per event (each line carries
+    that event's deny for the guard)."""
+    import tomllib
+
+    import tomli_w
+
+    data: Any = {}
+    if target.exists():
+        try:
+            data = tomllib.loads(target.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"not valid TOML: {exc}", file=str(target)) from None
+    section = data.setdefault("hooks", {})
+    if not isinstance(section, dict) or not isinstance(section.setdefault("hooks", []), list):
+        raise ConfigError("'hooks.hooks' must be a list of tables", file=str(target),
+                          field="hooks.hooks")
+    entries = [e for e in section["hooks"] if not _ours(e)]
+    for event in EVENTS["moltis"]:
+        entries.append({"name": f"interlock-{event}", "events": [event],
+                        "command": command_for("moltis", project, deadline, event),
+                        "timeout": timeout})
+    section["hooks"] = entries
+    _write(target, tomli_w.dumps(data))
 
 
 def _write(path: Path, text: str) -> None:

@@ -13,13 +13,15 @@ import typer
 
 
 def register(app: typer.Typer) -> None:
-    bridge_app = typer.Typer(help="Bridges for Claude Code, Codex, Gemini CLI, Cursor, Hermes.",
-                             no_args_is_help=True)
+    bridge_app = typer.Typer(
+        help="Bridges for Claude Code, Codex, Gemini CLI, Cursor, Hermes, Moltis.",
+        no_args_is_help=True)
     app.add_typer(bridge_app, name="bridge")
 
     @bridge_app.command("install")
     def install_cmd(
-        agent: Annotated[str, typer.Argument(help="claude | codex | gemini | cursor | hermes")],
+        agent: Annotated[str, typer.Argument(
+            help="claude | codex | gemini | cursor | hermes | moltis")],
         project: Annotated[Path | None, typer.Option(
             help="Project root (default: found from here, as every command finds it).")] = None,
         timeout: Annotated[int, typer.Option(
@@ -40,7 +42,7 @@ def register(app: typer.Typer) -> None:
                    "  (each event runs it inside a /bin/sh guard: a bridge that cannot start "
                    "denies)\n"
                    f"  timeout: {plan.timeout}s (bridge deadline {plan.deadline}s)")
-        from interlock.bridge.install import TRUST_STEPS, duplicates
+        from interlock.hosts.bridge.install import TRUST_STEPS, duplicates
 
         steps = TRUST_STEPS.get(agent, ())
         if steps:
