@@ -146,19 +146,22 @@ def main(argv: list[str]) -> int:
     previous = _signal.signal(_signal.SIGALRM, expire)
     _signal.setitimer(_signal.ITIMER_REAL, seconds)
     raw = b""
+    got: HostReply | dict[str, object] | None = None
+    failed = ""
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT + 1)
-        if len(raw) > MAX_INPUT:
-            got = None
-        else:
+        if len(raw) <= MAX_INPUT:
             got = exchange(agent, root, raw, opts.get("socket"), started + seconds)
     except Expired:
-        return _deny(agent, raw, f"no answer within {seconds:g} s") + offset
+        failed = f"no answer within {seconds:g} s"
     except BridgeError as exc:
-        return _deny(agent, raw, str(exc)) + offset
+        failed = str(exc)
     finally:
+        # Disarmed before the deny is written: it must not be cut short itself.
         _signal.setitimer(_signal.ITIMER_REAL, 0)
         _signal.signal(_signal.SIGALRM, previous)
+    if failed:
+        return _deny(agent, raw, failed) + offset
     if got is None or isinstance(got, dict):
         # No server (evaluate in process), an answer too large to forward, or an
         # older server's JSON outcome: the full bridge answers from here.
