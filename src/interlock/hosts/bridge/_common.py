@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from interlock.executors.dialects.toolnames import to_ours
+from interlock.executors.toolnames import to_ours
 from interlock.hosts.bridge._errors import BridgeError as BridgeError  # re-exported
 
 # typing and dataclasses are not imported at run time: together they cost the
