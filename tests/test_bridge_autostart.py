@@ -327,3 +327,20 @@ def test_a_server_answering_an_outcome_as_json_is_answered_from_it(tmp_path: Pat
         listener.close()
     assert result.returncode == 2, result
     assert "old server says no" in result.stdout
+
+
+def test_a_config_broken_while_the_server_runs_denies_the_very_next_call(
+        env: Env, tmp_path: Path) -> None:
+    """As in process: the config on disk decides, not the revision loaded before."""
+    root = env.project(tmp_path / "p")
+    assert env.call(root, "ls").returncode == 0
+    config = root / ".interlock" / "config.toml"
+    good = config.read_text()
+    config.write_text('[[hooks]\nname = "guard"\n')
+    broken = env.call(root, "ls")
+    assert broken.returncode == 2, broken
+    assert "failed closed" in broken.stdout
+    assert "config.toml" in broken.stdout
+    config.write_text(good)
+    assert env.call(root, "ls").returncode == 0
+    assert len(env.servers()) == 1

@@ -50,6 +50,7 @@ class Daemon:
         self.busy = 0
         self.stop = asyncio.Event()
         self.inode: tuple[int, int] | None = None
+        self.stamps: dict[Path, Any] = {}
         store = host.registry.recording.store if host.registry.recording is not None else None
         self.settled = store.settled if store is not None else None
 
@@ -82,6 +83,7 @@ class Daemon:
         server = await asyncio.start_unix_server(self.handle, sock=sock, limit=MAX_HEAD)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stop.set)
+        self.stamps = self.config_stamps()
         self.host.start_live_task()
         # Let the watcher take its first look at the files before anyone can see an
         # answer and then edit them: a change made before that look would be missed.
@@ -100,6 +102,26 @@ class Daemon:
                 with contextlib.suppress(OSError):
                     os.unlink(self.sock_path)
             await self.host.stop_live_task()
+
+    def config_stamps(self) -> dict[Path, Any]:
+        """Stamps of every file the current revision was read from."""
+        from interlock.config.watch import stamps
+
+        current = getattr(self.host.registry, "_current", None)
+        found = getattr(current, "found", None)
+        return stamps([Path(p) for p in getattr(found, "files", {})])
+
+    async def catch_up(self) -> None:
+        """Apply a config change the watcher has not applied yet, before answering.
+
+        An in-process bridge reads the config on every call; so does this server,
+        in effect: an edit made a moment ago (a broken config among them) decides
+        this call, not the revision before it.
+        """
+        now = self.config_stamps()
+        if now != self.stamps:
+            await asyncio.to_thread(self.host.apply, set())
+            self.stamps = self.config_stamps()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         from interlock.hosts.server.security import peer_allowed
@@ -143,7 +165,10 @@ class Daemon:
         if not 0 <= length <= MAX_BODY:
             return 413, b"the hook input is missing or larger than 8 MiB", {}
         raw = await reader.readexactly(length)
-        reply = await host_reply(self.host.engine, agent, raw, settled=self.settled)
+        await self.catch_up()
+        error = self.host.registry.last_error
+        reply = await host_reply(self.host.engine, agent, raw, settled=self.settled,
+                                 refused=error)
         body, headers = encode(reply)
         return 200, body, headers
 

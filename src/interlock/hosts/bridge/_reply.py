@@ -22,11 +22,14 @@ HEADER = "x-interlock-reply"
 
 
 async def host_reply(engine: Any, agent: str, payload: Any, *,
-                     settled: Callable[[], Awaitable[bool]] | None = None) -> Reply:
+                     settled: Callable[[], Awaitable[bool]] | None = None,
+                     refused: Exception | None = None) -> Reply:
     """The agent's reply to its hook input ``payload`` (raw or decoded), evaluated by ``engine``.
 
     ``settled``: strict audit's wait for the decision's records to commit; a
-    decision that cannot be recorded is not answered (a deny).
+    decision that cannot be recorded is not answered (a deny). ``refused``: why
+    no decision is made at all (the config on disk is broken: the in-process
+    bridge denies then, and so does this reply).
     """
     from interlock.hosts.bridge._events import build_event
 
@@ -41,6 +44,8 @@ async def host_reply(engine: Any, agent: str, payload: Any, *,
         if not isinstance(payload, dict):
             raise BridgeError("the hook input is not a JSON object")
         host_event = mod.host_event(payload)
+        if refused is not None:
+            raise refused
         event = build_event(agent, payload)
         outcome = await engine.emit(event)
         if settled is not None and not await settled():
