@@ -5,7 +5,8 @@ almost nothing: no ``json``, ``signal``, ``re``, ``enum`` or host module
 (docs/one-policy.md, Speed). The server answers in the host's own format
 (interlock.hosts.bridge._reply), and this process writes the bytes it got.
 
-Which server: :func:`transport` (the one place that chooses). A server the
+Which server: :func:`transport` (the one place that chooses locally; a remote
+server, ``--server`` or ``$INTERLOCK_SERVER``, goes to the full bridge). A server the
 user started (``interlock serve``) first; else the project's own bridge
 server, started here on first use (interlock.hosts.bridge._autostart) and reused
 until it has been idle for a while. Anything this path cannot do (no
@@ -37,6 +38,7 @@ AUTOSTART_ENV = "INTERLOCK_BRIDGE_AUTOSTART"
 the bridge evaluates in process."""
 MAX_SUN_PATH = 104
 """The longest socket path every platform binds (``sun_path`` is 104 bytes on macOS)."""
+REMOTE_ENV = "INTERLOCK_SERVER"
 MAX_INPUT = 8 << 20
 GUARDED = 100  # _core.GUARDED
 
@@ -124,7 +126,9 @@ def main(argv: list[str]) -> int:
     """``interlock bridge <agent> ...``: the fast path when it applies, else the full bridge."""
     started = time.monotonic()
     opts = _options(argv[1:]) if argv and argv[0] in HOSTS else None
-    if opts is None:
+    if opts is None or os.environ.get(REMOTE_ENV):
+        # A remote policy server (--server, $INTERLOCK_SERVER: bridge/remote.py) is
+        # reached by the full bridge.
         return _full(argv, None, started)
     agent = argv[0]
     if "state-dir" in opts:  # before the server's name is derived from the environment
