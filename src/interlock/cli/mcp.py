@@ -1,0 +1,60 @@
+"""`interlock mcp`: put the project's policy in front of MCP servers (docs/mcp.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def _need_sdk() -> None:
+    from interlock._errors import ConfigError
+
+    try:
+        import mcp  # noqa: F401
+    except ImportError:
+        raise ConfigError("the MCP commands need the official MCP SDK",
+                          fix="pip install 'interlock[mcp]'") from None
+
+
+def register(app: typer.Typer) -> None:
+    group = typer.Typer(help="Gate MCP servers with the project's policy.",
+                        no_args_is_help=True)
+    app.add_typer(group, name="mcp")
+
+    @group.command("proxy", context_settings={"allow_extra_args": True,
+                                              "ignore_unknown_options": True})
+    def proxy_cmd(
+        ctx: typer.Context,
+        url: Annotated[str | None, typer.Option(
+            "--url", help="The server's streamable HTTP URL (instead of a command).")] = None,
+        name: Annotated[str | None, typer.Option(
+            "--name", help="The server's name in mcp__<server>__<tool> (default: the "
+                           "command's file name, or the URL's host).")] = None,
+        project: Annotated[Path | None, typer.Option(
+            "--project", help="The project root (default: found from here).")] = None,
+        config: Annotated[Path | None, typer.Option(
+            "--config", help="A hooks config file instead of the project's.")] = None,
+    ) -> None:
+        """Serve MCP on stdio in front of a server: `interlock mcp proxy -- CMD ARGS...`
+        or `interlock mcp proxy --url URL`. Every tool call, resource read and prompt
+        get runs the policy first."""
+        import anyio
+
+        from interlock._errors import ConfigError
+        from interlock.cli._common import user_errors
+
+        with user_errors():
+            _need_sdk()
+            from interlock.mcp.proxy import Upstream, run_proxy, server_name_for
+
+            command = tuple(ctx.args)
+            if (url is None) == (not command):
+                raise ConfigError("give the server as a command after -- or as --url, "
+                                  "not both and not neither", field="interlock mcp proxy",
+                                  fix="interlock mcp proxy -- npx -y some-server, or "
+                                      "interlock mcp proxy --url http://127.0.0.1:8000/mcp")
+            upstream = Upstream(command=command, url=url)
+            anyio.run(lambda: run_proxy(upstream, name=name or server_name_for(upstream),
+                                        project=project, config=config))
