@@ -58,3 +58,37 @@ def register(app: typer.Typer) -> None:
             upstream = Upstream(command=command, url=url)
             anyio.run(lambda: run_proxy(upstream, name=name or server_name_for(upstream),
                                         project=project, config=config))
+
+    @group.command("wrap")
+    def wrap_cmd(
+        agent: Annotated[str, typer.Argument(help="claude, codex or gemini.")],
+        undo: Annotated[bool, typer.Option(
+            "--undo", help="Put back the entries as they were before wrapping.")] = False,
+        user: Annotated[bool, typer.Option(
+            "--user", help="The agent's user config instead of the project's.")] = False,
+        project: Annotated[Path | None, typer.Option(
+            "--project", help="The project root (default: found from here).")] = None,
+    ) -> None:
+        """Route an agent's MCP servers through `interlock mcp proxy` (--undo: back)."""
+        from interlock.cli._common import user_errors
+        from interlock.host import Project
+        from interlock.mcp.wrap import config_file
+        from interlock.mcp.wrap import undo as undo_file
+        from interlock.mcp.wrap import wrap as wrap_file
+
+        with user_errors():
+            root = Project.discover(project).root
+            path = config_file(agent, root, user=user)
+            report = undo_file(agent, path) if undo else wrap_file(agent, path)
+        verb = "restored" if undo else "wrapped"
+        for name in report.changed:
+            typer.echo(f"{verb} {name} in {path}")
+        for name in report.already:
+            typer.echo(f"{name} already goes through the proxy ({path})")
+        for name, why in report.skipped.items():
+            typer.echo(f"interlock: {'not restored' if undo else 'NOT GATED'}: {name} in "
+                       f"{path}: {why}", err=True)
+        if not (report.changed or report.already or report.skipped):
+            typer.echo(f"no MCP servers to {'restore' if undo else 'wrap'} in {path}")
+        if report.skipped:
+            raise typer.Exit(1)
