@@ -12,7 +12,7 @@ pytest.importorskip("mcp")
 
 from _cfg import World, run, world
 from interlock.events import BeforeToolCall
-from interlock.host import Host
+from interlock.hosts.assembly import Host
 
 __all__ = ["world"]
 

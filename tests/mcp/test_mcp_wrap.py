@@ -122,7 +122,7 @@ def test_config_files_follow_the_agents_home_variables(tmp_path: Path) -> None:
 
 
 def test_a_broken_config_is_a_clear_error(tmp_path: Path) -> None:
-    from interlock._errors import ConfigError
+    from interlock.engine.errors import ConfigError
 
     path = tmp_path / ".mcp.json"
     path.write_text("{not json")

@@ -21,12 +21,12 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from interlock._decisions import Verdict
-from interlock.redact import redact
+from interlock.engine.decisions import Verdict
+from interlock.engine.redact import redact
 
 if TYPE_CHECKING:
-    from interlock._dispatch import Engine
     from interlock.config.model import PermissionRule
+    from interlock.engine.dispatch import Engine
 
 __all__ = ["PROMPT_GET", "RESOURCE_READ", "Gate", "Gated", "Refusal", "as_tool_result",
            "error_result", "tool_name"]

@@ -30,12 +30,12 @@ from typing import TYPE_CHECKING, Any
 import anyio
 from mcp import Client, StdioServerParameters
 
-from interlock._decisions import Decision, decode_wire
-from interlock._errors import ConfigError, ContractError, HookCrash, HookTimeout
+from interlock.engine.decisions import Decision, decode_wire
+from interlock.engine.errors import ConfigError, ContractError, HookCrash, HookTimeout
 from interlock.executors._process import clean_env
 
 if TYPE_CHECKING:
-    from interlock._hooks import Invocation
+    from interlock.engine.hooks import Invocation
 
 __all__ = ["McpToolExecutor"]
 

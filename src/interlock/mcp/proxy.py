@@ -219,7 +219,7 @@ def build_server(gate: Gate, client: Client, name: str) -> Server[Any]:
 async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = None,
                     config: Path | None = None, accept_hooks: bool = False) -> None:
     """Serve the proxy on stdin/stdout until the client goes."""
-    from interlock.host import Host, Project
+    from interlock.hosts.assembly import Host, Project
 
     host = Host.open(Project.discover(project), config=config, accept_hooks=accept_hooks)
     try:

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlock._errors import ConfigError
+from interlock.engine.errors import ConfigError
 
 __all__ = ["AGENTS", "Report", "config_file", "proxy_argv", "undo", "wrap"]
 
@@ -79,7 +79,7 @@ def config_file(agent: str, project: Path, *, user: bool = False,
 
 def proxy_argv(name: str) -> list[str]:
     """The proxy's command line up to the server part: ``[python, flags..., -m, ...]``."""
-    from interlock.bridge.install import python_flags
+    from interlock.hosts.bridge.install import python_flags
 
     return [sys.executable, *python_flags(), *_MARK, "--name", name]
 
