@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _mcp_world import SERVER, make_project
 
-from interlock.mcp.wrap import config_file, undo, wrap
+from interlock.hosts.mcp.wrap import config_file, undo, wrap
 
 SERVERS = {
     "demo": {"command": "python3", "args": ["server.py", "--flag"], "env": {"A": "1"}},

@@ -248,7 +248,7 @@ def make_executor(decl: Declared, command: str | list[str] | None,
 def _mcp_executor(decl: Declared, command: str | list[str], project_root: Path) -> Executor:
     d = decl.definition
     try:
-        from interlock.mcp.hook import McpToolExecutor
+        from interlock.executors.mcp import McpToolExecutor
     except ImportError:
         raise ConfigError(f"hook {d.name!r} is an mcp hook, and the MCP SDK is not installed",
                           field="kind", fix="pip install 'interlock[mcp]'") from None

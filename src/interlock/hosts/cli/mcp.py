@@ -47,7 +47,7 @@ def register(app: typer.Typer) -> None:
 
         with user_errors():
             _need_sdk()
-            from interlock.mcp.proxy import Upstream, run_proxy, server_name_for
+            from interlock.hosts.mcp.proxy import Upstream, run_proxy, server_name_for
 
             command = tuple(ctx.args)
             if (url is None) == (not command):
@@ -72,9 +72,9 @@ def register(app: typer.Typer) -> None:
         """Route an agent's MCP servers through `interlock mcp proxy` (--undo: back)."""
         from interlock.hosts.assembly import Project
         from interlock.hosts.cli._common import user_errors
-        from interlock.mcp.wrap import config_file
-        from interlock.mcp.wrap import undo as undo_file
-        from interlock.mcp.wrap import wrap as wrap_file
+        from interlock.hosts.mcp.wrap import config_file
+        from interlock.hosts.mcp.wrap import undo as undo_file
+        from interlock.hosts.mcp.wrap import wrap as wrap_file
 
         with user_errors():
             root = Project.discover(project).root

@@ -4,7 +4,7 @@ The proxy is a client of the real server (a command it starts, spoken to
 over stdio, or a streamable HTTP URL) and a server to whatever client starts
 it, over stdio. It offers what the real server offers, and:
 
-- ``tools/call`` goes through :class:`interlock.mcp._gate.Gate`:
+- ``tools/call`` goes through :class:`interlock.hosts.mcp._gate.Gate`:
   before_tool_call, the project's ``[[permissions]]`` rules, the call, then
   after_tool_call, with the tool named ``mcp__<server>__<tool>``. A refusal is
   a tool error (``isError``) carrying the reason; a modify rewrites the
@@ -38,7 +38,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
-from interlock.mcp._gate import (
+from interlock.hosts.mcp._gate import (
     PROMPT_GET,
     RESOURCE_READ,
     Gate,

@@ -1,8 +1,8 @@
 """The policy of one MCP server's calls: before_tool_call, permissions, after_tool_call.
 
-Shared by the proxy (:mod:`interlock.mcp.proxy`) and the reference agent's MCP
-tools, so a tool behind the proxy and the same tool in ``interlock run`` meet
-the same hooks and rules (docs/mcp.md, What the policy sees).
+Used by the proxy (:mod:`interlock.hosts.mcp.proxy`); written apart from it so
+another host of MCP tools meets the same hooks and rules in the same order
+(docs/mcp.md, What the policy sees).
 
 It imports nothing of the ``mcp`` SDK: results are plain JSON-like dicts
 (``CallToolResult`` dumped by alias), and the caller turns them back.
