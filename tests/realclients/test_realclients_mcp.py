@@ -60,7 +60,10 @@ def test_wrapped_claude_code_gets_a_blocked_mcp_call(ws: Workspace) -> None:
     ws.extra_env.update(ws.agent.configure(ws.home, ws.project, ws.fake))
     # MCP tools offered up front, in the first request: no tool search, and the
     # servers connected before the model is asked (not in the background).
-    ws.extra_env.update(ENABLE_TOOL_SEARCH="false", MCP_CONNECTION_NONBLOCKING="0")
+    # The proxy and the server are two Python starts, which a loaded machine
+    # makes slower than Claude's 5 s wait for its servers.
+    ws.extra_env.update(ENABLE_TOOL_SEARCH="false", MCP_CONNECTION_NONBLOCKING="0",
+                        MCP_CONNECT_TIMEOUT_MS="90000", MCP_TIMEOUT="90000")
 
     ws.fake.turn = Turn(command="", tool=TOOL, args={"path": "/important"})
     argv = ws.agent.argv("Delete everything, please.")
