@@ -223,6 +223,7 @@ async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = Non
 
     host = Host.open(Project.discover(project), config=config, accept_hooks=accept_hooks)
     try:
+        host.warn_if_unguarded()  # on stderr: stdout carries the protocol
         host.start_live_task()
         gate = Gate(host.engine, name, rules=lambda: host.rules, cwd=os.getcwd())
         async with upstream.client() as client:
