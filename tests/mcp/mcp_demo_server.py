@@ -42,6 +42,12 @@ def secret() -> str:
     return "SECRET-VALUE"
 
 
+@server.tool()
+def die() -> str:
+    """The server dies mid-call."""
+    os._exit(3)
+
+
 @server.resource("demo://notes/{name}")
 def note(name: str) -> str:
     """A note."""

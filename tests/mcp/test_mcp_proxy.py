@@ -97,6 +97,11 @@ async def test_proxy_over_stdio(tmp_path: Path) -> None:
     params = _proxy(tmp_path, "--", sys.executable, str(SERVER))
     async with Client(params, cache=None) as client:
         await _exercise(client, tmp_path)
+        # The server gone mid-call: an error for the client, never a pass.
+        died = await client.call_tool("die", {})
+        assert died.is_error
+        after = await client.call_tool("echo", {"text": "still gated"})
+        assert after.is_error, "with the server gone, a call is refused"
     rows = _audited(tmp_path)
     assert any("deleting everything" in json.dumps(r) for r in rows), rows
 
