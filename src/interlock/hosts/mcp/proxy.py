@@ -2,7 +2,8 @@
 
 The proxy is a client of the real server (a command it starts, spoken to
 over stdio, or a streamable HTTP URL) and a server to whatever client starts
-it, over stdio. It offers what the real server offers, and:
+it, over stdio. It answers its client's handshake at once, connects to the
+real server meanwhile, offers what that server offers, and:
 
 - ``tools/call`` goes through :class:`interlock.hosts.mcp._gate.Gate`:
   before_tool_call, the project's ``[[permissions]]`` rules, the call, then
@@ -31,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.server.lowlevel.server import Server
@@ -148,72 +150,112 @@ async def _gated_other(gate: Gate, what: str, args: dict[str, Any],
     raise MCPError(_POLICY_ERROR, refusal.text)
 
 
-def build_server(gate: Gate, client: Client, name: str) -> Server[Any]:
-    """The proxy's server side, offering what ``client``'s server offers."""
-    caps = client.server_capabilities
-    handlers: dict[str, Any] = {}
+class _Connection:
+    """The client of the real server, once it is connected (or why it is not)."""
 
-    if caps.tools is not None:
-        async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
-                             ) -> types.ListToolsResult:
-            found = await client.list_tools(cursor=params.cursor if params else None)
-            # No output schema is offered: a hook's rewrite of a result need not fit
-            # one, and a client would reject the rewrite (docs/mcp.md).
-            tools = [t.model_copy(update={"output_schema": None})
-                     for t in found.tools if not gate.hidden(t.name)]
-            return found.model_copy(update={"tools": tools})
+    def __init__(self) -> None:
+        self.client: Client | None = None
+        self.error: BaseException | None = None
+        self.ready = anyio.Event()
+        self.done = anyio.Event()
 
-        async def call_tool(ctx: Any, params: types.CallToolRequestParams
-                            ) -> types.CallToolResult:
-            return await _gated_tool(gate, client, params)
+    async def get(self) -> Client:
+        await self.ready.wait()
+        if self.client is None:
+            raise RuntimeError(f"the MCP server could not be reached: {self.error}")
+        return self.client
 
-        handlers.update(on_list_tools=list_tools, on_call_tool=call_tool)
+    async def hold(self, upstream: Upstream) -> None:
+        """Connect, and stay connected until :attr:`done` (the proxy's client left)."""
+        try:
+            async with upstream.client() as client:
+                self.client = client
+                self.ready.set()
+                await self.done.wait()
+        except Exception as exc:  # every call is refused with it (fail closed)
+            log.error("the MCP server could not be reached: %s", exc)
+            self.error = exc
+        finally:
+            self.client = None
+            self.ready.set()
 
-    if caps.resources is not None:
-        async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None
-                                 ) -> types.ListResourcesResult:
-            return await client.list_resources(cursor=params.cursor if params else None)
 
-        async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None
-                                 ) -> types.ListResourceTemplatesResult:
-            return await client.list_resource_templates(
-                cursor=params.cursor if params else None)
+def build_server(gate: Gate, connection: _Connection, name: str) -> Server[Any]:
+    """The proxy's server side: tools, resources and prompts of the real server.
 
-        async def read_resource(ctx: Any, params: types.ReadResourceRequestParams
-                                ) -> types.ReadResourceResult:
-            async def run(a: dict[str, Any]) -> Any:
-                return await client.read_resource(str(a.get("uri", "")))
+    It answers its client's handshake at once; each request waits for the real
+    server's connection (so a slow server does not make the client give up on
+    the proxy), and fails when there is none.
+    """
+    get = connection.get
 
-            result: types.ReadResourceResult = await _gated_other(
-                gate, RESOURCE_READ, {"uri": str(params.uri)}, run, types.ReadResourceResult)
-            return result
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        found = await (await get()).list_tools(cursor=params.cursor if params else None)
+        # No output schema is offered: a hook's rewrite of a result need not fit
+        # one, and a client would reject the rewrite (docs/mcp.md).
+        tools = [t.model_copy(update={"output_schema": None})
+                 for t in found.tools if not gate.hidden(t.name)]
+        return found.model_copy(update={"tools": tools})
 
-        handlers.update(on_list_resources=list_resources,
-                        on_list_resource_templates=list_templates,
-                        on_read_resource=read_resource)
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        try:
+            client = await get()
+        except Exception as exc:
+            return types.CallToolResult.model_validate(error_result(
+                f"Interlock blocked this call: the proxy failed ({exc})"))
+        return await _gated_tool(gate, client, params)
 
-    if caps.prompts is not None:
-        async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None
-                               ) -> types.ListPromptsResult:
-            return await client.list_prompts(cursor=params.cursor if params else None)
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        client = await get()
+        if client.server_capabilities.resources is None:
+            return types.ListResourcesResult(resources=[])
+        return await client.list_resources(cursor=params.cursor if params else None)
 
-        async def get_prompt(ctx: Any, params: types.GetPromptRequestParams
-                             ) -> types.GetPromptResult:
-            async def run(a: dict[str, Any]) -> Any:
-                arguments = a.get("arguments") or {}
-                return await client.get_prompt(str(a.get("name", "")),
-                                               {str(k): str(v) for k, v in arguments.items()})
+    async def list_templates(ctx: Any, params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        client = await get()
+        if client.server_capabilities.resources is None:
+            return types.ListResourceTemplatesResult(resource_templates=[])
+        return await client.list_resource_templates(cursor=params.cursor if params else None)
 
-            result: types.GetPromptResult = await _gated_other(
-                gate, PROMPT_GET, {"name": params.name, "arguments": dict(params.arguments or {})},
-                run, types.GetPromptResult)
-            return result
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        client = await get()
 
-        handlers.update(on_list_prompts=list_prompts, on_get_prompt=get_prompt)
+        async def run(a: dict[str, Any]) -> Any:
+            return await client.read_resource(str(a.get("uri", "")))
 
-    info = client.server_info
-    return Server(f"interlock:{name}", version=info.version if info else "",
-                  instructions=client.instructions, **handlers)
+        result: types.ReadResourceResult = await _gated_other(
+            gate, RESOURCE_READ, {"uri": str(params.uri)}, run, types.ReadResourceResult)
+        return result
+
+    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None
+                           ) -> types.ListPromptsResult:
+        client = await get()
+        if client.server_capabilities.prompts is None:
+            return types.ListPromptsResult(prompts=[])
+        return await client.list_prompts(cursor=params.cursor if params else None)
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams
+                         ) -> types.GetPromptResult:
+        client = await get()
+
+        async def run(a: dict[str, Any]) -> Any:
+            arguments = a.get("arguments") or {}
+            return await client.get_prompt(str(a.get("name", "")),
+                                           {str(k): str(v) for k, v in arguments.items()})
+
+        result: types.GetPromptResult = await _gated_other(
+            gate, PROMPT_GET, {"name": params.name, "arguments": dict(params.arguments or {})},
+            run, types.GetPromptResult)
+        return result
+
+    return Server(f"interlock:{name}", on_list_tools=list_tools, on_call_tool=call_tool,
+                  on_list_resources=list_resources, on_list_resource_templates=list_templates,
+                  on_read_resource=read_resource, on_list_prompts=list_prompts,
+                  on_get_prompt=get_prompt)
 
 
 async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = None,
@@ -226,10 +268,15 @@ async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = Non
         host.warn_if_unguarded()  # on stderr: stdout carries the protocol
         host.start_live_task()
         gate = Gate(host.engine, name, rules=lambda: host.rules, cwd=os.getcwd())
-        async with upstream.client() as client:
-            server = build_server(gate, client, name)
-            async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+        connection = _Connection()
+        server = build_server(gate, connection, name)
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(connection.hold, upstream)
+            try:
+                async with stdio_server() as (read, write):
+                    await server.run(read, write, server.create_initialization_options())
+            finally:
+                connection.done.set()
     finally:
         await host.stop_live_task()
         host.close()
