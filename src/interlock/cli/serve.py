@@ -133,6 +133,23 @@ def register(app: typer.Typer) -> None:
                  "docs/reliability.md.", envvar="INTERLOCK_AUDIT")] = "strict",
         no_console: Annotated[bool, typer.Option(
             "--no-console", help="Do not serve the web console at /ui/.")] = False,
+        tls_cert: Annotated[Path | None, typer.Option(
+            help="Serve HTTPS with this certificate (PEM; with --tls-key; no Unix socket). "
+                 "See docs/fleet.md.")] = None,
+        tls_key: Annotated[Path | None, typer.Option(help="The key of --tls-cert (PEM).")]
+            = None,
+        upstream: Annotated[str | None, typer.Option(
+            help="Forward bridge calls from the Unix socket to this policy server over one "
+                 "kept-alive connection, and load no hooks here (docs/fleet.md).")] = None,
+        token_file: Annotated[Path | None, typer.Option(
+            help="With --upstream: the 0600 file holding this machine's token.",
+            envvar="INTERLOCK_SERVER_TOKEN_FILE")] = None,
+        pin: Annotated[str | None, typer.Option(
+            help="With --upstream: sha256:HEX of the server's certificate or public key.")]
+            = None,
+        ca: Annotated[Path | None, typer.Option(
+            help="With --upstream: the CA file that signed the server's certificate.")]
+            = None,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -158,6 +175,21 @@ def register(app: typer.Typer) -> None:
                                   fix="use --audit strict or --audit fast")
             from interlock.host import Project
 
+            if upstream is not None:
+                from interlock.server.upstream import serve_upstream
+
+                sock_at = socket_path or default_sock(_root(project))
+                serve_upstream(upstream, token_file=token_file, pin=pin, ca=ca,
+                               socket_path=sock_at)
+                return
+            if (tls_cert is None) != (tls_key is None):
+                from interlock._errors import ConfigError
+
+                raise ConfigError("HTTPS needs both a certificate and its key",
+                                  field="--tls-key" if tls_key is None else "--tls-cert",
+                                  fix="give --tls-cert CERT.pem --tls-key KEY.pem")
+            if tls_cert is not None:
+                no_socket = True  # one TLS setting covers every listener (docs/fleet.md)
             found = Project.discover(project)
             root = found.root
             if host not in ("127.0.0.1", "::1", "localhost"):
@@ -192,7 +224,7 @@ def register(app: typer.Typer) -> None:
                                  metrics=registry.metrics, console=console, live=loaded,
                                  audit_gate=_audit_gate(registry, audit))
                 serving = Serving(app, host=host, port=port, socket_path=sock,
-                                  tcp=not no_tcp)
+                                  tcp=not no_tcp, tls_cert=tls_cert, tls_key=tls_key)
                 if gateway is not None:
                     gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
                                        else f"unix:{sock}")
@@ -212,6 +244,8 @@ def register(app: typer.Typer) -> None:
             help="With --chat: the sender id this token speaks for (default: its name).")]
             = None,
         project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
+        expires_days: Annotated[float | None, typer.Option(
+            help="Days until the token is refused (default: never).")] = None,
     ) -> None:
         """Create a token and print it once; only its hash is stored."""
         from interlock.cli._common import user_errors
@@ -228,7 +262,8 @@ def register(app: typer.Typer) -> None:
             store = TokenStore.for_state_dir(ensure_private_dir(state_dir(_root(project))))
             role = (Role.ADMIN if admin else Role.CHAT if chat else Role.READ if read
                     else Role.EVENTS)
-            token = store.create(name, role, sender=sender if chat else None)
+            token = store.create(name, role, sender=sender if chat else None,
+                                 ttl=expires_days * 86400 if expires_days is not None else None)
         typer.echo(token)
 
     @token_app.command("list")

@@ -230,7 +230,7 @@ class Api:
         info = self.tokens.verify(token)
         if info is None:
             self.counters["refused"] += 1
-            raise _Refused(_error(401, "unknown or revoked token"))
+            raise _Refused(_error(401, "unknown, revoked or expired token"))
         if not info.role.allows(needed):
             self.counters["refused"] += 1
             raise _Refused(_error(403, f"token {info.name!r} has role {info.role.value!r}; "
