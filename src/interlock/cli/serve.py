@@ -88,6 +88,18 @@ def _console(engine: Any, registry: Any, tokens: Any) -> Any:
     return Console(tokens=tokens, feed=feed, registry=registry, store=store)
 
 
+def _tokens(project: Path | None, fleet: bool, store: str | None) -> Any:
+    """The project's token file, or with ``fleet`` the fleet's table in PostgreSQL."""
+    if fleet:
+        from interlock.fleet.attach import shared_tokens
+
+        return shared_tokens(store)
+    from interlock.server.auth import TokenStore
+    from interlock.server.paths import ensure_private_dir, state_dir
+
+    return TokenStore.for_state_dir(ensure_private_dir(state_dir(_root(project))))
+
+
 def register(app: typer.Typer) -> None:
     serve_app = typer.Typer(help="Serve the hooks over HTTP and a Unix socket.",
                             invoke_without_command=True, no_args_is_help=False)
@@ -150,6 +162,10 @@ def register(app: typer.Typer) -> None:
         ca: Annotated[Path | None, typer.Option(
             help="With --upstream: the CA file that signed the server's certificate.")]
             = None,
+        fleet: Annotated[bool, typer.Option(
+            "--fleet", help="A replica: share tokens, breakers, rate limits and the revision "
+                            "history with the others through the PostgreSQL --store "
+                            "(docs/fleet.md).", envvar="INTERLOCK_FLEET")] = False,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -198,8 +214,22 @@ def register(app: typer.Typer) -> None:
                            err=True)
             state = ensure_private_dir(state_dir(root))
             tokens = TokenStore.for_state_dir(state)
+            if fleet:
+                from interlock.fleet.attach import fleet_url
+
+                fleet_url(store)  # before anything starts: a fleet needs PostgreSQL
             loaded, dead, status = _load(found, store)
             engine, registry = loaded.engine, loaded.registry
+            shared = None
+            if fleet:
+                from interlock.fleet.attach import attach
+
+                try:
+                    shared = attach(store, registry, policy=str(root))
+                except BaseException:
+                    loaded.close()
+                    raise
+                tokens = shared.tokens
             typer.echo(f"interlock serve: {found.describe()}", err=True)
             sock = None if no_socket else (socket_path or default_sock(root))
             try:
@@ -230,6 +260,8 @@ def register(app: typer.Typer) -> None:
                                        else f"unix:{sock}")
                 serve_forever(serving)
             finally:
+                if shared is not None:
+                    shared.close()
                 loaded.close()
 
     @token_app.command("create")
@@ -246,11 +278,14 @@ def register(app: typer.Typer) -> None:
         project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
         expires_days: Annotated[float | None, typer.Option(
             help="Days until the token is refused (default: never).")] = None,
+        fleet: Annotated[bool, typer.Option(
+            "--fleet", help="In the fleet's PostgreSQL --store, for every replica.")] = False,
+        store: Annotated[str | None, typer.Option(
+            help="With --fleet: the PostgreSQL store URL.", envvar="INTERLOCK_STORE")] = None,
     ) -> None:
         """Create a token and print it once; only its hash is stored."""
         from interlock.cli._common import user_errors
-        from interlock.server.auth import Role, TokenStore
-        from interlock.server.paths import ensure_private_dir, state_dir
+        from interlock.server.auth import Role
 
         with user_errors():
             if admin + chat + read > 1:
@@ -259,10 +294,10 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError("a token has one role: --admin, --chat or --read",
                                   field="--read" if read else "--chat",
                                   fix="create one token per role")
-            store = TokenStore.for_state_dir(ensure_private_dir(state_dir(_root(project))))
+            tokens = _tokens(project, fleet, store)
             role = (Role.ADMIN if admin else Role.CHAT if chat else Role.READ if read
                     else Role.EVENTS)
-            token = store.create(name, role, sender=sender if chat else None,
+            token = tokens.create(name, role, sender=sender if chat else None,
                                  ttl=expires_days * 86400 if expires_days is not None else None)
         typer.echo(token)
 
@@ -270,26 +305,32 @@ def register(app: typer.Typer) -> None:
     def token_list(project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
                    as_json: Annotated[bool, typer.Option(
                        "--json", help="JSON output (the only format; accepted for scripts).")]
-                   = False) -> None:
+                   = False,
+                   fleet: Annotated[bool, typer.Option(
+                       "--fleet", help="The fleet's tokens, in the PostgreSQL --store.")]
+                   = False,
+                   store: Annotated[str | None, typer.Option(
+                       help="With --fleet: the PostgreSQL store URL.",
+                       envvar="INTERLOCK_STORE")] = None) -> None:
         """List token names and roles (never the tokens), as JSON."""
         from interlock.cli._common import print_json, user_errors
-        from interlock.server.auth import TokenStore
-        from interlock.server.paths import state_dir
 
         with user_errors():
-            print_json(TokenStore.for_state_dir(state_dir(_root(project))).describe())
+            print_json(_tokens(project, fleet, store).describe())
 
     @token_app.command("revoke")
     def token_revoke(name: str,
-                     project: Annotated[Path | None, typer.Option(help="Project root.")] = None
-                     ) -> None:
+                     project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
+                     fleet: Annotated[bool, typer.Option(
+                         "--fleet", help="In the fleet's PostgreSQL --store: every replica "
+                                         "refuses it within 2 s.")] = False,
+                     store: Annotated[str | None, typer.Option(
+                         help="With --fleet: the PostgreSQL store URL.",
+                         envvar="INTERLOCK_STORE")] = None) -> None:
         """Revoke a token by name."""
         from interlock.cli._common import user_errors
-        from interlock.server.auth import TokenStore
-        from interlock.server.paths import state_dir
 
         with user_errors():
-            store = TokenStore.for_state_dir(state_dir(_root(project)))
-            if not store.revoke(name):
+            if not _tokens(project, fleet, store).revoke(name):
                 typer.echo(f"interlock: error: no token named {name!r}", err=True)
                 raise typer.Exit(2)

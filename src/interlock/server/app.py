@@ -50,7 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError, UnknownEventError
-from interlock.server.auth import Role, TokenInfo, TokenStore
+from interlock.server.auth import Role, TokenInfo, TokenStore, TokensUnavailable
 from interlock.server.security import Guard
 
 if TYPE_CHECKING:
@@ -227,7 +227,11 @@ class Api:
                                        "(Authorization: Bearer <token>, or for a WebSocket "
                                        f"the subprotocols {WS_PROTOCOL!r} and <token>; "
                                        "create one with `interlock serve token create NAME`)"))
-        info = self.tokens.verify(token)
+        try:
+            info = self.tokens.verify(token)
+        except TokensUnavailable as exc:  # fail closed: nobody is admitted meanwhile
+            self.counters["refused"] += 1
+            raise _Refused(_error(503, str(exc))) from None
         if info is None:
             self.counters["refused"] += 1
             raise _Refused(_error(401, "unknown, revoked or expired token"))

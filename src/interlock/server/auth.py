@@ -33,6 +33,10 @@ TOKEN_PREFIX = "ilk_"
 TOKENS_FILE = "server-tokens.json"
 
 
+class TokensUnavailable(Exception):
+    """The tokens cannot be read now (a fleet's PostgreSQL is down): refuse with a 503."""
+
+
 class Role(enum.StrEnum):
     EVENTS = "events"
     ADMIN = "admin"
