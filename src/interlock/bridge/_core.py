@@ -242,7 +242,11 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
     if not isinstance(payload, dict):
         raise BridgeError("the hook input is not a JSON object")
     state["host_event"] = mod.host_event(payload)
-    root = project_root(opts, mod, payload)
+    remote = not opts.local and (opts.server or os.environ.get("INTERLOCK_SERVER"))
+    may_fall_back = opts.fallback or os.environ.get("INTERLOCK_SERVER_FALLBACK")
+    # A remote server answers for its own policy; the local project matters only to a
+    # fallback (bridge/remote.py).
+    root = project_root(opts, mod, payload) if not remote or may_fall_back else ""
     result = Result.from_dict(evaluate(mod.SYSTEM, raw, payload, root, opts, deadline,
                                        state["host_event"]))
     reply: Reply = mod.answer(state["host_event"], payload, result)
