@@ -118,3 +118,58 @@ def test_the_doctor_tells_the_truth_about_breakers() -> None:
     assert "breaker" in without
     assert "opens" not in without  # no breaker: nothing turns it off, each failure is skipped
     engine.close()
+
+
+async def test_an_async_python_hook_that_times_out_counts_toward_its_breaker() -> None:
+    """The engine's timer cancels a hung async hook; that cancellation is a failure
+    of the hook (docs/reliability.md), so a hook that keeps hanging opens its breaker
+    instead of costing every call its full timeout."""
+    import asyncio
+
+    book = BreakerBook()
+    engine = Engine()
+    calls = 0
+
+    async def hangs(event):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        await asyncio.Event().wait()
+
+    raw = engine.on("before_tool_call", hangs, name="h", on_error="closed", timeout=0.05).hook
+    hooked = harden(raw, Policy(breaker_threshold=2, breaker_cooldown=600), breakers=book)
+    engine.replace_hooks([hooked])
+    sink = RecordingSink()
+    engine.add_sink(sink)
+    outcomes = [await afire(engine, "before_tool_call", tool_name="t", args={})
+                for _ in range(4)]
+    assert calls == 2  # two timeouts, then the breaker answers without calling it
+    assert [f.mode for f in sink.failures] == [FailureMode.TIMEOUT] * 2 + \
+        [FailureMode.BREAKER_OPEN] * 2
+    assert all(o.blocked for o in outcomes)  # fail closed throughout
+    assert book.state(BreakerKey.of(hooked)) is BreakerState.OPEN
+    engine.close()
+
+
+async def test_an_async_python_hook_cancelled_early_is_no_verdict() -> None:
+    """A cancellation well before the hook's timeout (an ending run, a shutdown) is
+    no verdict: the breaker neither fails nor succeeds it."""
+    import asyncio
+
+    book = BreakerBook()
+    engine = Engine()
+    started = asyncio.Event()
+
+    async def slow(event):  # type: ignore[no-untyped-def]
+        started.set()
+        await asyncio.Event().wait()
+
+    raw = engine.on("before_tool_call", slow, name="s", on_error="open", timeout=30).hook
+    hooked = harden(raw, Policy(breaker_threshold=1, breaker_cooldown=600), breakers=book)
+    engine.replace_hooks([hooked])
+    task = asyncio.ensure_future(afire(engine, "before_tool_call", tool_name="t", args={}))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert book.state(BreakerKey.of(hooked)) is BreakerState.CLOSED
+    engine.close()

@@ -134,12 +134,63 @@ def test_a_store_created_afresh_says_so(tmp_path: Path, caplog: pytest.LogCaptur
     reopened = open_store(str(path))  # the same store: nothing to say
     reopened.close()
     assert "created a new" not in caplog.text
-    for side in path.parent.glob("interlock.db*"):
-        side.unlink()  # gone, e.g. an operator's cleanup: the next open is a new store
+    assert created is not None
+    # The whole folder gone (a new machine, a wiped state dir): a new store, said aloud.
+    for side in path.parent.iterdir():
+        side.unlink()
+    path.parent.rmdir()
     again = open_store(str(path))
     assert "created a new, empty store at " + str(path) in caplog.text
-    assert created is not None
     later = again.backend.created_at()
     assert later is not None
     assert later >= created
     again.close()
+
+
+def test_a_deleted_store_is_refused_not_replaced(tmp_path: Path) -> None:
+    """The store file (and its journal) deleted while its folder stays: the records are
+    gone, and a fresh store in its place would hide that. Opening it is a one-line
+    error; `interlock store repair` starts a new one knowingly."""
+    path = tmp_path / "state" / "interlock.db"
+    _filled(path)
+    for side in path.parent.glob("interlock.db*"):
+        side.unlink()
+    with pytest.raises(ConfigError) as raised:
+        open_store(str(path)).close()
+    text = raised.value.render()
+    assert str(path) in text
+    assert "gone" in text
+    assert "interlock store repair" in text
+    assert not path.exists()  # nothing was created in its place
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}, store=str(path))
+    status = serve.cli("status", "--store", str(path))
+    assert status.returncode == 2, status.stdout
+    assert "Traceback" not in status.stderr
+    assert len(status.stderr.strip().splitlines()) == 1, status.stderr
+    with pytest.raises(AssertionError, match="serve exited before listening"):
+        serve.start()
+    assert not path.exists()
+    repaired = serve.cli("store", "repair", "--store", str(path))
+    assert repaired.returncode == 0, repaired.stderr
+    assert "new store" in repaired.stdout
+    fresh = open_store(str(path))  # knowingly new: it opens, and is protected again
+    assert fresh.backend.created_at() is not None
+    fresh.close()
+    for side in path.parent.glob("interlock.db*"):
+        side.unlink()
+    with pytest.raises(ConfigError):
+        open_store(str(path)).close()
+
+
+def test_a_moved_store_and_its_ledger_are_protected(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent's tools may not delete a store moved out of the state dir, nor the
+    ledger that makes its deletion noticed."""
+    from interlock.paths import protected_paths, secret_paths
+
+    db = tmp_path / "evidence" / "audit.db"
+    monkeypatch.setenv("INTERLOCK_STORE", str(db))
+    for paths in (protected_paths(tmp_path / "project", tmp_path / "home"),
+                  secret_paths(tmp_path / "home")):
+        assert db.resolve() in paths
+        assert (db.parent / ".interlock-stores").resolve() in paths

@@ -72,9 +72,11 @@ def secret_paths(home: Path | None = None) -> tuple[Path, ...]:
 
 def _store_files() -> list[Path]:
     """A SQLite store moved out of the state dir (``$INTERLOCK_STORE``) is protected
-    too, with its journal files: the audit log is evidence the agent may not edit."""
+    too, with its journal files and its folder's store ledger: the audit log is
+    evidence the agent may not edit, nor hide the deletion of."""
     url = os.environ.get("INTERLOCK_STORE", "")
     if not url or ("://" in url and not url.startswith("sqlite://")):
         return []
     db = Path(url.removeprefix("sqlite://")).expanduser()
-    return [db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal"))]
+    return [db, *(db.with_name(db.name + suffix) for suffix in ("-wal", "-shm", "-journal")),
+            db.with_name(".interlock-stores")]

@@ -22,13 +22,13 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 def open_backend(url: str | None) -> SQLBackend | None:
     """The store's backend for reading, or None when a SQLite store does not exist yet."""
-    from interlock.store import backend_for, default_url
+    from interlock.store import _ledger, backend_for, default_url
 
     where = url or default_url()
     if "://" not in where or where.startswith("sqlite://"):
         path = Path(where.removeprefix("sqlite://")).expanduser()
-        if not path.exists():
-            return None
+        if not path.exists() and _ledger.created(path) is None:
+            return None  # (one that is gone is refused by opening it, below)
     return backend_for(where)
 
 

@@ -6,7 +6,9 @@ start a damaged one afresh without losing the evidence.
 - ``export``: every readable row as JSON lines (``{"table", "row"}``); on a
   damaged SQLite file it reads around the damaged pages.
 - ``repair`` (SQLite): moves the file aside as ``<file>.damaged-<time>`` (kept,
-  never deleted), creates a fresh store and carries the readable rows over.
+  never deleted), creates a fresh store and carries the readable rows over. A
+  store that is gone (deleted while its folder stays, which opening refuses)
+  is started anew, knowingly.
 """
 
 from __future__ import annotations
@@ -95,6 +97,16 @@ def register(app: typer.Typer) -> None:
         from interlock.cli._common import user_errors
 
         with user_errors():
+            gone = _gone(store)
+            if gone is not None:
+                from interlock.store import _ledger
+                from interlock.store._sqlite import SQLiteBackend
+
+                _ledger.forget(gone)
+                SQLiteBackend(gone).close()
+                typer.echo(f"{gone} was gone; started a new store there (its earlier "
+                           "records are not in it)")
+                return
             where = _where(store)
             if not isinstance(where, Path):
                 raise ConfigError("repair is for SQLite stores", field="--store",
@@ -108,6 +120,18 @@ def register(app: typer.Typer) -> None:
         counts = kept.pop("_moved_to")
         typer.echo(f"moved the damaged store to {counts}")
         typer.echo(f"started {where} afresh with the readable records: {_describe(kept)}")
+
+
+def _gone(store: str | None) -> Path | None:
+    """The SQLite file named by ``store`` when it is missing but its folder's ledger
+    says it held a store (see interlock.store._ledger)."""
+    from interlock.store import _ledger, default_url
+
+    url = store or default_url()
+    if url.startswith(("postgresql://", "postgres://")):
+        return None
+    path = Path(url.removeprefix("sqlite://")).expanduser()
+    return path if not path.exists() and _ledger.created(path) is not None else None
 
 
 def _where(store: str | None) -> Path | str:
@@ -261,6 +285,9 @@ def _repair(path: Path) -> dict[str, Any]:
         if side.exists():
             side.rename(path.with_name(f"{moved.name}{suffix}"))
     path.rename(moved)
+    from interlock.store import _ledger
+
+    _ledger.forget(path)  # knowingly new: opening it is not the refusal of a lost store
     backend = SQLiteBackend(path)
     conn = backend.connect(writer=True)
     counts: dict[str, Any] = {}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,9 @@ def harden(hook: Hook, policy: Policy | None = None, *, breakers: BreakerBook | 
     A Python hook gets only the breaker (no retries, no timer: the engine calls
     it directly and times it itself, docs/engine.md): its function is wrapped
     to ask the breaker first. A raise counts as a failure, any answer as a
-    success; a cancelled call (the engine's timeout, say) counts as neither.
+    success. A cancelled call counts as a failure when it ran for the hook's whole
+    timeout (the engine's timer cut it), and as neither otherwise (a shutdown or
+    an ending run cut it short).
     """
     if hook.executor is None:
         policy = policy or Policy(timeout=hook.timeout)
@@ -60,6 +63,7 @@ def _guarded_fn(hook: Hook, policy: Policy, book: BreakerBook) -> Any:
     key = BreakerKey.of(hook)
     name = hook.qualified_name
     threshold, cooldown = policy.breaker_threshold, policy.breaker_cooldown
+    timeout = hook.timeout
 
     def admitted() -> Breaker:
         breaker = book.get(key, threshold, cooldown)
@@ -76,13 +80,19 @@ def _guarded_fn(hook: Hook, policy: Policy, book: BreakerBook) -> Any:
             getattr(fn, "__call__", None)):  # noqa: B004 - async callable objects
         async def guarded_async(event: Any) -> Any:
             breaker = admitted()
+            began = time.monotonic()
             try:
                 answer = await fn(event)  # type: ignore[misc]
             except Exception:
                 book.failed(breaker)
                 raise
             except BaseException:
-                book.released(breaker)  # cancelled: no verdict either way
+                # The engine's timer starts when the hook first suspends, so a timeout
+                # has always run at least ``timeout`` seconds by this clock.
+                if timeout is not None and time.monotonic() - began >= timeout:
+                    book.failed(breaker)
+                else:
+                    book.released(breaker)  # cut short: no verdict either way
                 raise
             book.succeeded(breaker)
             return answer

@@ -51,6 +51,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError, UnknownEventError
 from interlock.server.auth import Role, TokenInfo, TokenStore, TokensUnavailable
+from interlock.server.looplag import LoopLag
 from interlock.server.security import Guard
 
 if TYPE_CHECKING:
@@ -203,6 +204,7 @@ class Api:
         self.audit_gate = audit_gate
         self.started = time.time()
         self.counters: Counter[str] = Counter()
+        self.lag = LoopLag()
 
     # -- who is asking --------------------------------------------------------
     def via_socket(self, request: HTTPConnection) -> bool:
@@ -359,6 +361,7 @@ class Api:
         if self.status_fn is not None:
             # Counters kept in memory (the store's included): never a query, never a flush.
             data.update(self.status_fn())
+        data.update(self.lag.status())
         if self.dead_letters is not None:
             data["dead_letters"] = {"unresolved": data.get("unresolved_dead_letters")}
         return JSON(data)
@@ -367,7 +370,7 @@ class Api:
         self.read_only(request)
         if self.metrics is None:
             return _error(404, "this server keeps no metrics")
-        return Response(self.metrics.exposition(),
+        return Response(self.metrics.exposition() + self.lag.exposition(),
                         media_type="text/plain; version=0.0.4; charset=utf-8")
 
     async def hooks(self, request: Request) -> Response:
@@ -476,6 +479,7 @@ def create_app(
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        api.lag.start()
         if live is not None:
             live.start_live_task()
         try:
@@ -489,6 +493,7 @@ def create_app(
         finally:
             if live is not None:
                 await live.stop_live_task()
+            await api.lag.stop()
 
     async def refused(request: Request, exc: Exception) -> Response:
         assert isinstance(exc, _Refused)

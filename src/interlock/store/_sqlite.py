@@ -17,10 +17,12 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 from interlock._errors import ConfigError
+from interlock.store import _ledger
 from interlock.store._sql import SQLBackend
 
 REPAIR = ("run `interlock store check` to see it, `interlock store export` to keep what "
@@ -52,6 +54,15 @@ class SQLiteBackend(SQLBackend):
         self.synchronous = synchronous
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         if not self.path.exists():
+            gone = _ledger.created(self.path)
+            if gone is not None:
+                when = time.strftime("%Y-%m-%d %H:%M", time.localtime(gone))
+                raise ConfigError(
+                    f"the store {self.path} is gone: it was created {when} and its "
+                    "records (audit, dead letters) are no longer there", field="store",
+                    fix="restore it from a backup (with its -wal file), or run "
+                        f"`interlock store repair --store {self.path}` to start a new "
+                        "store knowingly")
             # The state directory holds audit and dead letters: others may not read it.
             os.close(os.open(self.path, os.O_CREAT | os.O_WRONLY, 0o600))
         elif self.path.stat().st_size == 0 and not _has_wal(self.path):
@@ -73,6 +84,8 @@ class SQLiteBackend(SQLBackend):
             why = " ".join(str(exc).split())[:300]
             raise ConfigError(f"the store {self.path} is damaged: {why}",
                               field="store", fix=REPAIR) from None
+        if _ledger.created(self.path) is None:  # new, or older than the ledger
+            _ledger.remember(self.path, time.time())
 
     def existing_tables(self, cur: Any) -> set[str]:
         cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
