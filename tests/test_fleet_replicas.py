@@ -249,13 +249,22 @@ def test_one_rate_limit_across_both_replicas(fleet: Fleet) -> None:
     assert kinds == ["reply", "reply", "reply", "blocked", "blocked"]
 
 
-def test_revisions_are_recorded_per_replica(fleet: Fleet) -> None:
+def test_every_audit_record_joins_its_policy_revision(fleet: Fleet) -> None:
     import psycopg
 
+    assert fleet.bridge("ls", "rev1").returncode == 0
     with psycopg.connect(fleet.pg.url) as conn:
         replicas = {str(r[0]) for r in conn.execute(
             "SELECT replica FROM fleet_revisions").fetchall()}
+        audited, unmatched = conn.execute(
+            "SELECT count(*), count(*) FILTER (WHERE NOT EXISTS (SELECT 1 FROM fleet_revisions r "
+            "WHERE r.dispatches = split_part(a.dispatch_id, '-', 1) "
+            "AND r.revision = a.revision)) FROM interlock_audit a "
+            "WHERE a.dispatch_id NOT LIKE '%-op-%'").fetchone()
     assert len(replicas) >= 2
+    # Every audit record names its policy revision: it joins to one line of the history.
+    assert audited > 0
+    assert unmatched == 0
 
 
 def test_killing_a_replica_mid_load(fleet: Fleet) -> None:

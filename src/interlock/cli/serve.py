@@ -30,7 +30,8 @@ class StoreDeadLetters:
         return bool(self.store.resolve(int(record_id), by="serve-admin"))
 
 
-def _load(project: Any, store: str | None = None) -> tuple[Any, Any, Any]:
+def _load(project: Any, store: str | None = None,
+          accept_hooks: bool = False) -> tuple[Any, Any, Any]:
     """(host, dead_letters, status): the project's host (interlock.host: the registry's
     engine with the extensions loaded, as `interlock run` has them), recording into the
     store; the registry is also the reloader (it swaps only its own hooks, so extension
@@ -38,7 +39,7 @@ def _load(project: Any, store: str | None = None) -> tuple[Any, Any, Any]:
     from interlock._errors import ConfigError
     from interlock.host import Host
 
-    host = Host.open(project, record=True, store=store)
+    host = Host.open(project, record=True, store=store, accept_hooks=accept_hooks)
     if not host.engine.hooks:
         # A server with no hooks would answer "allow" to everything (docs/serve.md:
         # hosts never run with no hooks). Extension hooks count.
@@ -86,6 +87,19 @@ def _console(engine: Any, registry: Any, tokens: Any) -> Any:
     engine.add_sink(feed)
     store = registry.recording.store if registry.recording is not None else None
     return Console(tokens=tokens, feed=feed, registry=registry, store=store)
+
+
+def _policy_service(repo: Any, source: str, registry: Any, secret_file: Path | None,
+                    refresh: float | None) -> Any:
+    """The signed reload and the schedule of `serve --policy` (interlock.fleet.policy);
+    with --fleet each new revision is in the revision history (a reload listener)."""
+    from interlock.fleet.policy import PolicyService, parse, read_secret
+
+    service = PolicyService(repo, parse(source)[1], registry,
+                            secret=read_secret(secret_file) if secret_file else None)
+    if refresh is not None:
+        service.schedule(refresh)
+    return service
 
 
 def _tokens(project: Path | None, fleet: bool, store: str | None) -> Any:
@@ -166,6 +180,15 @@ def register(app: typer.Typer) -> None:
             "--fleet", help="A replica: share tokens, breakers, rate limits and the revision "
                             "history with the others through the PostgreSQL --store "
                             "(docs/fleet.md).", envvar="INTERLOCK_FLEET")] = False,
+        policy: Annotated[str | None, typer.Option(
+            help="Serve the policy of a git revision: git+https://HOST/REPO.git@COMMIT, "
+                 "PATH@COMMIT (naming the commit approves its hooks; docs/fleet.md).")] = None,
+        policy_secret_file: Annotated[Path | None, typer.Option(
+            help="With --policy: a 0600 file holding the secret that signs "
+                 "POST /v1/runtime/policy (switch to another revision).")] = None,
+        policy_refresh: Annotated[float | None, typer.Option(
+            help="With --policy: fetch the ref again every SECONDS and serve what it names.")]
+            = None,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -206,6 +229,15 @@ def register(app: typer.Typer) -> None:
                                   fix="give --tls-cert CERT.pem --tls-key KEY.pem")
             if tls_cert is not None:
                 no_socket = True  # one TLS setting covers every listener (docs/fleet.md)
+            repo = None
+            if policy is not None:
+                from interlock.fleet.policy import PolicyRepo, parse
+
+                repo_url, ref = parse(policy)
+                repo = PolicyRepo(repo_url, ensure_private_dir(state_dir(None)) / "policies")
+                repo.activate(ref)
+                project = repo.live
+                typer.echo(f"interlock serve: policy {repo_url}@{repo.commit}", err=True)
             found = Project.discover(project)
             root = found.root
             if host not in ("127.0.0.1", "::1", "localhost"):
@@ -218,20 +250,22 @@ def register(app: typer.Typer) -> None:
                 from interlock.fleet.attach import fleet_url
 
                 fleet_url(store)  # before anything starts: a fleet needs PostgreSQL
-            loaded, dead, status = _load(found, store)
+            loaded, dead, status = _load(found, store, accept_hooks=repo is not None)
             engine, registry = loaded.engine, loaded.registry
             shared = None
             if fleet:
                 from interlock.fleet.attach import attach
 
                 try:
-                    shared = attach(store, registry, policy=str(root))
+                    shared = attach(store, registry, policy=lambda: (
+                        f"{repo.repo}@{repo.commit}" if repo is not None else str(root)))
                 except BaseException:
                     loaded.close()
                     raise
                 tokens = shared.tokens
             typer.echo(f"interlock serve: {found.describe()}", err=True)
             sock = None if no_socket else (socket_path or default_sock(root))
+            service = None
             try:
                 gateway = None
                 if chat_model is not None:
@@ -253,6 +287,10 @@ def register(app: typer.Typer) -> None:
                                  allowed_origins=allow_origin or [], gateway=gateway,
                                  metrics=registry.metrics, console=console, live=loaded,
                                  audit_gate=_audit_gate(registry, audit))
+                if repo is not None:
+                    service = _policy_service(repo, policy or "", registry,
+                                              policy_secret_file, policy_refresh)
+                    app.add_route("/v1/runtime/policy", service.handler(), methods=["POST"])
                 serving = Serving(app, host=host, port=port, socket_path=sock,
                                   tcp=not no_tcp, tls_cert=tls_cert, tls_key=tls_key)
                 if gateway is not None:
@@ -260,6 +298,8 @@ def register(app: typer.Typer) -> None:
                                        else f"unix:{sock}")
                 serve_forever(serving)
             finally:
+                if service is not None:
+                    service.close()
                 if shared is not None:
                     shared.close()
                 loaded.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from interlock._errors import ConfigError
@@ -32,8 +33,9 @@ def fleet_url(store: str | None) -> str:
     return store
 
 
-def attach(store: str | None, registry: Any, *, policy: str = "") -> Attached:
-    """Share ``registry``'s breakers, the rate limits and the tokens of this replica."""
+def attach(store: str | None, registry: Any, *, policy: Callable[[], str]) -> Attached:
+    """Share ``registry``'s breakers, the rate limits and the tokens of this replica;
+    ``policy()`` names the policy served now (its revision history)."""
     from interlock.policies import ratelimit
 
     fleet = Fleet(fleet_url(store))
@@ -41,11 +43,12 @@ def attach(store: str | None, registry: Any, *, policy: str = "") -> Attached:
     breakers = SharedBreakers(fleet, registry.breakers)
     breakers.load()
     ratelimit.SHARED = SharedBuckets(fleet).take
-    record_revision(fleet, int(registry.engine.revision), policy)
+    dispatches = registry.recording.store.dispatch_prefix if registry.recording else ""
+    record_revision(fleet, int(registry.engine.revision), policy(), dispatches)
 
     def reloaded(result: Any) -> None:
         if result.changed:
-            record_revision(fleet, int(result.revision), policy)
+            record_revision(fleet, int(result.revision), policy(), dispatches)
 
     registry.add_listener(reloaded)
     return Attached(fleet, tokens, breakers)

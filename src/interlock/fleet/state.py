@@ -221,11 +221,14 @@ class SharedBuckets:
         return wait
 
 
-def record_revision(fleet: Fleet, revision: int, policy: str) -> None:
-    """Add one line to the fleet's revision history (which replica ran what, when)."""
+def record_revision(fleet: Fleet, revision: int, policy: str, dispatches: str) -> None:
+    """Add one line to the fleet's revision history: which replica ran which policy
+    as ``revision``, from when. ``dispatches``: the prefix of the ``dispatch_id`` of
+    every audit row this replica writes, so each row joins to its policy."""
     try:
         with fleet.transaction() as cur:
-            cur.execute("INSERT INTO fleet_revisions (replica, revision, policy, at) "
-                        "VALUES (%s, %s, %s, %s)", (fleet.replica, revision, policy, time.time()))
+            cur.execute("INSERT INTO fleet_revisions (replica, dispatches, revision, policy, "
+                        "at) VALUES (%s, %s, %s, %s, %s)",
+                        (fleet.replica, dispatches, revision, policy, time.time()))
     except FleetUnavailable as exc:
         log.warning("fleet: revision %s not recorded: %s", revision, exc)
