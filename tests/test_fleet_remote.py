@@ -194,11 +194,29 @@ def test_plain_http_only_to_loopback(world: World) -> None:
     assert "plain http" in ran.stdout
 
 
-def test_the_environment_names_the_server(world: World) -> None:
+def test_the_environment_names_the_server(world: World, tmp_path: Path,
+                                          local_project: Path) -> None:
     env = {"INTERLOCK_SERVER": world.url, "INTERLOCK_SERVER_TOKEN_FILE": str(world.token),
            "INTERLOCK_SERVER_CA": str(world.ca_pem)}
-    assert bridge([], call("rm -rf ~"), env=env).denied
+    blocked = bridge([], call("rm -rf ~"), env=env)
+    assert blocked.denied
+    assert "remote policy says no rm" in blocked.stdout
     assert bridge([], call("ls"), env=env).allowed
+    # An installed line names --project: a variable the project's agent settings could
+    # set does not move it to another server; `--server env` opts in.
+    local = {**env, **local_env(tmp_path)}
+    pinned = bridge(["--project", str(local_project)], call("rm -rf ~"), env=local)
+    assert "local policy says no rm" in pinned.stdout
+    opted = bridge(["--server", "env", "--project", str(local_project)], call("rm -rf ~"),
+                   env=local)
+    assert "remote policy says no rm" in opted.stdout
+
+
+def test_only_an_interlock_token_is_ever_sent(world: World, tmp_path: Path) -> None:
+    other = token_file(tmp_path, "apikey", "sk-live-some-other-secret")
+    ran = bridge(world.args(token=other), call("ls"))
+    assert ran.denied
+    assert "does not hold an Interlock token" in ran.stdout
 
 
 # -- nothing answers, or something answers badly ----------------------------------------
@@ -239,7 +257,12 @@ def test_server_down_denies_unless_the_event_falls_back(world: World, tmp_path: 
     env = {**local_env(tmp_path), "INTERLOCK_SERVER": down[1],
            "INTERLOCK_SERVER_TOKEN_FILE": str(world.token),
            "INTERLOCK_SERVER_FALLBACK": "PreToolUse"}
-    assert bridge(["--project", str(local_project)], call("ls"), env=env).allowed
+    via_env = ["--server", "env", "--project", str(local_project)]
+    fell = bridge(via_env, call("rm -rf ~"), env=env)
+    assert fell.denied
+    assert "local policy says no rm" in fell.stdout
+    assert bridge(via_env, call("rm -rf ~"),
+                  env={**env, "INTERLOCK_SERVER_FALLBACK": "Stop"}).denied
 
 
 def test_a_pin_failure_never_falls_back(world: World, tmp_path: Path,
@@ -258,6 +281,7 @@ class Canned(http.server.BaseHTTPRequestHandler):
         "e503": (503, b'{"error": "store down"}'),
         "garbage": (200, b"<html>not json</html>"),
         "array": (200, b"[1, 2]"),
+        "other": (200, b'{"status": "ok"}'),  # another service behind a misrouted balancer
     }
 
     def do_POST(self) -> None:
@@ -285,7 +309,7 @@ def canned() -> Iterator[int]:
         server.server_close()
 
 
-@pytest.mark.parametrize("kind", ["e500", "e503", "garbage", "array"])
+@pytest.mark.parametrize("kind", ["e500", "e503", "garbage", "array", "other"])
 def test_bad_answers_deny(world: World, canned: int, kind: str) -> None:
     ran = bridge(world.args(url=f"http://127.0.0.1:{canned}/{kind}"), call("ls"))
     assert ran.denied, (ran.code, ran.stdout)

@@ -181,10 +181,9 @@ def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: 
     if not opts.local and (opts.server or os.environ.get("INTERLOCK_SERVER")):
         from interlock.bridge import remote
 
-        found = remote.evaluate_for(opts, system, raw, host_event, deadline)
-        if found is not None:
-            return found
-        return evaluate_local(system, payload, root)
+        if remote.wanted(opts):
+            found = remote.evaluate_for(opts, system, raw, host_event, deadline)
+            return found if found is not None else evaluate_local(system, payload, root)
     if not opts.local:
         from interlock.bridge._client import NoServer, post
         from interlock.server.paths import socket_path_for
@@ -242,7 +241,8 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
     if not isinstance(payload, dict):
         raise BridgeError("the hook input is not a JSON object")
     state["host_event"] = mod.host_event(payload)
-    remote = not opts.local and (opts.server or os.environ.get("INTERLOCK_SERVER"))
+    remote = not opts.local and (opts.server or (
+        opts.project is None and os.environ.get("INTERLOCK_SERVER")))
     may_fall_back = opts.fallback or os.environ.get("INTERLOCK_SERVER_FALLBACK")
     # A remote server answers for its own policy; the local project matters only to a
     # fallback (bridge/remote.py).

@@ -69,7 +69,8 @@ class RemoteArgs:
     """A remote policy server for the installed bridges (docs/fleet.md)."""
 
     server: str
-    token_file: Path
+    """A URL, or ``env``: the bridge reads ``INTERLOCK_SERVER*`` at each call."""
+    token_file: Path | None
     """The 0600 file holding the machine's token: the line names it, never the token."""
     pin: str | None = None
     ca: Path | None = None
@@ -77,10 +78,13 @@ class RemoteArgs:
     """Host events that the local policy answers when the server is unreachable."""
 
     def argv(self, event: str | None) -> list[str]:
+        fallback = ["--fallback", "local"] if event in self.fallback_local else []
+        if self.server == "env":  # the machine's environment names the server
+            return ["--server", "env", *fallback]
         out = ["--server", self.server, "--token-file", str(self.token_file)]
         out += ["--pin", self.pin] if self.pin else []
         out += ["--ca", str(self.ca)] if self.ca else []
-        return out + (["--fallback", "local"] if event in self.fallback_local else [])
+        return out + fallback
 
     def check(self, agent: str) -> None:
         """ConfigError unless a bridge could use this server as given."""
@@ -88,9 +92,10 @@ class RemoteArgs:
         from interlock.bridge.remote import Remote, read_token
 
         try:
-            Remote(self.server, str(self.token_file), pin=self.pin,
-                   ca=str(self.ca) if self.ca else None)
-            read_token(str(self.token_file))
+            if self.server != "env":
+                Remote(self.server, str(self.token_file) if self.token_file else None,
+                       pin=self.pin, ca=str(self.ca) if self.ca else None)
+                read_token(str(self.token_file))
         except BridgeError as exc:
             raise ConfigError(str(exc), field="--server") from None
         if self.ca is not None and not self.ca.is_file():

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
+TOKEN_PREFIX = "ilk_"  # interlock.server.auth.TOKEN_PREFIX, without importing the server
 FALLBACK_SHARE = 0.5
 """With a local fallback, the remote gets this share of the time left, so the
 in-process policy still has time to answer before the deadline."""
@@ -85,15 +86,18 @@ class Remote:
     @classmethod
     def from_options(cls, server: str | None, token_file: str | None, pin: str | None,
                      ca: str | None) -> Remote | None:
-        """The remote named on the command line, else by the environment, else None.
+        """The remote named on the command line, else (``--server env``, or a line
+        with neither ``--server`` nor ``--project``) by the environment, else None.
 
-        A server on the command line (written by ``bridge install``) takes its
+        A server URL on the command line (written by ``bridge install``) takes its
         token file, pin and CA from the command line only: the environment
         cannot swap the pin of an installed line."""
-        if server:
+        if server and server != "env":
             return cls(server, token_file, pin=pin, ca=ca)
         env = os.environ.get("INTERLOCK_SERVER")
         if not env:
+            if server == "env":
+                raise BridgeError("--server env, but INTERLOCK_SERVER is not set")
             return None
         return cls(env, token_file or os.environ.get("INTERLOCK_SERVER_TOKEN_FILE"),
                    pin=pin or os.environ.get("INTERLOCK_SERVER_PIN") or None,
@@ -140,6 +144,10 @@ def read_token(path: str) -> str:
     token = data.decode("utf-8", "replace").strip()
     if not token or any(c.isspace() or not c.isprintable() for c in token):
         raise BridgeError(f"the token file {path} must hold one token on one line")
+    if not token.startswith(TOKEN_PREFIX):
+        # Never send another secret (an API key in some 0600 file) as our bearer token.
+        raise BridgeError(f"the token file {path} does not hold an Interlock token "
+                          f"({TOKEN_PREFIX}...); create one with `interlock serve token create`")
     return token
 
 
@@ -284,6 +292,21 @@ def evaluate(remote: Remote, system: str, raw: bytes, *, deadline: float,
         return None
 
 
+def wanted(opts: Any) -> bool:
+    """Whether this bridge evaluates remotely: ``--server URL``; or ``--server env`` /
+    a line naming neither ``--server`` nor ``--project``, with ``$INTERLOCK_SERVER`` set.
+
+    A line ``bridge install`` wrote always names ``--project``, so an
+    environment the project can influence (an agent's project settings may set
+    variables for its hooks) cannot move an installed local bridge to a server
+    of its choosing."""
+    if opts.local:
+        return False
+    if opts.server:
+        return True
+    return opts.project is None and bool(os.environ.get("INTERLOCK_SERVER"))
+
+
 def evaluate_for(opts: Any, system: str, raw: bytes, host_event: str,
                  deadline: float) -> dict[str, Any] | None:
     """:func:`evaluate` with the bridge's options; the fallback is ``--fallback local``
@@ -291,7 +314,7 @@ def evaluate_for(opts: Any, system: str, raw: bytes, host_event: str,
     comma-separated, or ``*``), only when the server comes from the environment."""
     found = Remote.from_options(opts.server, opts.token_file, opts.pin, opts.ca)
     assert found is not None
-    if opts.server:
+    if opts.server and opts.server != "env":
         fallback = opts.fallback == "local"
     else:
         names = {n.strip() for n in os.environ.get("INTERLOCK_SERVER_FALLBACK", "").split(",")}

@@ -28,7 +28,8 @@ def register(app: typer.Typer) -> None:
             help="Write the user-level config instead of the project's.")] = False,
         path: Annotated[Path | None, typer.Option(help="Write this file instead.")] = None,
         server: Annotated[str | None, typer.Option(
-            help="Evaluate on this remote policy server (https://...; docs/fleet.md).")]
+            help="Evaluate on this remote policy server (https://...), or `env`: the one "
+                 "INTERLOCK_SERVER names at each call (docs/fleet.md).")]
             = None,
         token_file: Annotated[Path | None, typer.Option(
             help="With --server: the 0600 file holding this machine's token.")] = None,
@@ -53,10 +54,12 @@ def register(app: typer.Typer) -> None:
                 from interlock._errors import ConfigError
                 from interlock.bridge.install import RemoteArgs
 
-                if server is None or token_file is None:
+                if server is None or (token_file is None and server != "env"):
                     raise ConfigError("a remote server needs both --server and --token-file",
-                                      field="--server" if server is None else "--token-file")
-                remote = RemoteArgs(server, token_file.resolve(), pin=pin,
+                                      field="--server" if server is None else "--token-file",
+                                      fix="or --server env: the environment names both")
+                remote = RemoteArgs(server, token_file.resolve() if token_file else None,
+                                    pin=pin,
                                     ca=ca.resolve() if ca else None,
                                     fallback_local=tuple(fallback_local or ()))
             plan = install(agent, where.root, timeout=timeout, user=user, path=path,
