@@ -36,7 +36,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 LOOPBACK = ("127.0.0.1", "::1", "localhost")
-TOKEN_PREFIX = "ilk_"  # interlock.server.auth.TOKEN_PREFIX, without importing the server
 FALLBACK_SHARE = 0.5
 """With a local fallback, the remote gets this share of the time left, so the
 in-process policy still has time to answer before the deadline."""
@@ -121,8 +120,9 @@ def _split_netloc(netloc: str, default: int) -> tuple[str, int]:
     return host, int(port_text)
 
 
-def read_token(path: str) -> str:
-    """The token in ``path``, refusing a file others could read or swap."""
+def read_token(path: str, *, prefix: str = "ilk_", what: str = "token") -> str:
+    """The token in ``path``, refusing a file others could read or swap, or one that does
+    not hold a token starting with ``prefix``."""
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except FileNotFoundError:
@@ -133,21 +133,21 @@ def read_token(path: str) -> str:
     try:
         info = os.fstat(fd)
         if info.st_uid != os.geteuid():
-            raise BridgeError(f"the token file {path} is owned by uid {info.st_uid}, not you "
+            raise BridgeError(f"the {what} file {path} is owned by uid {info.st_uid}, not you "
                               f"(uid {os.geteuid()}); use a file of your own, mode 0600")
         if info.st_mode & 0o077:
-            raise BridgeError(f"the token file {path} has mode {info.st_mode & 0o777:04o}, so "
-                              f"others may read the token; run `chmod 600 {path}`")
+            raise BridgeError(f"the {what} file {path} has mode {info.st_mode & 0o777:04o}, so "
+                              f"others may read the {what}; run `chmod 600 {path}`")
         data = os.read(fd, 4096)
     finally:
         os.close(fd)
     token = data.decode("utf-8", "replace").strip()
     if not token or any(c.isspace() or not c.isprintable() for c in token):
-        raise BridgeError(f"the token file {path} must hold one token on one line")
-    if not token.startswith(TOKEN_PREFIX):
+        raise BridgeError(f"the {what} file {path} must hold one {what} on one line")
+    if not token.startswith(prefix):
         # Never send another secret (an API key in some 0600 file) as our bearer token.
         raise BridgeError(f"the token file {path} does not hold an Interlock token "
-                          f"({TOKEN_PREFIX}...); create one with `interlock serve token create`")
+                          f"({prefix}...); create one with `interlock serve token create`")
     return token
 
 

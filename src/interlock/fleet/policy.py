@@ -151,7 +151,7 @@ def read_secret(path: Path) -> bytes:
     from interlock.bridge.remote import read_token
 
     try:
-        return read_token(str(path)).encode()
+        return read_token(str(path), prefix="", what="secret").encode()
     except BridgeError as exc:
         raise ConfigError(str(exc), file=str(path), field="--policy-secret-file") from None
 
