@@ -15,12 +15,12 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from interlock._decisions import Decision, block
+from interlock.engine.decisions import Decision, block
 from interlock.events import Event
 
 SHARED: Callable[[str, float, int], float] | None = None
 """``take(key, rate, burst)`` of buckets shared by a fleet's replicas (set by `serve
---fleet`: interlock.fleet.state.SharedBuckets); None keeps them in this process."""
+--fleet`: interlock.hosts.fleet.state.SharedBuckets); None keeps them in this process."""
 
 
 @dataclass

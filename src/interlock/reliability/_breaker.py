@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from interlock.reliability._policy import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
-    from interlock._hooks import Hook
+    from interlock.engine.hooks import Hook
 
 
 class BreakerKey(NamedTuple):
@@ -156,7 +156,7 @@ class BreakerBook:
                 breaker.probing = False
 
     def adopt(self, breaker: Breaker, state: BreakerState, *, age: float = 0.0) -> None:
-        """Take a state another replica reached (interlock.fleet): open as if opened
+        """Take a state another replica reached (interlock.hosts.fleet): open as if opened
         ``age`` seconds ago, or closed. A probe in flight here keeps its course."""
         with self._lock:
             if state is BreakerState.OPEN and breaker.state is not BreakerState.OPEN \
