@@ -29,9 +29,9 @@ def _rules(host: Any) -> set[tuple[str, str, str]]:
 
 def _replayed(a: Any, b: Any, transcript: Path) -> tuple[int, list[dict[str, Any]]]:
     """Gate events of ``transcript`` decided differently by ``a`` and ``b``."""
+    from interlock.agent.replay import read_events
     from interlock.engine.catalog import BY_NAME, Kind
     from interlock.engine.invoke import replay_mode
-    from interlock.agent.replay import read_events
     from interlock.events import make
 
     count = 0

@@ -29,8 +29,8 @@ from typing import Any
 
 from interlock.engine.errors import ConfigError
 from interlock.hosts.fleet.shared import Fleet, FleetUnavailable
-from interlock.reliability._breaker import Breaker, BreakerBook, BreakerKey, BreakerState
 from interlock.hosts.server.auth import TOKEN_PREFIX, Role, TokenInfo, TokenStore, TokensUnavailable
+from interlock.reliability._breaker import Breaker, BreakerBook, BreakerKey, BreakerState
 
 log = logging.getLogger("interlock.fleet")
 
