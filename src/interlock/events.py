@@ -12,7 +12,7 @@ from typing import Any, ClassVar, cast
 
 import msgspec
 
-from interlock._catalog import BY_NAME, COMMON, SPECS, TYPES, EventSpec
+from interlock._catalog import COMMON, SPECS, TYPES, EventSpec
 from interlock._errors import ConfigError
 
 
@@ -120,4 +120,3 @@ def __getattr__(name: str) -> Any:  # keeps mypy quiet about generated names
 
 __all__ = ["EVENT_TYPES", "Event", "event_type", "make", "schema", *sorted(
     cls.__name__ for cls in EVENT_TYPES.values())]
-BY_SPEC = BY_NAME
