@@ -12,6 +12,7 @@ facade never touches an event loop unless a matched hook can suspend.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import dataclasses
 import inspect
 import itertools
@@ -183,7 +184,11 @@ class Engine(DispatchLoop):
             hook.matcher.check(hook.name, hook.events)
         with self._lock:
             hook.order = next(self._order)
-            self.replace_hooks([*self._set.hooks, hook])
+            # The new hook sorts after every hook of its priority and source
+            # (it is the latest registered): insert it, do not sort them all.
+            hooks = list(self._set.hooks)
+            bisect.insort(hooks, hook, key=Hook.sort_key)
+            self._install(HookSet(hooks, self._set.revision + 1, presorted=True))
         return Handle(self, hook)
 
     def unregister(self, hook: Hook) -> None:
