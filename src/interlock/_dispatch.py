@@ -12,8 +12,6 @@ facade never touches an event loop unless a matched hook can suspend.
 from __future__ import annotations
 
 import asyncio
-import bisect
-import dataclasses
 import inspect
 import itertools
 import logging
@@ -28,7 +26,7 @@ from interlock._contract import Validator
 from interlock._hooks import Hook, HookFn, HookOptions, Matcher, OnError
 from interlock._loop import DispatchLoop, drive, drive_sync
 from interlock._outcome import NoHooks, Outcome
-from interlock._plan import STOP_EVENTS, HookSet, Plan, Resolver
+from interlock._plan import HookSet, Plan, Resolver
 from interlock._runner import LoopThread
 from interlock._settled import Settled
 from interlock._sinks import FailureRecord, Sink
@@ -47,10 +45,6 @@ Runner = Callable[[Event], Outcome]
 _PASSED = {EVENT_TYPES[s.name]: NoHooks(name=s.name) for s in SPECS}
 # The same outcomes, ready for ``await`` without a coroutine (see _settled).
 _SETTLED = {cls: Settled(outcome) for cls, outcome in _PASSED.items()}
-_EMPTY_USER_INPUT = Plan(spec=EVENT_TYPES["user_input"].spec, modifiers=(), checks=(), shadows=(),
-                         background=(), may_suspend=False, containers=(), gate=True,
-                         stop_event=False, lean=False)
-
 
 def _not_an_event(method: str, event: object) -> TypeError:
     return TypeError(f"Engine.{method}() takes an event payload from interlock.events "
@@ -124,25 +118,36 @@ class Engine(DispatchLoop):
 
     # -- registry -------------------------------------------------------------
     def _install(self, hookset: HookSet) -> None:
-        entries: dict[type[Event], Any] = dict(hookset.entries)
-        if any(cls.spec.name in STOP_EVENTS for cls in entries):
-            # user_input resets the stop-loop counters, so it must reach the
-            # dispatcher even with no hooks of its own (docs/engine.md, the
-            # stop-loop cap).
-            entries.setdefault(EVENT_TYPES["user_input"], dataclasses.replace(
-                _EMPTY_USER_INPUT, revision=hookset.revision))
+        events = hookset.events
         # Every event type maps to its shared no-hook outcome, or to None when
         # it has hooks: one dict read and an `is None` decide the hot path.
         passed: dict[type[Event], Outcome | None] = {
-            cls: (None if cls in entries else outcome) for cls, outcome in _PASSED.items()}
+            cls: (None if cls in events else outcome) for cls, outcome in _PASSED.items()}
         settled: dict[type[Event], Settled | None] = {
-            cls: (None if cls in entries else done) for cls, done in _SETTLED.items()}
-        runners = {cls: self._runner(entry) for cls, entry in entries.items()}
+            cls: (None if cls in events else done) for cls, done in _SETTLED.items()}
+        runners: dict[type[Event], Runner] = {}
+        for cls in events:
+            runners[cls] = self._first_runner(hookset, cls, runners)
         self._set = hookset
-        self._entries = entries
         self._runners = runners
         self._passed = passed
         self._settled = settled
+
+    @property
+    def _entries(self) -> dict[type[Event], Plan | Resolver]:
+        return self._set.entries
+
+    def _first_runner(self, hookset: HookSet, cls: type[Event],
+                      runners: dict[type[Event], Runner]) -> Runner:
+        """The runner of ``cls`` until its first emit, which builds the real one
+        and puts it in the table (that revision's table: a newer one is left alone)."""
+        def first(event: Event) -> Outcome:
+            entry = hookset.entry(cls)
+            if entry is None:  # pragma: no cover - events with hooks have an entry
+                return _PASSED[cls]
+            runner = runners[cls] = self._runner(entry)
+            return runner(event)
+        return first
 
     def _runner(self, entry: Plan | Resolver) -> Runner:
         """What emit_sync calls for an event with hooks: for a plan of plain sync
@@ -184,11 +189,9 @@ class Engine(DispatchLoop):
             hook.matcher.check(hook.name, hook.events)
         with self._lock:
             hook.order = next(self._order)
-            # The new hook sorts after every hook of its priority and source
-            # (it is the latest registered): insert it, do not sort them all.
-            hooks = list(self._set.hooks)
-            bisect.insort(hooks, hook, key=Hook.sort_key)
-            self._install(HookSet(hooks, self._set.revision + 1, presorted=True))
+            # The latest registered hook sorts after every hook of its priority
+            # and source: insert it, do not sort them all (docs/engine.md, Order).
+            self._install(self._set.with_hook(hook, self._set.revision + 1))
         return Handle(self, hook)
 
     def unregister(self, hook: Hook) -> None:
@@ -289,7 +292,7 @@ class Engine(DispatchLoop):
             return settled
         # .get: a concurrent replace_hooks may have dropped this event's hooks
         # between the two reads; then it has none, as the new revision says.
-        return self._emit(event, self._entries.get(event.__class__))
+        return self._emit(event, self._set.entry(event.__class__))
 
     # emit is a plain method that returns a coroutine: mark it, so tools that
     # ask (asyncio.iscoroutinefunction, AsyncMock(spec=Engine)) still see an

@@ -8,6 +8,7 @@ fields to snapshot, whether anything can suspend).
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -136,35 +137,83 @@ def make_plan(spec: EventSpec, hooks: Iterable[Hook], event: Event | None = None
 
 
 class HookSet:
-    """An immutable, numbered set of active hooks (one registry revision)."""
+    """An immutable, numbered set of active hooks (one registry revision).
 
-    def __init__(self, hooks: Iterable[Hook], revision: int, *, presorted: bool = False
-                 ) -> None:
+    Plans are built when an event first needs one, not when a hook is
+    registered: registering 1,000 hooks one by one must not build 1,000 plans.
+    """
+
+    def __init__(self, hooks: Iterable[Hook], revision: int, *, presorted: bool = False,
+                 by_event: dict[str, list[Hook]] | None = None) -> None:
         self.revision = revision
         # docs/engine.md, Order: priority, then source rank, then
         # registration order (Hook.sort_key).
         self.hooks: tuple[Hook, ...] = (
             tuple(hooks) if presorted else tuple(sorted(hooks, key=Hook.sort_key)))
-        by_event: dict[str, list[Hook]] = {}
-        for h in self.hooks:  # one pass, not one per event type
-            for name in h.events:
-                by_event.setdefault(name, []).append(h)
-        entries: dict[type[Event], Plan | Resolver] = {}
-        for name, cls in EVENT_TYPES.items():
-            selected = tuple(by_event.get(name, ()))
-            if not selected:
-                continue
-            if all(h.matcher is None for h in selected):
-                plan = make_plan(cls.spec, selected, revision=revision)
-                assert plan is not None
-                entries[cls] = plan
-            else:
-                entries[cls] = Resolver(cls.spec, selected, revision)
-        self.entries = entries
-        """Event class -> its plan, or a resolver when matchers decide per event."""
+        if by_event is None:
+            by_event = {}
+            for h in self.hooks:  # one pass, not one per event type
+                for name in h.events:
+                    by_event.setdefault(name, []).append(h)
+        self._by_event = by_event
+        """Event name -> its hooks, in order (lists never changed once here)."""
+        events = {EVENT_TYPES[name] for name in by_event}
+        if not STOP_EVENTS.isdisjoint(by_event):
+            # user_input resets the stop-loop counters, so it must reach the
+            # dispatcher even with no hooks of its own (docs/engine.md, the
+            # stop-loop cap).
+            events.add(EVENT_TYPES["user_input"])
+        self.events: frozenset[type[Event]] = frozenset(events)
+        """The event types that reach the dispatcher."""
+        self._entries: dict[type[Event], Plan | Resolver] = {}
+
+    def with_hook(self, hook: Hook, revision: int) -> HookSet:
+        """This set plus ``hook``, which sorts after every hook registered before it."""
+        hooks = list(self.hooks)
+        bisect.insort(hooks, hook, key=Hook.sort_key)
+        by_event = dict(self._by_event)
+        for name in hook.events:
+            group = list(by_event.get(name, ()))
+            bisect.insort(group, hook, key=Hook.sort_key)
+            by_event[name] = group
+        return HookSet(hooks, revision, presorted=True, by_event=by_event)
+
+    def entry(self, cls: type[Event]) -> Plan | Resolver | None:
+        """The plan of event type ``cls``, or a resolver when matchers decide per event."""
+        try:
+            return self._entries[cls]
+        except KeyError:
+            pass
+        if cls not in self.events:
+            return None
+        selected = tuple(self._by_event.get(cls.spec.name, ()))
+        entry: Plan | Resolver
+        if not selected:  # user_input, for the stop-loop counters
+            entry = Plan(spec=cls.spec, modifiers=(), checks=(), shadows=(), background=(),
+                         may_suspend=False, containers=(), gate=True, stop_event=False,
+                         revision=self.revision)
+        elif all(h.matcher is None for h in selected):
+            plan = make_plan(cls.spec, selected, revision=self.revision)
+            assert plan is not None
+            entry = plan
+        else:
+            entry = Resolver(cls.spec, selected, self.revision)
+        # Two threads may build the same entry at once; either copy is right.
+        self._entries[cls] = entry
+        return entry
+
+    @property
+    def entries(self) -> dict[type[Event], Plan | Resolver]:
+        """Every event type with hooks -> its plan or resolver (built now)."""
+        out = {}
+        for cls in self.events:
+            entry = self.entry(cls)
+            assert entry is not None
+            out[cls] = entry
+        return out
 
     def plan(self, event: Event) -> Plan | None:
-        entry = self.entries.get(event.__class__)
+        entry = self.entry(event.__class__)
         if isinstance(entry, Resolver):
             return entry.resolve(event)
         return entry
