@@ -88,7 +88,7 @@ from interlock._extpins import (
     read_manifest,
 )
 from interlock._extui import UIState
-from interlock._hooks import Hook, Invocation, OnError, Source
+from interlock._hooks import Executor, Hook, Invocation, OnError, Source
 from interlock._invoke import new_id
 from interlock._sinks import FailureRecord
 from interlock.paths import state_dir
@@ -136,7 +136,7 @@ class ExtensionInfo:
                     "enabled": self.pin.enabled}}
 
 
-class _Unavailable:
+class _Unavailable(Executor):
     """Executor of the placeholder hook that stands in for an extension that did not load."""
 
     def __init__(self, message: str) -> None:

@@ -34,7 +34,7 @@ from typing import Any
 from interlock._decisions import Decision
 from interlock._dispatch import Engine
 from interlock._errors import ConfigError, FailureMode, HookFailure, HookTimeout
-from interlock._hooks import Hook, Invocation, OnError
+from interlock._hooks import Executor, Hook, Invocation, OnError
 from interlock.executors.prompt import (
     ANSWER_SCHEMA,
     PromptTemplate,
@@ -110,7 +110,7 @@ def read_only_tools() -> list[ToolSpec]:
     return [t for t in builtin_tools() if t.name in ("read_file", "list_dir", "grep")]
 
 
-class AgentExecutor:
+class AgentExecutor(Executor):
     """A read-only sub-agent per invocation; its answer is mapped like a prompt judge's."""
 
     def __init__(self, template: str, provider: ModelProvider, *, model: str = "",

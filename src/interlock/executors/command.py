@@ -18,6 +18,7 @@ import msgspec
 
 from interlock._decisions import Decision, block, decode_wire
 from interlock._errors import ConfigError, ContractError, HookCrash
+from interlock._hooks import Executor
 from interlock._strictjson import AmbiguousJSON
 from interlock._strictjson import loads as strict_loads
 from interlock.executors._process import Completed, argv_for, clean_env, host_env, run_once
@@ -30,7 +31,7 @@ DEFAULT_OUTPUT_CAP = 1_048_576
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class CommandExecutor:
+class CommandExecutor(Executor):
     """Runs a hook as one process per call (satisfies ``interlock._hooks.Executor``)."""
 
     def __init__(

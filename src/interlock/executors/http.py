@@ -39,11 +39,8 @@ from interlock._errors import (
     HookFailure,
     HookTimeout,
 )
-from interlock._hooks import Invocation
+from interlock._hooks import Executor, Invocation
 from interlock._strictjson import loads as strict_loads
-
-if TYPE_CHECKING:
-    from interlock._hooks import Executor
 from interlock.net import signing
 from interlock.net.pinned import PinnedClient
 from interlock.net.ssrf import Allowlist, Resolver, SSRFError, check_url, parse_url
@@ -72,7 +69,7 @@ class HttpStatusError(HookCrash):
         self.status = status
 
 
-class HttpExecutor:
+class HttpExecutor(Executor):
     """Runs one HTTP hook. Satisfies :class:`interlock._hooks.Executor`.
 
     ``headers_from_env`` maps a header name to the NAME of an environment

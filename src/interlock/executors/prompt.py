@@ -33,7 +33,7 @@ from typing import Any, Protocol
 from interlock._catalog import spec as event_spec
 from interlock._decisions import Decision, Verdict
 from interlock._errors import ConfigError, ContractError, FailureMode, HookFailure, HookTimeout
-from interlock._hooks import Hook, Invocation, Matcher, OnError
+from interlock._hooks import Executor, Hook, Invocation, Matcher, OnError
 from interlock._strictjson import AmbiguousJSON
 from interlock._strictjson import loads as strict_loads
 from interlock.redact import redact
@@ -110,7 +110,7 @@ class PromptTemplate:
 
 
 @dataclass
-class PromptExecutor:
+class PromptExecutor(Executor):
     """One model call per invocation, answer mapped to block / ask / context / nothing."""
 
     template: str
@@ -164,12 +164,10 @@ class PromptExecutor:
                           on_error=on_error, timeout=timeout, description=description)
 
 
-class _Judge(Protocol):
+class _Judge(Executor, Protocol):
     timeout: float
 
     def validate(self, events: tuple[str, ...]) -> None: ...
-
-    async def __call__(self, invocation: Invocation) -> Decision | None: ...
 
 
 def judge_hook(executor: _Judge, kind: str, name: str, events: Iterable[str], *,

@@ -33,6 +33,7 @@ import msgspec
 
 from interlock._decisions import Decision, decode_wire
 from interlock._errors import ConfigError, ContractError, HookCrash, HookFailure, HookTimeout
+from interlock._hooks import Executor
 from interlock._runner import LoopThread
 from interlock._strictjson import AmbiguousJSON
 from interlock._strictjson import loads as strict_loads
@@ -136,7 +137,7 @@ class _Worker(asyncio.SubprocessProtocol):
             self.transport.close()
 
 
-class WorkerExecutor:
+class WorkerExecutor(Executor):
     """Runs a hook in one long-lived process per hook (satisfies ``Executor``).
 
     Same keyword arguments as ``CommandExecutor`` minus ``dialect``: workers
