@@ -16,13 +16,14 @@ import inspect
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar, Unpack, overload
 
 from interlock._background import Background
 from interlock._catalog import SPECS, Kind
 from interlock._catalog import spec as catalog_spec
 from interlock._contract import Validator
+from interlock._decisions import Decision
 from interlock._hooks import Hook, HookFn, HookOptions, Matcher, OnError
 from interlock._loop import DispatchLoop, drive, drive_sync
 from interlock._outcome import NoHooks, Outcome
@@ -35,6 +36,10 @@ from interlock.events import EVENT_TYPES, Event
 log = logging.getLogger("interlock")
 
 F = TypeVar("F", bound=Callable[..., Any])
+E = TypeVar("E", bound=Event)
+HookAnswer = Decision | Awaitable[Decision | None] | None
+"""What a hook returns (None: no opinion)."""
+R = TypeVar("R", bound=HookAnswer)
 
 Runner = Callable[[Event], Outcome]
 """What the sync entry table holds for an event with hooks."""
@@ -45,6 +50,21 @@ Runner = Callable[[Event], Outcome]
 _PASSED = {EVENT_TYPES[s.name]: NoHooks(name=s.name) for s in SPECS}
 # The same outcomes, ready for ``await`` without a coroutine (see _settled).
 _SETTLED = {cls: Settled(outcome) for cls, outcome in _PASSED.items()}
+
+def _event_names(event: str | type[Event] | Iterable[str | type[Event]]) -> tuple[str, ...]:
+    """Event names from names or event classes (``BeforeToolCall``)."""
+    items = (event,) if isinstance(event, str | type) else tuple(event)
+    names = []
+    for item in items:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, type) and issubclass(item, Event):
+            names.append(item.spec.name)
+        else:
+            raise TypeError(f"Engine.on() takes event names or event classes from "
+                            f"interlock.events (for example BeforeToolCall), not {item!r}")
+    return tuple(names)
+
 
 def _not_an_event(method: str, event: object) -> TypeError:
     return TypeError(f"Engine.{method}() takes an event payload from interlock.events "
@@ -199,24 +219,36 @@ class Engine(DispatchLoop):
             self.replace_hooks([h for h in self._set.hooks if h is not hook])
 
     @overload
-    def on(self, event: str | Iterable[str], fn: HookFn, **options: Unpack[HookOptions]
-           ) -> Handle: ...
+    def on(self, event: type[E], fn: Callable[[E], HookAnswer],
+           **options: Unpack[HookOptions]) -> Handle: ...
 
     @overload
-    def on(self, event: str | Iterable[str], fn: None = None,
+    def on(self, event: type[E], fn: None = None, **options: Unpack[HookOptions]
+           ) -> Callable[[Callable[[E], R]], Callable[[E], R]]: ...
+
+    @overload
+    def on(self, event: str | Iterable[str | type[Event]], fn: HookFn,
+           **options: Unpack[HookOptions]) -> Handle: ...
+
+    @overload
+    def on(self, event: str | Iterable[str | type[Event]], fn: None = None,
            **options: Unpack[HookOptions]) -> Callable[[F], F]: ...
 
     def on(
-        self, event: str | Iterable[str], fn: HookFn | None = None,
+        self, event: str | type[Event] | Iterable[str | type[Event]], fn: HookFn | None = None,
         **options: Unpack[HookOptions],
-    ) -> Handle | Callable[[F], F]:
-        """Register ``fn`` for ``event``; usable as ``@engine.on("before_tool_call")``.
+    ) -> Handle | Callable[[Any], Any]:
+        """Register ``fn`` for ``event``; usable as a decorator.
+
+        ``event`` is an event class, ``@engine.on(BeforeToolCall)``, which
+        types the handler's ``event`` for type checkers; or its name,
+        ``@engine.on("before_tool_call")``; or several of either.
 
         Returns a :class:`Handle` when ``fn`` is given, else a decorator that
         registers and returns the function unchanged. Options are those of
         :class:`HookOptions`.
         """
-        events = (event,) if isinstance(event, str) else tuple(event)
+        events = _event_names(event)
 
         def make(f: HookFn) -> Handle:
             opts: dict[str, Any] = dict(options)

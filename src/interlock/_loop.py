@@ -486,7 +486,7 @@ class DispatchLoop:
         if outcome.verdict is Verdict.BLOCK:
             if count >= self.stop_loop_cap:
                 # A stop hook can never keep an agent running forever
-                # (docs/engine.md, the stop-loop cap).
+                # (docs/engine.md, Stop loops).
                 self._stop_blocks.pop(key, None)
                 outcome.verdict = Verdict.NONE
                 outcome.capped = True

@@ -160,8 +160,8 @@ class HookSet:
         events = {EVENT_TYPES[name] for name in by_event}
         if not STOP_EVENTS.isdisjoint(by_event):
             # user_input resets the stop-loop counters, so it must reach the
-            # dispatcher even with no hooks of its own (docs/engine.md, the
-            # stop-loop cap).
+            # dispatcher even with no hooks of its own (docs/engine.md, Stop
+            # loops).
             events.add(EVENT_TYPES["user_input"])
         self.events: frozenset[type[Event]] = frozenset(events)
         """The event types that reach the dispatcher."""
