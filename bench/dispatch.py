@@ -8,7 +8,8 @@ its kwargs. Run: ``make bench`` (or ``python bench/dispatch.py``).
 The machine may be busy, so variants are not timed one after another: each
 round times every variant once, in a fresh order, and a ratio is taken per
 round. The figures are the median ratio and its spread (lowest-highest) over
-the rounds; targets read the median.
+the rounds; targets read the median. Times are this thread's CPU time, so
+time spent descheduled by other processes does not count.
 
 Targets: no hooks <= 0.55x Hermes (sync) and <= 0.6x (async); 1 hook, 5
 hooks and 5 hooks of which three answer (approve and two contexts, merged
@@ -170,9 +171,9 @@ def rounds(variants: dict[str, tuple[Loop, int]], n_rounds: int = ROUNDS
         shuffle(order)
         for name in order:
             loop, n = variants[name]
-            t0 = time.perf_counter_ns()
+            t0 = time.thread_time_ns()
             loop(n)
-            times[name].append((time.perf_counter_ns() - t0) / n)
+            times[name].append((time.thread_time_ns() - t0) / n)
     return times
 
 

@@ -149,6 +149,7 @@ class Engine(DispatchLoop):
         for cls in events:
             runners[cls] = self._first_runner(hookset, cls, runners)
         self._set = hookset
+        self._compiled = {}
         self._runners = runners
         self._passed = passed
         self._settled = settled
@@ -175,8 +176,7 @@ class Engine(DispatchLoop):
         if isinstance(entry, Plan):
             plan = entry
             if plan.lean and not self._timed:
-                fast = self._fast
-                return lambda event: fast(event, plan)
+                return self._compile_fast(plan)
             run = self._run_sync
             return lambda event: run(event, plan)
         resolve, run = entry.resolve, self._run_sync
@@ -282,17 +282,19 @@ class Engine(DispatchLoop):
     # -- emitting -------------------------------------------------------------
     def emit_sync(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome (sync hosts)."""
+        cls = event.__class__
         try:
-            passed = self._passed[event.__class__]
+            passed = self._passed[cls]
         except KeyError:
             raise _not_an_event("emit_sync", event) from None
         if passed is not None:
             return passed
-        # .get: a concurrent replace_hooks may have dropped this event's hooks
-        # between the two reads; then it has none, as the new revision says.
-        runner = self._runners.get(event.__class__)
-        if runner is None:
-            return _PASSED[event.__class__]
+        try:
+            runner = self._runners[cls]
+        except KeyError:
+            # A concurrent replace_hooks dropped this event's hooks between
+            # the two reads; then it has none, as the new revision says.
+            return _PASSED[cls]
         return runner(event)
 
     def _run_sync(self, event: Event, plan: Plan | None) -> Outcome:

@@ -65,11 +65,14 @@ def merge_raw(original: Event, current: Event, raw: list[HookResult],
     decided = False
     for i, r in enumerate(raw):
         decision = r.decision
-        if decision is None or r.status in not_applied:
+        if decision is None:
+            continue
+        status = r.status
+        if status is _NONE:  # the usual case: no set lookup
+            answered.append(i)
+        elif status in not_applied:
             continue
         decided = True
-        if r.status is _NONE:
-            answered.append(i)
         if decision.context is not None:
             contexts.append((r.hook.qualified_name, decision.context))
         rank = rank_of[decision.verdict]
