@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from interlock._decisions import Decision
-from interlock._hooks import Executor, Invocation
+from interlock.engine.decisions import Decision
+from interlock.engine.hooks import Executor, Invocation
 from interlock.reliability import Policy, wrap
 
 

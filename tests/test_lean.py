@@ -6,7 +6,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from interlock import Engine, approve, ask, block, context, respond
-from interlock._loop import drive_sync
+from interlock.engine.loop import drive_sync
 from interlock.events import BeforeToolCall
 from interlock.testing import RecordingSink
 

@@ -37,7 +37,7 @@ def test_a_class_that_is_not_an_event_is_refused_clearly() -> None:
 
 
 def test_the_static_event_declarations_match_the_catalog() -> None:
-    path = Path(interlock.__file__).parent / "_event_types.py"
+    path = Path(interlock.__file__).parent / "engine" / "event_types.py"
     assert path.read_text() == type_declarations(), (
-        "src/interlock/_event_types.py is stale: write the text of "
+        "src/interlock/engine/event_types.py is stale: write the text of "
         "interlock.events.type_declarations() to it")

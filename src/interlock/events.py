@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import msgspec
 
-from interlock._catalog import COMMON, SPECS, TYPES, EventSpec
-from interlock._errors import ConfigError
+from interlock.engine.catalog import COMMON, SPECS, TYPES, EventSpec
+from interlock.engine.errors import ConfigError
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
@@ -76,8 +76,8 @@ EVENT_TYPES: dict[str, type[Event]] = {spec.name: _build(spec) for spec in SPECS
 
 globals().update({cls.__name__: cls for cls in EVENT_TYPES.values()})
 
-if TYPE_CHECKING:  # the same classes, declared for type checkers (see _event_types)
-    from interlock._event_types import *  # noqa: F403
+if TYPE_CHECKING:  # the same classes, declared for type checkers (see engine/event_types.py)
+    from interlock.engine.event_types import *  # noqa: F403
 
 
 def event_type(name: str) -> type[Event]:
@@ -85,7 +85,7 @@ def event_type(name: str) -> type[Event]:
     try:
         return EVENT_TYPES[name]
     except KeyError:
-        from interlock._catalog import spec
+        from interlock.engine.catalog import spec
 
         spec(name)  # raises UnknownEventError
         raise
@@ -115,7 +115,7 @@ def schema(name: str) -> dict[str, Any]:
 
 
 def type_declarations() -> str:
-    """The source of ``interlock/_event_types.py``: every event class declared
+    """The source of ``interlock/engine/event_types.py``: every event class declared
     statically, so type checkers see ``BeforeToolCall`` and its fields."""
     out = [
         '"""The event classes as type checkers see them, generated from the catalog.',
@@ -124,7 +124,7 @@ def type_declarations() -> str:
         "imported; a type checker cannot run that, so it reads these declarations",
         "(imported by interlock.events under TYPE_CHECKING; empty at run time).",
         "Regenerate it after changing the catalog: write the text of",
-        "interlock.events.type_declarations() to src/interlock/_event_types.py.",
+        "interlock.events.type_declarations() to src/interlock/engine/event_types.py.",
         "tests/test_typed_on.py fails when this file and the catalog disagree.",
         '"""',
         "",

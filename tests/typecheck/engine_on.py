@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import assert_type
 
 from interlock import Engine, block
-from interlock._decisions import Decision
+from interlock.engine.decisions import Decision
 from interlock.events import AfterToolCall, BeforeToolCall, Event
 
 

@@ -27,13 +27,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interlock._errors import FailureMode, HookFailure
-from interlock._hooks import Executor
+from interlock.engine.errors import FailureMode, HookFailure
+from interlock.engine.hooks import Executor
 from interlock.reliability import Reliable
 
 if TYPE_CHECKING:
-    from interlock._decisions import Decision
-    from interlock._hooks import Hook, HookFn, Invocation
+    from interlock.engine.decisions import Decision
+    from interlock.engine.hooks import Hook, HookFn, Invocation
 
 IMPORTABLE = (".py", ".pyc", ".pth", ".so", ".pyd")
 """File names Python can import (or run at start-up)."""
