@@ -149,7 +149,6 @@ class Engine(DispatchLoop):
         for cls in events:
             runners[cls] = self._first_runner(hookset, cls, runners)
         self._set = hookset
-        self._compiled = {}
         self._runners = runners
         self._passed = passed
         self._settled = settled
@@ -176,7 +175,9 @@ class Engine(DispatchLoop):
         if isinstance(entry, Plan):
             plan = entry
             if plan.lean and not self._timed:
-                return self._compile_fast(plan)
+                if not plan.compiled:
+                    plan.compiled.append(self._compile_fast(plan))
+                return plan.compiled[0]
             run = self._run_sync
             return lambda event: run(event, plan)
         resolve, run = entry.resolve, self._run_sync
@@ -326,7 +327,10 @@ class Engine(DispatchLoop):
             return settled
         # .get: a concurrent replace_hooks may have dropped this event's hooks
         # between the two reads; then it has none, as the new revision says.
-        return self._emit(event, self._set.entry(event.__class__))
+        hookset = self._set
+        cls = event.__class__
+        entry = hookset.built.get(cls)  # built on its first emit, then one read
+        return self._emit(event, entry if entry is not None else hookset.entry(cls))
 
     # emit is a plain method that returns a coroutine: mark it, so tools that
     # ask (asyncio.iscoroutinefunction, AsyncMock(spec=Engine)) still see an
@@ -342,6 +346,9 @@ class Engine(DispatchLoop):
         if plan is None:
             return _PASSED[event.__class__]
         if plan.lean and not self._timed:
+            compiled = plan.compiled
+            if compiled:
+                return compiled[0](event)
             return self._fast(event, plan)
         return await drive(self._steps(event, plan))
 

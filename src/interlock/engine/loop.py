@@ -128,18 +128,14 @@ class DispatchLoop:
     _validators: dict[str, list[Validator]]
     _stop_blocks: dict[tuple[str, str], int]
     _background: Background
-    _compiled: dict[int, tuple[Plan, Callable[[Event], Outcome]]]
-    """Fast paths compiled for plans of the current hook set (emptied on install)."""
 
     # -- the fast path ----------------------------------------------------------
     def _fast(self, event: Event, plan: Plan) -> Outcome:
         """Run ``plan`` (``plan.lean``) on the fast path, compiled once per plan."""
-        try:
-            return self._compiled[id(plan)][1](event)
-        except KeyError:
-            runner = self._compile_fast(plan)
-            self._compiled[id(plan)] = (plan, runner)  # holds the plan: its id stays its own
-            return runner(event)
+        compiled = plan.compiled
+        if not compiled:
+            compiled.append(self._compile_fast(plan))
+        return compiled[0](event)
 
     def _compile_fast(self, plan: Plan) -> Callable[[Event], Outcome]:
         """The fast path for one plan of plain sync checks on an untimed engine.

@@ -9,13 +9,17 @@ fields to snapshot, whether anything can suspend).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from interlock.engine.catalog import EventSpec, Kind
 from interlock.engine.contract import container_fields
 from interlock.engine.hooks import Hook, Mode
 from interlock.events import EVENT_TYPES, Event
+
+if TYPE_CHECKING:
+    from interlock.engine.outcome import Outcome
 
 STOP_EVENTS = frozenset({"before_stop", "subagent_stop"})
 
@@ -41,6 +45,10 @@ class Plan:
     runs it without its per-dispatch state object (DispatchLoop._fast)."""
     revision: int = 0
     """The hook set revision this plan belongs to (what outcomes report)."""
+    compiled: list[Callable[[Event], Outcome]] = field(
+        default_factory=list, compare=False, repr=False)
+    """The engine's fast path for this plan once compiled (a one-item cache;
+    a plan belongs to one engine's hook set)."""
 
 
 class Resolver:
@@ -165,7 +173,8 @@ class HookSet:
             events.add(EVENT_TYPES["user_input"])
         self.events: frozenset[type[Event]] = frozenset(events)
         """The event types that reach the dispatcher."""
-        self._entries: dict[type[Event], Plan | Resolver] = {}
+        self.built: dict[type[Event], Plan | Resolver] = {}
+        """The entries built so far (see ``entry``)."""
 
     def with_hook(self, hook: Hook, revision: int) -> HookSet:
         """This set plus ``hook``, which sorts after every hook registered before it."""
@@ -181,7 +190,7 @@ class HookSet:
     def entry(self, cls: type[Event]) -> Plan | Resolver | None:
         """The plan of event type ``cls``, or a resolver when matchers decide per event."""
         try:
-            return self._entries[cls]
+            return self.built[cls]
         except KeyError:
             pass
         if cls not in self.events:
@@ -199,7 +208,7 @@ class HookSet:
         else:
             entry = Resolver(cls.spec, selected, self.revision)
         # Two threads may build the same entry at once; either copy is right.
-        self._entries[cls] = entry
+        self.built[cls] = entry
         return entry
 
     @property
