@@ -203,10 +203,10 @@ def field_matched(n_hooks: int) -> Engine:
 
 def registration_s(n_hooks: int) -> float:
     engine = Engine()
-    t0 = time.perf_counter()
+    t0 = time.thread_time()
     for i in range(n_hooks):
         engine.on("before_tool_call", lambda event: None, name=f"r{i}")
-    return time.perf_counter() - t0
+    return time.thread_time() - t0
 
 
 def main() -> None:
