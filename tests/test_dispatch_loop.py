@@ -62,3 +62,14 @@ def test_registering_many_hooks_keeps_their_order() -> None:
     expected = sorted((f"h{i}" for i in range(50)), key=lambda n: (-(int(n[1:]) % 3), int(n[1:])))
     assert names == expected
     assert engine.revision == 50
+
+
+def test_field_matched_plans_follow_the_text_the_matcher_reads() -> None:
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: block("nested"), name="nested",
+              matcher={"depth": "1"})
+    for _ in range(2):  # the second round comes from the cache
+        assert engine.emit_sync(BeforeToolCall(tool_name="t", depth=1)).blocked
+        # Equal to 1 in Python, but the matcher reads the text "True".
+        assert not engine.emit_sync(BeforeToolCall(tool_name="t", depth=True)).blocked
+        assert not engine.emit_sync(BeforeToolCall(tool_name="t", depth=2)).blocked
