@@ -342,14 +342,17 @@ class Engine(DispatchLoop):
 
     async def _emit(self, event: Event, entry: Plan | Resolver | None) -> Outcome:
         # entry: this event's Plan or Resolver when emit() was called, or None.
-        plan = entry.resolve(event) if isinstance(entry, Resolver) else entry
+        if type(entry) is Plan:
+            plan: Plan | None = entry
+        elif isinstance(entry, Resolver):
+            plan = entry.resolve(event)
+        else:
+            plan = None
         if plan is None:
             return _PASSED[event.__class__]
         if plan.lean and not self._timed:
             compiled = plan.compiled
-            if compiled:
-                return compiled[0](event)
-            return self._fast(event, plan)
+            return compiled[0](event) if compiled else self._fast(event, plan)
         return await drive(self._steps(event, plan))
 
     def notify(self, event: Event) -> None:
