@@ -54,7 +54,7 @@ def policy_for(d: HookDef) -> Policy:
         raise ConfigError(exc.message, field=field, fix=fix) from None
 
 
-class Refusal:
+class Refusal(Executor):
     """An executor that always fails with one fixed mode (unapproved, ineligible)."""
 
     def __init__(self, mode: FailureMode, message: str) -> None:
