@@ -32,6 +32,7 @@ from mcp import Client, StdioServerParameters
 
 from interlock.engine.decisions import Decision, decode_wire
 from interlock.engine.errors import ConfigError, ContractError, HookCrash, HookTimeout
+from interlock.engine.hooks import Executor
 from interlock.executors._process import clean_env
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["McpToolExecutor"]
 
 
-class McpToolExecutor:
+class McpToolExecutor(Executor):
     """Calls one tool of a stdio MCP server per invocation (an ``Executor``)."""
 
     def __init__(self, command: str | Sequence[str], *, tool: str, server: str, hook_name: str,
