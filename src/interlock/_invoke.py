@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from interlock._catalog import EventSpec, Kind
-from interlock._decisions import Decision, Verdict
+from interlock._decisions import Decision, Verdict, decode_wire
 from interlock._errors import (
     HOOK_ERRORS,
     HOOK_EXITS,
@@ -198,15 +198,29 @@ def _malformed(answer: Decision) -> str | None:
     return None
 
 
+def _from_dict(hook: Hook, answer: Any) -> Decision | None:
+    """A handler's dict answer read as a wire answer, the one rule that workers,
+    HTTP and command hooks follow too (docs/wire-contract.md); anything else that
+    is not a decision is a contract error."""
+    if not isinstance(answer, dict):
+        raise ContractError(
+            f"hook {hook.qualified_name} returned {type(answer).__name__}; return None, "
+            "a decision (block(...), modify(...), ...) or a wire answer dict")
+    try:
+        return decode_wire(answer)
+    except ValueError as exc:
+        raise ContractError(f"hook {hook.qualified_name} returned a dict that is not a "
+                            f"wire answer: {exc}") from None
+
+
 def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
     """Validate a hook's answer against what its event accepts."""
     if answer is None:
         return None
     if not isinstance(answer, Decision):
-        raise ContractError(
-            f"hook {hook.qualified_name} returned {type(answer).__name__}; "
-            "return None or a decision (block(...), modify(...), ...)"
-        )
+        answer = _from_dict(hook, answer)
+        if answer is None:
+            return None
     verdict = answer.verdict
     # Decision is not validated when built (block(123) is a Decision too);
     # hosts format these fields, so a wrong type is the hook's error, here.
