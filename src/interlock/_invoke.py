@@ -217,24 +217,27 @@ def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
     """Validate a hook's answer against what its event accepts."""
     if answer is None:
         return None
-    if not isinstance(answer, Decision):
-        answer = _from_dict(hook, answer)
-        if answer is None:
+    if isinstance(answer, Decision):
+        decision = answer
+    else:
+        decoded = _from_dict(hook, answer)
+        if decoded is None:
             return None
-    verdict = answer.verdict
+        decision = decoded
+    verdict = decision.verdict
     # Decision is not validated when built (block(123) is a Decision too);
     # hosts format these fields, so a wrong type is the hook's error, here.
     if verdict.__class__ is not Verdict or not (
-            (answer.reason is None or answer.reason.__class__ is str)
-            and (answer.hint is None or answer.hint.__class__ is str)
-            and (answer.context is None or answer.context.__class__ is str)
-            and (answer.changes is None or answer.changes.__class__ is dict)):
-        problem = _malformed(answer)
+            (decision.reason is None or decision.reason.__class__ is str)
+            and (decision.hint is None or decision.hint.__class__ is str)
+            and (decision.context is None or decision.context.__class__ is str)
+            and (decision.changes is None or decision.changes.__class__ is dict)):
+        problem = _malformed(decision)
         if problem is not None:
             raise ContractError(f"hook {hook.qualified_name} returned a malformed decision: "
                                 f"{problem}")
     if spec.kind is _OBSERVE:
-        return answer  # a warning, recorded as ignored; never an effect
+        return decision  # a warning, recorded as ignored; never an effect
     if verdict is _MODIFY and not hook.modifies:
         raise ContractError(
             f"hook {hook.qualified_name} returned modify but is a check; declare "
@@ -246,11 +249,11 @@ def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
             f"{spec.name} does not accept (it accepts: "
             f"{', '.join(sorted(v.value for v in spec.accepts | {Verdict.STOP}))})"
         )
-    if answer.context is not None and not spec.context:
+    if decision.context is not None and not spec.context:
         raise ContractError(
             f"hook {hook.qualified_name} returned context, which {spec.name} does not take"
         )
-    return answer
+    return decision
 
 
 
