@@ -191,8 +191,14 @@ def register(app: typer.Typer) -> None:
                                  allowed_origins=allow_origin or [], gateway=gateway,
                                  metrics=registry.metrics, console=console, live=loaded,
                                  audit_gate=_audit_gate(registry, audit))
-                serving = Serving(app, host=host, port=port, socket_path=sock,
-                                  tcp=not no_tcp)
+                try:
+                    serving = Serving(app, host=host, port=port, socket_path=sock,
+                                      tcp=not no_tcp)
+                except OSError as exc:
+                    from interlock.cli._listen_errors import listen_error
+
+                    raise listen_error(exc, host=host, port=port, socket_path=sock,
+                                       tcp=not no_tcp) from None
                 if gateway is not None:
                     gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
                                        else f"unix:{sock}")
