@@ -154,7 +154,11 @@ def try_cmd(
     event: Annotated[str, typer.Argument(help="Event name, e.g. before_tool_call.")],
     tool: Annotated[str | None, typer.Option("--tool", help="Tool name.")] = None,
     payload_file: Annotated[Path | None, typer.Option(
-        "--payload-file", help="JSON object with payload fields.", dir_okay=False)] = None,
+        "--payload-file", help="JSON object with payload fields ('-': standard input).",
+        dir_okay=False)] = None,
+    example: Annotated[bool, typer.Option(
+        "--example", help="Print an example payload for EVENT (to edit and pass back with "
+                          "--payload-file) and exit.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="The outcome's JSON shape.")]
     = False,
     accept: Annotated[bool, typer.Option(
@@ -162,26 +166,15 @@ def try_cmd(
     project: Project = None, config: Config = None,
 ) -> None:
     """Fire one event through the real hooks and print the effective outcome."""
-    import json
-
     from interlock.cli._common import print_json, user_errors
+    from interlock.cli._hooks_try import example_payload, not_run, read_payload
     from interlock.config.doctor import sample_event
 
     with user_errors():
-        payload: dict[str, Any] = {}
-        if payload_file is not None:
-            from interlock._errors import ConfigError
-
-            try:
-                payload = json.loads(payload_file.read_text(encoding="utf-8"))
-            except (OSError, ValueError) as exc:
-                raise ConfigError(f"cannot read a JSON payload: {exc}",
-                                  file=str(payload_file),
-                                  fix="write one JSON object of payload fields") from None
-            if not isinstance(payload, dict):
-                raise ConfigError("the payload must be a JSON object",
-                                  file=str(payload_file), fix='e.g. {"args": {"command": '
-                                                              '"ls"}}')
+        if example:
+            print_json(example_payload(event, tool))
+            return
+        payload = read_payload(payload_file) if payload_file is not None else {}
         from interlock.host import Project as Where
 
         where = Where.discover(project)
@@ -191,10 +184,14 @@ def try_cmd(
         host = _open(where, config, accept=accept, lenient=True, extensions=None)
     try:
         outcome = host.engine.emit_sync(ev)
+        data = outcome.to_dict(ev)
+        skipped = not_run(host, ev, {h["hook"] for h in data.get("hooks") or []})
         if as_json:
-            print_json({**outcome.to_dict(ev), "project_root": str(host.project.root)})
+            print_json({**data, "not_run": [{"hook": n, "why": w} for n, w in skipped],
+                        "project_root": str(host.project.root)})
         else:
             _print_outcome(outcome, ev)
+            _print_not_run(skipped, ev.spec.name)
             typer.echo(host.project.describe(), err=True)
     finally:
         _close(host)
@@ -447,6 +444,19 @@ def _report_unrunnable(entries: Any, *, refused: bool = False) -> bool:
             typer.echo(f"interlock: error: {problem}" +
                        (f" ({e.qualified_name} not approved)" if refused else ""), err=True)
     return found
+
+
+def _print_not_run(skipped: list[tuple[str, str]], event: str) -> None:
+    """The hooks for ``event`` that did not run, and why; the others as a count."""
+    elsewhere = sum(1 for _, why in skipped if why.startswith("listens to "))
+    shown = [(n, w) for n, w in skipped if not w.startswith("listens to ")]
+    if shown:
+        typer.echo("  not run:")
+    for name, why in shown:
+        typer.echo(f"    {name}: {why}")
+    if elsewhere:
+        typer.echo(f"  ({elsewhere} other hook(s) listen to other events than {event}; "
+                   "--json lists them)")
 
 
 def _print_outcome(outcome: Any, event: Any) -> None:
