@@ -1,7 +1,5 @@
 """`interlock audit`: every hook decision, queryable."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`interlock chat`: an interactive session with slash commands."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import typer

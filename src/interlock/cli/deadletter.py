@@ -1,7 +1,5 @@
 """`interlock deadletter list|resolve`: failures that were recorded durably."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`interlock demo`: the offline demo (no network, no API key)."""
 
-from __future__ import annotations
-
 import typer
 
 

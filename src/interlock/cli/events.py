@@ -1,7 +1,5 @@
 """`interlock events`: the event catalog, its JSON Schemas and docs."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 import typer

@@ -1,7 +1,5 @@
 """`interlock ext`: list, install, remove, enable, disable and approve extensions."""
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path

@@ -1,7 +1,5 @@
 """`interlock hooks`: see, test, trust and import the configured hooks."""
 
-from __future__ import annotations
-
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -21,8 +19,8 @@ Config = Annotated[Path | None, typer.Option("--config", help="Use this config f
                                              ".interlock/config.toml.", dir_okay=False)]
 
 
-def _open(project: Path | Where | None, config: Path | None, *, accept: bool = False,
-          lenient: bool = False, extensions: bool | None = False) -> Host:
+def _open(project: "Path | Where | None", config: Path | None, *, accept: bool = False,
+          lenient: bool = False, extensions: bool | None = False) -> "Host":
     """The project's host (interlock.host), not recording; with ``lenient`` a bad config
     is reported, not fatal; outside any project with no other hooks, a warning."""
     from interlock.host import Host
@@ -40,7 +38,7 @@ def _open(project: Path | Where | None, config: Path | None, *, accept: bool = F
     return host
 
 
-def _close(host: Host) -> None:
+def _close(host: "Host") -> None:
     from interlock.registry import close_engine
 
     if host.extensions is not None:
@@ -49,11 +47,11 @@ def _close(host: Host) -> None:
     close_engine(host.engine, host.registry, timeout=2)
 
 
-def _approved(e: HookEntry) -> str:
+def _approved(e: "HookEntry") -> str:
     return "yes" if e.approved and e.needs_approval else ("n/a" if not e.needs_approval else "no")
 
 
-def entry_dict(e: HookEntry) -> dict[str, Any]:
+def entry_dict(e: "HookEntry") -> dict[str, Any]:
     d = e.definition
     return {
         "name": e.qualified_name, "source": e.source.label, "kind": d.effective_kind.value,
@@ -409,7 +407,7 @@ def register(app: typer.Typer) -> None:
         hooks.command(name)(command)
 
 
-def _validate_json(host: Host) -> None:
+def _validate_json(host: "Host") -> None:
     """`hooks validate --json`: the counts and every problem as data; exits."""
     from interlock.cli._common import print_json
     from interlock.config.runnable import problems

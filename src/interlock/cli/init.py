@@ -1,7 +1,5 @@
 """`interlock init`: a commented starter config for this project."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

@@ -1,7 +1,5 @@
 """`interlock replay`: re-evaluate a recorded session through the current hooks."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import typer

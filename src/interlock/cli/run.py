@@ -1,7 +1,5 @@
 """`interlock run`: one prompt through the reference agent, non-interactively."""
 
-from __future__ import annotations
-
 from pathlib import Path
 
 import typer

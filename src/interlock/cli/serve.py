@@ -1,7 +1,5 @@
 """`interlock serve`: the HTTP API on loopback and a Unix socket; `serve token ...`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 

@@ -3,8 +3,6 @@ and the store's health: the file's, and (when `interlock serve` runs for the
 project) the server's writer: write errors, backlog, last commit. Exits 1 when
 the store is unhealthy."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 

@@ -11,8 +11,6 @@ start a damaged one afresh without losing the evidence.
   is started anew, knowingly.
 """
 
-from __future__ import annotations
-
 import json
 import sqlite3
 import sys
