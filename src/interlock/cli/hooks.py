@@ -66,20 +66,17 @@ def entry_dict(e: "HookEntry") -> dict[str, Any]:
     }
 
 
-def _table(rows: list[list[str]]) -> str:
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip()
-                     for r in rows)
-
-
 def list_cmd(
     project: Project = None, config: Config = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
     eligible: Annotated[bool, typer.Option("--eligible",
                                            help="Only hooks eligible here.")] = False,
+    wide: Annotated[bool, typer.Option(
+        "--wide", help="Every column in full, one line per hook.")] = False,
 ) -> None:
     """Every configured hook: source, kind, events, state, consent, what it shadows."""
     from interlock.cli._common import print_json, user_errors
+    from interlock.cli._table import render
 
     with user_errors():
         host = _open(project, config)
@@ -99,11 +96,11 @@ def list_cmd(
         if not entries and not registry.withheld and (rules is None or not rules.declared):
             typer.echo("no hooks configured")
             return
-        rows = [["NAME", "KIND", "EVENTS", "STATE", "APPROVED", "SHADOWS"]]
+        rows = []
         for e in entries:
             state = e.state + (f" [{e.why}]" if e.why else "")
             rows.append([e.qualified_name, e.definition.effective_kind.value,
-                         ",".join(e.declared.events), state, _approved(e), e.shadows or ""])
+                         ", ".join(e.declared.events), state, _approved(e), e.shadows or ""])
         if rules is not None and rules.declared:
             rows.append([rules.name, "rules", "-", f"{len(rules.declared)} rule(s), "
                          + rules.state, "yes" if rules.approved else
@@ -112,7 +109,8 @@ def list_cmd(
             what = ("removed deny rules stay in force" if name == "project:permissions"
                     else "blocking")
             rows.append([name, "-", "-", f"{what} (removal needs an operator)", "no", ""])
-        typer.echo(_table(rows))
+        typer.echo(render(["NAME", "KIND", "EVENTS", "STATE", "APPROVED", "SHADOWS"], rows,
+                          wrap=("EVENTS", "STATE", "SHADOWS"), drop=("KIND",), wide=wide))
     finally:
         _close(host)
 
