@@ -54,9 +54,12 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
     if sum(natural[i] for i in keep) + len(_GAP) * (len(keep) - 1) <= limit:
         return _lines(headers, rows, keep, natural, set())
     empty = [i for i in keep if all(r[i] in ("", "-") for r in rows)]
-    dropping = empty + [headers.index(h) for h in drop if h in headers]
+    dropping = list(dict.fromkeys(empty + [headers.index(h) for h in drop if h in headers]))
     while needed(keep) > limit and dropping:
         keep.remove(dropping.pop(0))
+    for i in sorted(wrapping & set(keep), key=lambda i: -floor[i]):
+        # Still too wide: a very long word (a path) is split rather than the table.
+        floor[i] = max(_MIN_WRAP, floor[i] - max(needed(keep) - limit, 0))
     flexible = sorted((i for i in keep if i in wrapping), key=lambda i: natural[i] - floor[i])
     sized = list(natural)
     room = limit - needed(keep)  # what is left once every wrapped column has its floor
