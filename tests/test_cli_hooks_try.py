@@ -8,7 +8,7 @@ import json
 from typer.testing import CliRunner
 
 from _cfg import GUARD, World, run, world
-from interlock.cli import build_app
+from interlock.hosts.cli import build_app
 
 __all__ = ["world"]
 

@@ -8,7 +8,7 @@ import sys
 
 import typer.main
 
-import interlock.cli as cli
+import interlock.hosts.cli as cli
 
 
 def _top_level(app: object) -> set[str]:
@@ -25,7 +25,7 @@ def test_each_command_builds_alone_under_its_own_name() -> None:
 
 
 def test_hooks_list_imports_neither_pydantic_nor_rich(tmp_path) -> None:
-    code = ("import sys\nfrom interlock.cli import main\n"
+    code = ("import sys\nfrom interlock.hosts.cli import main\n"
             "try:\n    main(['hooks', 'list', '-C', sys.argv[1]])\n"
             "finally:\n    print(sorted({m.split('.')[0] for m in sys.modules} "
             "& {'pydantic', 'rich'}), file=sys.stderr)\n")

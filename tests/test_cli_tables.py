@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from _stores import BACKENDS, fresh_url
 from interlock import Engine, block
-from interlock.cli import build_app
-from interlock.cli._table import render
-from interlock.sinks import attach
+from interlock.hosts.cli import build_app
+from interlock.hosts.cli._table import render
+from interlock.reliability.sinks import attach
 from interlock.testing import fire
 
 REASON = ("the command deletes files under the repository root; name the paths to "

@@ -30,7 +30,7 @@ exec(compile(source, label, "exec"), ns)
 if callable(ns.get("register")):
     from pathlib import Path
     from interlock import Engine
-    from interlock.extensions import ExtensionSet
+    from interlock.ext.loader import ExtensionSet
     engine = Engine()
     exts = ExtensionSet(engine, home=Path("home"), use_entry_points=False)
     info = exts.load("docs-example", ns["register"])
