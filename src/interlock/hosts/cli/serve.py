@@ -131,6 +131,10 @@ def register(app: typer.Typer) -> None:
                  "docs/reliability.md.", envvar="INTERLOCK_AUDIT")] = "strict",
         no_console: Annotated[bool, typer.Option(
             "--no-console", help="Do not serve the web console at /ui/.")] = False,
+        log_format: Annotated[str | None, typer.Option(
+            "--log-format", help="Write one line per request to stderr: text or json "
+                                 "(method, path, status, time, decision and hook; never a "
+                                 "body or a token). Off by default.")] = None,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -149,6 +153,11 @@ def register(app: typer.Typer) -> None:
 
                 raise ConfigError(f"the server needs extra packages ({exc.name})",
                                   fix="pip install 'interlock[server]'") from None
+            if log_format not in (None, "text", "json"):
+                from interlock.engine.errors import ConfigError
+
+                raise ConfigError(f"unknown log format {log_format!r}", field="--log-format",
+                                  fix="use --log-format text or --log-format json")
             if audit not in ("strict", "fast"):
                 from interlock.engine.errors import ConfigError
 
@@ -189,8 +198,13 @@ def register(app: typer.Typer) -> None:
                                  allowed_origins=allow_origin or [], gateway=gateway,
                                  metrics=registry.metrics, console=console, live=loaded,
                                  audit_gate=_audit_gate(registry, audit))
+                served: Any = app
+                if log_format is not None:
+                    from interlock.hosts.server.request_log import RequestLog
+
+                    served = RequestLog(app, log_format)
                 try:
-                    serving = Serving(app, host=host, port=port, socket_path=sock,
+                    serving = Serving(served, host=host, port=port, socket_path=sock,
                                       tcp=not no_tcp)
                 except OSError as exc:
                     from interlock.hosts.cli._listen_errors import listen_error
