@@ -35,8 +35,9 @@ def test_hooks_list_imports_neither_pydantic_nor_rich(tmp_path) -> None:
 
 
 def test_commands_are_module_level_functions() -> None:
-    # serve's options are still being extended; bridge install lives with the bridges.
-    pending = {"serve", "bridge"}
+    # Still closures, in areas other work is changing now: serve's options, the
+    # bridges' install, the MCP proxy.
+    pending = {"serve", "bridge", "mcp"}
 
     def callbacks(command, path):
         if hasattr(command, "commands"):

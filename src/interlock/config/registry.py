@@ -82,7 +82,7 @@ log = logging.getLogger("interlock.registry")
 
 _STATE_FILES = {APPROVALS, TOGGLES, BASELINES}
 _NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER, HookKind.HTTP, HookKind.PROMPT,
-                   HookKind.AGENT}
+                   HookKind.AGENT, HookKind.MCP}
 
 
 def _truthy(value: str | None) -> bool:

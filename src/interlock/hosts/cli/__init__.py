@@ -13,7 +13,7 @@ import importlib
 import sys
 
 COMMANDS = ("audit", "bridge_install", "chat", "deadletter", "demo", "events", "ext", "hooks",
-            "init", "policy", "replay", "run", "serve", "status", "store")
+            "init", "mcp", "policy", "replay", "run", "serve", "status", "store")
 NAMES = {"bridge": "bridge_install"}
 """The command a module registers where its name is not the module's."""
 
