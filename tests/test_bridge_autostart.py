@@ -344,3 +344,17 @@ def test_a_config_broken_while_the_server_runs_denies_the_very_next_call(
     config.write_text(good)
     assert env.call(root, "ls").returncode == 0
     assert len(env.servers()) == 1
+
+
+def test_a_thread_a_hook_leaves_running_does_not_keep_an_idle_server_alive(
+        env: Env, tmp_path: Path) -> None:
+    root = env.project(tmp_path / "p")
+    (root / ".interlock" / "lingers.py").write_text(
+        "import threading, time\n\ndef handle(e):\n"
+        "    threading.Thread(target=time.sleep, args=(3600,)).start()\n")
+    with (root / ".interlock" / "config.toml").open("a") as cfg:
+        cfg.write('\n[[hooks]]\nname = "lingers"\nevents = ["before_tool_call"]\n'
+                  'handler = "lingers.py"\n')
+    quick = {**env.vars, "INTERLOCK_BRIDGE_IDLE": "0.5"}
+    assert blocked(env.call(root, env=quick))
+    wait_for(lambda: not env.servers())

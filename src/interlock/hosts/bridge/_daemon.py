@@ -233,4 +233,10 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    code = main(sys.argv[1:])
+    # Ended at once: a thread a hook left running must not keep a stopped server
+    # (and its store) alive, and a hook process it started must not go on acting.
+    from interlock.hosts.bridge._core import kill_hook_groups
+
+    kill_hook_groups()
+    os._exit(code)
