@@ -10,14 +10,14 @@ import pytest
 
 pytest.importorskip("agents")
 
-from adapter_project import audit, session  # noqa: E402
-from agents import Agent, Runner, function_tool, set_tracing_disabled  # noqa: E402
-from agents.items import ToolCallOutputItem  # noqa: E402
-from agents.testing.model import ScriptedModel, assistant_message, function_call  # noqa: E402
+from adapter_project import audit, session
+from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents.items import ToolCallOutputItem
+from agents.testing.model import ScriptedModel, assistant_message, function_call
 
-from interlock import block, stop  # noqa: E402
-from interlock.adapters import Policy, PolicyStopped  # noqa: E402
-from interlock.adapters.openai_agents import Interlock  # noqa: E402
+from interlock import block, stop
+from interlock.adapters import Policy, PolicyStopped
+from interlock.adapters.openai_agents import Interlock
 
 # Tests never reach the internet: the SDK's tracing would export to OpenAI.
 set_tracing_disabled(True)
