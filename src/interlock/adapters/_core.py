@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from interlock._decisions import Verdict
 from interlock._errors import InterlockError
 
 if TYPE_CHECKING:
@@ -128,6 +129,9 @@ class Policy:
         self._engine = engine
         self._live = live
         self._cwd = os.getcwd()
+        from interlock.events import EVENT_TYPES
+
+        self._types = EVENT_TYPES
 
     @property
     def engine(self) -> Engine:
@@ -152,10 +156,14 @@ class Policy:
 
     # -- events -------------------------------------------------------------------
     def event(self, name: str, **fields: Any) -> Event:
-        from interlock.events import EVENT_TYPES
-
-        return EVENT_TYPES[name](session_id=self.session_id, platform=self.framework,
+        return self._types[name](session_id=self.session_id, platform=self.framework,
                                  cwd=self._cwd, **fields)
+
+    def listens(self, name: str) -> bool:
+        """Whether any hook is on event ``name`` now: when none is, an adapter may
+        skip building costly fields (a conversation) for it; it still emits it."""
+        # The engine's own hot-path read: a no-hook event maps to its settled outcome.
+        return self.engine._settled.get(self._types[name]) is None
 
     async def emit(self, name: str, **fields: Any) -> Outcome:
         return await self.engine.emit(self.event(name, **fields))
@@ -170,9 +178,9 @@ class Policy:
     def apply(self, outcome: Outcome, *, can: Iterable[str] = (), fix: str = "") -> None:
         """Raise on ``stop``, and on any decision not in ``can`` (modify and context
         included: a change nobody applies would let the original through)."""
-        from interlock._decisions import Verdict
-
         verdict = outcome.verdict
+        if verdict is _NONE and not outcome.changes and not outcome.contexts:
+            return  # the common case, first
         if verdict is Verdict.STOP:
             raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
         allowed = set(can)
@@ -200,13 +208,7 @@ class Policy:
         return self._gate(outcome, args, can_ask=can_ask)
 
     def _gate(self, outcome: Outcome, args: dict[str, Any], *, can_ask: bool) -> ToolGate:
-        from interlock._decisions import Verdict
-
-        can = ["block", "respond", "approve", "modify", "context"]
-        if can_ask:
-            can.append("ask")
-        self.apply(outcome, can=can, fix="approve the call in a hook, or give the tool an "
-                   "approval step this framework supports (docs/adapters.md)")
+        self.apply(outcome, can=_TOOL_CAN if can_ask else _TOOL_CAN_NO_ASK, fix=_ASK_FIX)
         new_args: dict[str, Any] = getattr(outcome.payload, "args", args)
         context = outcome.context_text()
         verdict = outcome.verdict
@@ -277,4 +279,9 @@ def _hook(outcome: Outcome) -> str | None:
     return outcome.hook.qualified_name if outcome.hook is not None else None
 
 
+_NONE = Verdict.NONE
+_TOOL_CAN_NO_ASK = ("block", "respond", "approve", "modify", "context")
+_TOOL_CAN = (*_TOOL_CAN_NO_ASK, "ask")
+_ASK_FIX = ("approve the call in a hook, or give the tool an approval step this framework "
+            "supports (docs/adapters.md)")
 _FIX = "see which decisions this adapter applies in docs/adapters.md"

@@ -72,6 +72,8 @@ async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
 
     event = build_event(claude.SYSTEM, payload).replace(platform=policy.framework)
     outcome = await policy.engine.emit(event)
+    if outcome.verdict.value == "none" and not outcome.changes and not outcome.contexts:
+        return {}  # no opinion: what claude.answer gives for it at every event
     record = outcome.to_dict(event)
     redact_reasons(record)
     reply = claude.answer(claude.host_event(payload), payload, Result.from_dict(record))

@@ -91,7 +91,8 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
                         ) -> ModelResponse[Any]:
-        before = self.policy.emit_sync("before_llm_call", **_llm_fields(request))
+        before = self.policy.emit_sync("before_llm_call", **_llm_fields(
+            request, self.policy.listens("before_llm_call")))
         request, answer = self._before_model(before, request)
         response = answer if answer is not None else handler(request)
         after = self.policy.emit_sync("after_llm_call", **_reply_fields(request, response,
@@ -102,7 +103,8 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                handler: Callable[[ModelRequest[Any]],
                                                  Awaitable[ModelResponse[Any]]]
                                ) -> ModelResponse[Any]:
-        before = await self.policy.emit("before_llm_call", **_llm_fields(request))
+        before = await self.policy.emit("before_llm_call", **_llm_fields(
+            request, self.policy.listens("before_llm_call")))
         request, answer = self._before_model(before, request)
         response = answer if answer is not None else await handler(request)
         after = await self.policy.emit("after_llm_call", **_reply_fields(request, response,
@@ -157,9 +159,10 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         result = handler(request.override(tool_call={**request.tool_call, "args": gate.args}))
         if not isinstance(result, ToolMessage):
             return result
-        after = self.policy.after_tool_sync(name, gate.args, _content(result), call_id,
+        content = _content(result)
+        after = self.policy.after_tool_sync(name, gate.args, content, call_id,
                                             status=result.status)
-        return _with_result(result, after.result, gate.context, after.context)
+        return _with_result(result, content, after.result, gate.context, after.context)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest],
@@ -174,9 +177,10 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                                            "args": gate.args}))
         if not isinstance(result, ToolMessage):
             return result
-        after = await self.policy.after_tool(name, gate.args, _content(result), call_id,
+        content = _content(result)
+        after = await self.policy.after_tool(name, gate.args, content, call_id,
                                              status=result.status)
-        return _with_result(result, after.result, gate.context, after.context)
+        return _with_result(result, content, after.result, gate.context, after.context)
 
     def _gated(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
         """The ToolMessage to answer with instead of running the tool, if any."""
@@ -222,7 +226,7 @@ def _call(request: ToolCallRequest) -> tuple[str, dict[str, Any], str]:
 
 def _content(message: ToolMessage) -> Any:
     content = message.content
-    if isinstance(content, str):
+    if isinstance(content, str) and content[:1] in ("{", "["):
         try:
             return json.loads(content)
         except ValueError:
@@ -235,9 +239,10 @@ def _message(value: Any, name: str, call_id: str, status: str) -> ToolMessage:
                        status="error" if status == "error" else "success")
 
 
-def _with_result(message: ToolMessage, result: Any, *contexts: str) -> ToolMessage:
+def _with_result(message: ToolMessage, content: Any, result: Any,
+                 *contexts: str) -> ToolMessage:
     context = "\n".join(c for c in contexts if c)
-    if result == _content(message) and not context:
+    if result is content and not context:
         return message
     return _message(with_context(result, context), message.name or "", message.tool_call_id,
                     message.status)
@@ -275,9 +280,9 @@ def _openai_shape(messages: list[AnyMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def _llm_fields(request: ModelRequest[Any]) -> dict[str, Any]:
-    messages = _openai_shape(request.messages)
-    if request.system_message is not None:
+def _llm_fields(request: ModelRequest[Any], full: bool = True) -> dict[str, Any]:
+    messages = _openai_shape(request.messages) if full else []
+    if full and request.system_message is not None:
         messages.insert(0, {"role": "system", "content": as_text(request.system_message.content)})
     model = getattr(request.model, "model_name", None) or getattr(request.model, "model", None)
     return {"model": str(model or type(request.model).__name__), "messages": messages,
@@ -293,7 +298,8 @@ def _reply_fields(request: ModelRequest[Any], response: ModelResponse[Any],
     ai = _ai(response)
     calls = [{"id": c.get("id"), "name": c["name"], "args": c["args"]}
              for c in (ai.tool_calls if ai else [])]
-    return {"model": _llm_fields(request)["model"], "text": as_text(ai.content) if ai else "",
+    return {"model": _llm_fields(request, False)["model"],
+            "text": as_text(ai.content) if ai else "",
             "tool_calls": calls, "synthetic": synthetic,
             "finish_reason": "tool_calls" if calls else "stop"}
 

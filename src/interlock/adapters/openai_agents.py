@@ -144,8 +144,10 @@ class Interlock(RunHooks[Any]):
 
     async def on_llm_start(self, context: RunContextWrapper[Any], agent: Agent[Any],
                            system_prompt: str | None, input_items: list[Any]) -> None:
-        messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        messages += [_item(i) for i in input_items]
+        messages: list[dict[str, Any]] = []
+        if self.policy.listens("before_llm_call"):
+            messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
+            messages += [_item(i) for i in input_items]
         outcome = await self.policy.emit("before_llm_call", model=str(agent.model or ""),
                                          messages=messages,
                                          tools=[t.name for t in agent.tools])

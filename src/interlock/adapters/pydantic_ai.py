@@ -102,8 +102,9 @@ class Interlock(AbstractCapability[Any]):
         model = request_context.model.model_name
         params = request_context.model_request_parameters
         offered = [t.name for t in params.function_tools]
-        before = await self.policy.emit("before_llm_call", model=model,
-                                        messages=_messages(request_context.messages),
+        messages = (_messages(request_context.messages)
+                    if self.policy.listens("before_llm_call") else [])
+        before = await self.policy.emit("before_llm_call", model=model, messages=messages,
                                         tools=offered)
         self.policy.apply(before, can=("block", "respond", "modify", "context"))
         if before.blocked:
@@ -129,6 +130,8 @@ class Interlock(AbstractCapability[Any]):
 
     async def _after_model(self, response: ModelResponse, model: str,
                            synthetic: bool) -> ModelResponse:
+        if not self.policy.listens("after_llm_call"):
+            return response
         calls = [{"id": p.tool_call_id, "name": p.tool_name, "args": p.args_as_dict()}
                  for p in response.parts if isinstance(p, ToolCallPart)]
         after = await self.policy.emit("after_llm_call", model=model, text=response.text or "",
