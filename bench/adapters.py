@@ -41,6 +41,9 @@ from interlock import Engine, block
 from interlock.adapters import Policy
 
 SHORT, LONG = 1, 9
+BASELINE = "bare"
+"""``--baseline empty``: compare with a pass-through capability or middleware on the
+same hook points instead (pydantic-ai, LangChain), so the figure is Interlock's part."""
 CALLS = 5
 TARGET_US = 50.0
 
@@ -103,7 +106,24 @@ def pydantic_ai_run() -> Run:
     def noop(command: str, n: int) -> str:
         return "ok"
 
-    bare: Agent[None, str] = Agent(FunctionModel(script), tools=[noop])
+    from pydantic_ai.capabilities import AbstractCapability
+
+    class Empty(AbstractCapability[Any]):
+        """The same hook points, passing through: what pydantic-ai charges for any."""
+
+        async def wrap_run(self, ctx: Any, *, handler: Any) -> Any:
+            return await handler()
+
+        async def wrap_model_request(self, ctx: Any, *, request_context: Any,
+                                     handler: Any) -> Any:
+            return await handler(request_context)
+
+        async def wrap_tool_execute(self, ctx: Any, *, call: Any, tool_def: Any, args: Any,
+                                    handler: Any) -> Any:
+            return await handler(args)
+
+    bare: Agent[None, str] = Agent(FunctionModel(script), tools=[noop],
+                                   capabilities=[Empty()] if BASELINE == "empty" else [])
     governed: Agent[None, str] = Agent(FunctionModel(script), tools=[noop],
                                        capabilities=[Interlock(policy=policy("pydantic-ai"))])
 
@@ -137,8 +157,26 @@ def langchain_run() -> Run:
                                                for i in range(CALLS)])
                      for t in range(turns)] + [AIMessage("done")])
 
+    from langchain.agents.middleware import AgentMiddleware
+
+    class Empty(AgentMiddleware[Any, Any, Any]):
+        """The same hook points, passing through: what LangChain charges for any."""
+
+        async def abefore_agent(self, state: Any, runtime: Any) -> None:
+            return None
+
+        async def aafter_agent(self, state: Any, runtime: Any) -> None:
+            return None
+
+        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            return await handler(request)
+
+        async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return await handler(request)
+
     bare_model, governed_model = Scripted(messages=script()), Scripted(messages=script())
-    bare = create_agent(bare_model, tools=[noop])
+    bare = create_agent(bare_model, tools=[noop],
+                        middleware=[Empty()] if BASELINE == "empty" else [])
     governed = create_agent(governed_model, tools=[noop],
                             middleware=[InterlockMiddleware(policy=policy("langchain"))])
 
@@ -211,9 +249,26 @@ FRAMEWORKS: dict[str, Callable[[], Run]] = {
 }
 
 
+async def core_us(n: int = 5000) -> float:
+    """The policy alone per tool call (before_tool_call and after_tool_call on the 5
+    hooks), without any framework: the share of the figures above that is Interlock's."""
+    p = policy("core")
+    best = float("inf")
+    for _ in range(5):
+        t0 = time.perf_counter()
+        for _ in range(n):
+            gate = await p.before_tool("noop", {"command": "ls", "n": 1}, "c")
+            await p.after_tool("noop", gate.args, "ok", "c")
+        best = min(best, (time.perf_counter() - t0) / n)
+    return best * 1e6
+
+
 async def main(rounds: int, only: list[str]) -> dict[str, Any]:
     figures: dict[str, Any] = {"tool_calls": [SHORT * CALLS, LONG * CALLS], "hooks": 5,
-                               "target_us": TARGET_US}
+                               "target_us": TARGET_US, "baseline": BASELINE}
+    core = await core_us()
+    figures["policy_core_us_per_tool_call"] = round(core, 1)
+    print(f"{'policy alone':18} {core:6.1f} µs per tool call (no framework)")
     for name, build in FRAMEWORKS.items():
         if only and name not in only:
             continue
@@ -242,5 +297,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=30)
     parser.add_argument("--only", nargs="*", default=[], choices=list(FRAMEWORKS))
+    parser.add_argument("--baseline", choices=["bare", "empty"], default="bare")
     args = parser.parse_args()
+    BASELINE = args.baseline
     report(asyncio.run(main(args.rounds, args.only)))
