@@ -8,8 +8,9 @@ and a known right answer, to a real `interlock serve` (strict audit unless
 - a fail-open command hook that hangs past its timeout (``hangtool``): must
   not block;
 - a worker hook (``workertool``), whose process is killed with SIGKILL;
-- a store outage (every write fails for a while; SQLite only): strict audit
-  answers 503 then, never an unrecorded decision;
+- a store outage (every write fails for a while; on PostgreSQL with
+  ``--pg-ctl``, the database killed and restarted): strict audit answers 503
+  then, never an unrecorded decision;
 - `interlock serve` killed with SIGKILL and started again.
 
 Afterwards every answer is checked: a call that must be blocked and was not,
@@ -19,8 +20,9 @@ audit log. The run reports evaluations/s, latency p50/p99/max, the worst
 one-second stalls, the server's event-loop lag since its restart, wrong
 answers and records expected vs stored.
 
-Run: ``python bench/soak.py --seconds 60 --clients 16`` (``--store URL`` for
-PostgreSQL; the store outage is SQLite-only).
+Run: ``python bench/soak.py --seconds 60 --clients 16``. ``--store URL`` runs it on
+PostgreSQL; add ``--pg-ctl CMD`` and the store outage is a PostgreSQL kill
+(``pg_ctl stop -m immediate``) and restart.
 """
 
 from __future__ import annotations
@@ -260,9 +262,18 @@ class Soak:
                 out.append(int(entry))
         return out
 
-    def outage(self, seconds: float) -> bool:
+    def outage(self, seconds: float, pg_ctl: str | None = None) -> bool:
         if "://" in self.store and not self.store.startswith("sqlite://"):
-            return False
+            if pg_ctl is None:
+                return False
+            # PostgreSQL killed (immediate shutdown: no checkpoint, connections cut)
+            # and started again after ``seconds``.
+            subprocess.run(pg_ctl.format(action="stop -m immediate"), shell=True, check=True,
+                           capture_output=True)
+            time.sleep(seconds)
+            subprocess.run(pg_ctl.format(action="start"), shell=True, check=True,
+                           capture_output=True)
+            return True
         conn = sqlite3.connect(self.store, timeout=30, isolation_level=None)
         try:
             conn.execute(BREAK)
@@ -342,7 +353,8 @@ class Soak:
 
 
 def run(work: Path, *, seconds: float = 30.0, clients: int = 8, faults: bool = True,
-        store: str | None = None, audit: str = "strict", quiet: bool = False) -> dict[str, Any]:
+        store: str | None = None, audit: str = "strict", quiet: bool = False,
+        pg_ctl: str | None = None) -> dict[str, Any]:
     """One soak; returns its figures (``wrong`` and ``missing_from_audit`` must be 0)."""
     soak = Soak(work, store=store, audit=audit)
     soak.start()
@@ -373,7 +385,7 @@ def run(work: Path, *, seconds: float = 30.0, clients: int = 8, faults: bool = T
         say(f"worker killed ({len(pids)} process)")
         at(0.35)
         say("store outage begins")
-        if soak.outage(min(2.0, seconds * 0.1)):
+        if soak.outage(min(2.0, seconds * 0.1), pg_ctl):
             say("store outage ends")
         at(0.6)
         soak.kill()
@@ -423,10 +435,15 @@ def main() -> None:
     parser.add_argument("--store", default=None, help="a postgresql:// URL (default: SQLite)")
     parser.add_argument("--audit", choices=("strict", "fast"), default="strict")
     parser.add_argument("--no-faults", action="store_true")
+    parser.add_argument("--pg-ctl", default=None, metavar="CMD",
+                        help="with a postgresql:// --store: a shell command with {action} "
+                             "that runs pg_ctl on that server, e.g. \"su postgres -c "
+                             "'pg_ctl -D DIR -l LOG -w {action}'\"; the store outage "
+                             "then kills PostgreSQL and starts it again")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="il-soak-"))
     figures = run(work, seconds=args.seconds, clients=args.clients, faults=not args.no_faults,
-                  store=args.store, audit=args.audit)
+                  store=args.store, audit=args.audit, pg_ctl=args.pg_ctl)
     for key in ("answered", "eval_per_s", "p50_ms", "p99_ms", "max_ms", "wrong",
                 "records_expected", "records_stored", "refused_unaudited_503",
                 "event_loop_lag_max_ms"):
