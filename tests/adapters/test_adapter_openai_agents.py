@@ -15,7 +15,7 @@ from agents import Agent, Runner, function_tool, set_tracing_disabled
 from agents.items import ToolCallOutputItem
 from agents.testing.model import ScriptedModel, assistant_message, function_call
 
-from interlock import block, stop
+from interlock import ConfigError, block, stop
 from interlock.adapters import Policy, PolicyStopped
 from interlock.adapters.openai_agents import Interlock
 
@@ -172,3 +172,12 @@ async def test_a_handoff_can_be_blocked(project):
     triage = Agent(name="triage", model=model, handoffs=[billing])
     with pytest.raises(PolicyStopped, match="no handoffs to billing"):
         await Runner.run(triage, "bill me", hooks=Interlock(policy=policy))
+
+
+async def test_a_tool_left_ungoverned_is_refused_before_the_run(project):
+    interlock = Interlock(policy=Policy("openai-agents", session_id=session()))
+    model = ScriptedModel([[function_call("delete_file", {"path": "a"}, call_id="c1")]])
+    agent = Agent(name="assistant", model=model, tools=[delete_file])  # not interlock.tools
+    with pytest.raises(ConfigError, match="'delete_file', which the policy does not govern"):
+        await Runner.run(agent, "delete a", hooks=interlock)
+    assert RAN == []

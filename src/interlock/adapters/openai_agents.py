@@ -99,6 +99,7 @@ class Interlock(RunHooks[Any]):
 
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
+        setattr(governed, _MARK, True)
         return governed
 
     async def _invoke(self, name: str, invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
@@ -124,6 +125,7 @@ class Interlock(RunHooks[Any]):
 
     # -- the run --------------------------------------------------------------------
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        _check_governed(agent)
         if self._started:
             return
         self._started = True
@@ -174,6 +176,27 @@ class Interlock(RunHooks[Any]):
         if outcome.blocked:
             raise PolicyStopped(outcome.name, outcome.reason,
                                 outcome.hook.qualified_name if outcome.hook else None)
+
+
+_MARK = "_interlock_governed"
+
+
+def _check_governed(agent: Agent[Any]) -> None:
+    """Refuse to run an agent (the first, or one handed off to) holding a tool that
+    would run around the policy: forgetting ``interlock.tools`` fails loudly."""
+    from interlock._errors import ConfigError
+
+    for tool in agent.tools:
+        if not getattr(tool, _MARK, False):
+            raise ConfigError(f"agent {agent.name!r} has the tool "
+                              f"{getattr(tool, 'name', tool)!r}, which the policy does not "
+                              "govern", field="tools",
+                              fix="build the agent with tools=interlock.tools([...])")
+    if agent.mcp_servers:
+        raise ConfigError(f"agent {agent.name!r} has MCP servers, whose tools this adapter "
+                          "does not govern", field="mcp_servers",
+                          fix="give the agent function tools only, or gate the servers' "
+                              "tools where they run (docs/adapters.md)")
 
 
 def _args(raw: str) -> dict[str, Any]:
