@@ -5,7 +5,8 @@ model: turns of CALLS tool calls to an in-process no-op tool, then a final
 answer), bare and with the adapter on an engine holding 5 in-process hooks
 (4 on before_tool_call, one of them a modifier with nothing to change, and 1
 on after_tool_call), interleaved in the same process; the best round of each
-is kept. It does so for a short run (SHORT turns) and a long one (LONG
+is kept (CPU time of this process, so that other processes on a shared
+machine count less). It does so for a short run (SHORT turns) and a long one (LONG
 turns): what the adapter adds grows by ``per_call`` with each tool call (its
 tool events, and its share of the model-call events of its turn) on top of a
 fixed ``per_run`` cost (the run events, and the framework's cost of having
@@ -70,17 +71,18 @@ Run = Callable[[bool, int], Awaitable[None]]
 
 
 async def measure(run: Run, rounds: int, turns: int) -> tuple[float, float]:
-    """(best bare, best governed) seconds per scripted run, interleaved."""
+    """(best bare, best governed) CPU seconds of this process per scripted run,
+    interleaved: CPU time, so other processes on a shared machine count less."""
     await run(False, turns)
     await run(True, turns)  # warm up both paths
     bare = governed = float("inf")
     for _ in range(rounds):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         await run(False, turns)
-        bare = min(bare, time.perf_counter() - t0)
-        t0 = time.perf_counter()
+        bare = min(bare, time.process_time() - t0)
+        t0 = time.process_time()
         await run(True, turns)
-        governed = min(governed, time.perf_counter() - t0)
+        governed = min(governed, time.process_time() - t0)
     return bare, governed
 
 
@@ -255,11 +257,11 @@ async def core_us(n: int = 5000) -> float:
     p = policy("core")
     best = float("inf")
     for _ in range(5):
-        t0 = time.perf_counter()
+        t0 = time.process_time()
         for _ in range(n):
             gate = await p.before_tool("noop", {"command": "ls", "n": 1}, "c")
             await p.after_tool("noop", gate.args, "ok", "c")
-        best = min(best, (time.perf_counter() - t0) / n)
+        best = min(best, (time.process_time() - t0) / n)
     return best * 1e6
 
 

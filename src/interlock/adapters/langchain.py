@@ -95,6 +95,8 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             request, self.policy.listens("before_llm_call")))
         request, answer = self._before_model(before, request)
         response = answer if answer is not None else handler(request)
+        if not self.policy.listens("after_llm_call"):
+            return response
         after = self.policy.emit_sync("after_llm_call", **_reply_fields(request, response,
                                                                         answer is not None))
         return self._after_model(after, response)
@@ -107,6 +109,8 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             request, self.policy.listens("before_llm_call")))
         request, answer = self._before_model(before, request)
         response = answer if answer is not None else await handler(request)
+        if not self.policy.listens("after_llm_call"):
+            return response
         after = await self.policy.emit("after_llm_call", **_reply_fields(request, response,
                                                                          answer is not None))
         return self._after_model(after, response)
@@ -156,7 +160,7 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         early = self._gated(gate, name, call_id)
         if early is not None:
             return early
-        result = handler(request.override(tool_call={**request.tool_call, "args": gate.args}))
+        result = handler(_with_args(request, args, gate.args))
         if not isinstance(result, ToolMessage):
             return result
         content = _content(result)
@@ -173,8 +177,7 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         early = self._gated(gate, name, call_id)
         if early is not None:
             return early
-        result = await handler(request.override(tool_call={**request.tool_call,
-                                                           "args": gate.args}))
+        result = await handler(_with_args(request, args, gate.args))
         if not isinstance(result, ToolMessage):
             return result
         content = _content(result)
@@ -202,6 +205,14 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                            "reason": why or "a person refused the call"}
                 return _message(refusal, name, call_id, "error")
         return None
+
+
+def _with_args(request: ToolCallRequest, old: dict[str, Any],
+               new: dict[str, Any]) -> ToolCallRequest:
+    """The request to run: the same one unless a hook changed the arguments."""
+    if new is old:
+        return request
+    return request.override(tool_call={**request.tool_call, "args": new})
 
 
 def _approval(answer: Any) -> tuple[bool, str | None]:
