@@ -117,7 +117,7 @@ class Interlock(RunHooks[Any]):
             refusal = {"error": "tool call needs approval", "tool_name": name,
                        "reason": gate.reason or "a hook asks for a person's approval"}
             return as_text(refusal)
-        result = await invoke(ctx, raw if gate.args is args else json.dumps(gate.args))
+        result = await invoke(ctx, raw if gate.args == args else json.dumps(gate.args))
         after = await self.policy.after_tool(name, gate.args, result, call_id)
         context = "\n".join(c for c in (gate.context, after.context) if c)
         final = with_context(after.result, context)
