@@ -26,7 +26,7 @@ from _common import report
 from interlock import Engine, block
 from interlock.agent import Agent, AgentOptions, ToolRegistry
 from interlock.models.scripted import ScriptedModel
-from interlock.tooling import ModelRequest, ModelResponse, ToolSpec
+from interlock.models.tooling import ModelRequest, ModelResponse, ToolSpec
 
 TURNS = 20
 CALLS_PER_TURN = 5

@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _common import report
 from interlock import Engine, block
 from interlock.events import BeforeToolCall
-from interlock.metrics import Metrics
-from interlock.sinks import AuditSink, DeadLetterSink, MetricsSink
+from interlock.reliability.metrics import Metrics
+from interlock.reliability.sinks import AuditSink, DeadLetterSink, MetricsSink
 from interlock.store import open_store
 
 N = 10_000

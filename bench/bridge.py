@@ -4,7 +4,7 @@ Each run starts ``python -I -m interlock.bridge claude`` (what ``bridge install`
 writes, also timed inside its ``sh`` wrapper) with a Claude Code
 PreToolUse payload on stdin and waits for its answer, as Claude Code does.
 With a server, the bridge posts the raw payload over the Unix socket; without
-one it loads the hooks in process (``interlock.registry.open_engine``; when
+one it loads the hooks in process (``interlock.config.registry.open_engine``; when
 this build has no registry, a stand-in that builds the same 3-hook engine is
 injected via ``sitecustomize``, and the figure says so). ``python -c pass``
 is the floor no Python bridge can beat.
@@ -52,9 +52,9 @@ SERVER = textwrap.dedent('''
     import sys
     from pathlib import Path
     import bench_policy
-    from interlock.server.app import create_app
-    from interlock.server.auth import TokenStore
-    from interlock.server.listen import Serving
+    from interlock.hosts.server.app import create_app
+    from interlock.hosts.server.auth import TokenStore
+    from interlock.hosts.server.listen import Serving
 
     root, sock = Path(sys.argv[1]), Path(sys.argv[2])
     app = create_app(bench_policy.build(), project_root=root, tokens=TokenStore(),
@@ -122,8 +122,8 @@ def main() -> None:
     # Installed packages run from cached bytecode; with PYTHONDONTWRITEBYTECODE
     # set (as in some CI shells) every bridge would recompile its modules.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
-    # What `bridge install` writes; `interlock bridge claude` also loads interlock.cli.
-    from interlock.bridge.install import command_for
+    # What `bridge install` writes; `interlock bridge claude` also loads interlock.hosts.cli.
+    from interlock.hosts.bridge.install import command_for
 
     bridge = [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--project", str(root)]
     installed = ["/bin/sh", "-c", command_for("claude", root, 20, "PreToolUse")]
@@ -160,7 +160,7 @@ def main() -> None:
         server.wait(10)
 
     try:
-        import interlock.registry  # type: ignore[import-not-found]  # noqa: F401
+        import interlock.config.registry  # type: ignore[import-not-found]  # noqa: F401
         stand_in = False
         local_env = configured(root, env)
     except ImportError:
@@ -170,9 +170,9 @@ def main() -> None:
             def _open_engine(root):
                 import bench_policy
                 return bench_policy.build()
-            _mod = types.ModuleType("interlock.registry")
+            _mod = types.ModuleType("interlock.config.registry")
             _mod.open_engine = _open_engine
-            sys.modules["interlock.registry"] = _mod
+            sys.modules["interlock.config.registry"] = _mod
         '''))
         local_env = {**env, "PYTHONPATH": str(shim)}
     samples, out = timed(bridge, local_env, PAYLOAD)

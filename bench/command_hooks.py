@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import report
 from interlock import Engine, Hook, Verdict
-from interlock._hooks import Invocation
+from interlock.engine.hooks import Invocation
 from interlock.events import BeforeToolCall
 from interlock.executors import CommandExecutor, WorkerExecutor
 

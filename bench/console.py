@@ -42,11 +42,11 @@ SERVER = textwrap.dedent('''
     import sys
     from pathlib import Path
     from interlock import Engine, block, context
-    from interlock.server.app import create_app
-    from interlock.server.auth import Role, TokenStore
-    from interlock.server.console import Console
-    from interlock.server.console_feed import DecisionFeed
-    from interlock.server.listen import Serving
+    from interlock.hosts.server.app import create_app
+    from interlock.hosts.server.auth import Role, TokenStore
+    from interlock.hosts.server.console import Console
+    from interlock.hosts.server.console_feed import DecisionFeed
+    from interlock.hosts.server.listen import Serving
 
     engine = Engine()
     engine.on("before_tool_call", lambda e: block("destructive")

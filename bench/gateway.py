@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _common import report
 from interlock import Engine, modify
-from interlock.server.app import create_app
-from interlock.server.auth import Role, TokenStore
-from interlock.server.gateway import Gateway
-from interlock.server.listen import Serving
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import Role, TokenStore
+from interlock.hosts.server.gateway import Gateway
+from interlock.hosts.server.listen import Serving
+from interlock.models.tooling import ModelRequest, ModelResponse
 from interlock.testing import ScriptedModel
-from interlock.tooling import ModelRequest, ModelResponse
 
 SECONDS = 2.0
 

@@ -41,7 +41,7 @@ from _common import report
 from interlock.bundled import load_handler
 from interlock.events import BeforeToolCall
 from interlock.policies import destructive
-from interlock.policies.shell import _parse_cached
+from interlock.shell.analyse import _parse_cached
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data"

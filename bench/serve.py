@@ -44,9 +44,9 @@ SERVER = textwrap.dedent('''
     import sys
     from pathlib import Path
     from interlock import Engine, block, context
-    from interlock.server.app import create_app
-    from interlock.server.auth import TokenStore
-    from interlock.server.listen import Serving
+    from interlock.hosts.server.app import create_app
+    from interlock.hosts.server.auth import TokenStore
+    from interlock.hosts.server.listen import Serving
 
     engine = Engine()
     engine.on("before_tool_call", lambda e: block("destructive")
@@ -58,7 +58,7 @@ SERVER = textwrap.dedent('''
     root, sock, mode = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3]
     gate = None
     if mode != "none":
-        from interlock.sinks import attach
+        from interlock.reliability.sinks import attach
 
         store = attach(engine, url=str(root / f"{mode}.db"), tracing=False).store
         gate = store.settled if mode == "strict" else None

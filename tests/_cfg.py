@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from interlock import Engine
-from interlock.registry import Registry
+from interlock.config.registry import Registry
 from interlock.testing import RecordingSink
 
 
@@ -70,7 +70,7 @@ def run(world: World, *args: str) -> tuple[int, str, str]:
     """Run `interlock hooks ARGS -C <project>`; returns (exit code, stdout, stderr)."""
     from typer.testing import CliRunner
 
-    from interlock.cli import build_app
+    from interlock.hosts.cli import build_app
 
     project = ["-C", str(world.root)] if args[0] != "import" else []
     result = CliRunner().invoke(build_app(), ["hooks", *args, *project])  # type: ignore[arg-type]

@@ -10,9 +10,9 @@ import os
 import signal
 from pathlib import Path
 
-from interlock._decisions import Decision, block, decode_wire
-from interlock._errors import ContractError, HookCrash
-from interlock._hooks import Hook, Invocation, OnError
+from interlock.engine.decisions import Decision, block, decode_wire
+from interlock.engine.errors import ContractError, HookCrash
+from interlock.engine.hooks import Hook, Invocation, OnError
 
 SCRIPTS = {
     "allow": "cat >/dev/null; echo '{}'",

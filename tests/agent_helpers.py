@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 from interlock import Engine
-from interlock._catalog import BY_NAME
 from interlock.agent import Agent, AgentOptions, SessionStore
+from interlock.engine.catalog import BY_NAME
 from interlock.events import Event
 from interlock.testing import ScriptedModel
 

@@ -112,9 +112,9 @@ async def test_chat_asks_about_concurrent_calls_one_at_a_time():
     import threading
     import time
 
-    from interlock.agent.chat import terminal_asker
-    from interlock.agent.chat_ui import PlainUI
     from interlock.agent.options import PermissionPrompt
+    from interlock.hosts.terminal.chat import terminal_asker
+    from interlock.hosts.terminal.chat_ui import PlainUI
 
     lock = threading.Lock()
     state = {"open": 0, "most": 0}

@@ -19,8 +19,8 @@ from agent_helpers import (
     make_agent,
 )
 from interlock import Engine, block, modify
-from interlock._catalog import BY_NAME
 from interlock.agent.permissions import rule
+from interlock.engine.catalog import BY_NAME
 
 COVERED: set[str] = set()
 

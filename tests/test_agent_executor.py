@@ -13,8 +13,8 @@ import pytest
 from interlock import ConfigError, Engine, Verdict
 from interlock.events import make
 from interlock.executors.agent import AgentExecutor
+from interlock.models.tooling import ModelRequest, ModelResponse, ToolSpec
 from interlock.testing import RecordingSink, ScriptedModel
-from interlock.tooling import ModelRequest, ModelResponse, ToolSpec
 
 TEMPLATE = "Check {{event.tool_name}} against POLICY.md.\n{{invocation_json}}"
 

@@ -332,7 +332,7 @@ async def test_an_allow_rule_covers_a_command_line_only_command_by_command(eng, 
 
 
 async def test_needs_approval_tools_are_refused_without_a_person_or_rule(eng, tmp_path):
-    from interlock.tooling import ToolSpec
+    from interlock.models.tooling import ToolSpec
 
     ran = []
     tool = ToolSpec("deploy", "deploy", {"type": "object"}, lambda a, c: ran.append(1),
@@ -490,8 +490,8 @@ async def test_tool_result_persist_and_after_tool_call_change_what_is_kept(eng, 
 
 async def test_mcp_tools_are_named_by_server_and_matchers_select_them(eng, tmp_path):
     from interlock.agent import Agent, AgentOptions, ToolRegistry
+    from interlock.models.tooling import ToolSpec
     from interlock.testing import ScriptedModel
-    from interlock.tooling import ToolSpec
 
     def issue(args, ctx):
         return {"issue": args["n"]}
@@ -566,8 +566,8 @@ async def test_suggested_permission_updates_count_only_once_a_call_is_allowed(
     # the policy when the request itself is refused: the next call of a tool
     # that needs approval is asked about again, and never runs unasked.
     from interlock.agent import Agent, AgentOptions
+    from interlock.models.tooling import ToolSpec
     from interlock.testing import ScriptedModel
-    from interlock.tooling import ToolSpec
 
     ran: list[str] = []
     deploy = ToolSpec("deploy", "deploy", {"type": "object"},
@@ -649,7 +649,7 @@ async def test_a_stop_from_one_call_keeps_its_siblings_from_starting(eng, tmp_pa
 
 @pytest.mark.parametrize("read_only", [False, True])
 async def test_a_tool_from_an_extension_cannot_name_a_protected_path(eng, tmp_path, read_only):
-    from interlock.tooling import ToolSpec
+    from interlock.models.tooling import ToolSpec
 
     ran: list[str] = []
     shell = ToolSpec("bash", "an extension's shell", {"type": "object"},

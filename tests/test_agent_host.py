@@ -12,10 +12,11 @@ import pytest
 
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
 from interlock import ConfigError, block
-from interlock.agent.host import open_host, parse_rules
 from interlock.agent.permissions import PermissionPolicy, rule
 from interlock.config.model import PermissionRule
-from interlock.paths import protected_paths, state_dir, user_dir
+from interlock.config.paths import protected_paths, state_dir, user_dir
+from interlock.hosts.assembly import open_host
+from interlock.hosts.terminal.runner import parse_rules
 
 
 def _config(root, text):
@@ -124,7 +125,7 @@ def test_the_agent_protects_the_paths_the_engine_names_and_its_own_package(tmp_p
     import interlock
     from interlock import Engine
     from interlock.agent import Agent, AgentOptions
-    from interlock.paths import managed_dir
+    from interlock.config.paths import managed_dir
     from interlock.testing import ScriptedModel
 
     engine = Engine()
@@ -152,7 +153,7 @@ def test_a_hook_registered_while_the_registry_swaps_is_not_lost(tmp_path):
     import threading
 
     from interlock import Engine
-    from interlock.registry import Registry
+    from interlock.config.registry import Registry
 
     class Racing(Engine):
         racer: threading.Thread | None = None
@@ -186,7 +187,7 @@ def test_a_hook_registered_while_the_registry_swaps_is_not_lost(tmp_path):
 
 
 def test_a_running_agent_follows_the_registry_rules_after_a_reload(tmp_path):
-    from interlock.agent.host import RunSpec, build_agent
+    from interlock.hosts.terminal.runner import RunSpec, build_agent
 
     _config(tmp_path, "[[permissions]]\ntool = 'terminal'\npattern = 'git *'\n"
                       "action = 'allow'\n")

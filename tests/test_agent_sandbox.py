@@ -18,10 +18,10 @@ from agent_helpers import (
     tool_messages,
 )
 from interlock import Engine
-from interlock._errors import ConfigError
 from interlock.agent import Agent, AgentOptions
 from interlock.agent.sandbox import status
-from interlock.paths import managed_dir, state_dir
+from interlock.config.paths import managed_dir, state_dir
+from interlock.engine.errors import ConfigError
 from interlock.testing import ScriptedModel
 
 needs_bwrap = pytest.mark.skipif(not status().available,
@@ -228,7 +228,7 @@ async def test_an_extension_tool_runs_its_process_under_the_same_sandbox(tmp_pat
     import subprocess
 
     from interlock.agent.tools import ToolContext
-    from interlock.tooling import ToolSpec
+    from interlock.models.tooling import ToolSpec
 
     _project(tmp_path)
 

@@ -18,8 +18,8 @@ from interlock import ConfigError, Engine, block
 from interlock.agent import Agent, AgentOptions, SessionStore
 from interlock.agent.replay import read_events, replay
 from interlock.models.openai import MALFORMED
+from interlock.models.tooling import ModelResponse, ToolCall
 from interlock.testing import ScriptedModel
-from interlock.tooling import ModelResponse, ToolCall
 
 
 def _consistent(messages):
@@ -160,7 +160,7 @@ async def test_a_hanging_tool_is_killed_and_the_session_stays_resumable(eng, tmp
     assert result.text == "it hung"
     assert "timed out after 0.3s and was killed" in tool_messages(model, 1)[0]["content"]
 
-    from interlock.tooling import ToolSpec
+    from interlock.models.tooling import ToolSpec
 
     async def hang(args, ctx):
         import asyncio

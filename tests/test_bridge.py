@@ -26,10 +26,10 @@ from typing import Any
 import pytest
 
 from interlock import Engine, approve, ask, block, context, modify
-from interlock.bridge import HOSTS, host
-from interlock.server.app import create_app
-from interlock.server.auth import TokenStore
-from interlock.server.listen import Serving
+from interlock.hosts.bridge import HOSTS, host
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import TokenStore
+from interlock.hosts.server.listen import Serving
 
 
 @dataclass
@@ -451,7 +451,7 @@ def test_failures_on_no_effect_events_do_not_block(tmp_path: Path) -> None:
 
 
 def test_no_effect_tables_match_the_catalog() -> None:
-    from interlock._catalog import SPECS, FailClosed, Kind, names_in
+    from interlock.engine.catalog import SPECS, FailClosed, Kind, names_in
 
     for agent in HOSTS:
         expected = {name for spec in SPECS
@@ -475,9 +475,9 @@ def test_unknown_agent_is_a_usage_error() -> None:
 def _in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                 agent: str, payload: dict[str, Any], registry: ModuleType,
                 root: Path) -> tuple[int, str, str]:
-    from interlock.bridge import main
+    from interlock.hosts.bridge import main
 
-    monkeypatch.setitem(sys.modules, "interlock.registry", registry)
+    monkeypatch.setitem(sys.modules, "interlock.config.registry", registry)
     monkeypatch.setenv("INTERLOCK_SOCKET", str(root / "none.sock"))
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(json.dumps(payload).encode())))
     code = main([agent, "--project", str(root)])
@@ -498,7 +498,7 @@ class _NoRegistry:
 def _registry(factory: Any) -> ModuleType:
     """Stands in for the registry's loading step so a test can hand the bridge
     an engine directly (or make loading fail in a chosen way)."""
-    module = ModuleType("interlock.registry")
+    module = ModuleType("interlock.config.registry")
 
     def open_engine(root: Path, **options: Any) -> tuple[Engine, _NoRegistry]:
         return factory(root), _NoRegistry()
@@ -572,7 +572,8 @@ def test_bridge_imports_no_cli_framework(server: Server, tmp_path: Path) -> None
     for names in (with_server, without):
         assert not [n for n in names if n.split(".")[0] in FRAMEWORKS]
     # With a server up the bridge does not even load the engine or the catalog.
-    assert not {"interlock._dispatch", "interlock._catalog", "asyncio", "msgspec"} & with_server
+    heavy = {"interlock.engine.dispatch", "interlock.engine.catalog", "asyncio", "msgspec"}
+    assert not heavy & with_server
 
 
 def test_in_process_bridge_imports_extension_machinery_only_for_extensions(
@@ -589,7 +590,7 @@ def test_in_process_bridge_imports_extension_machinery_only_for_extensions(
     home = tmp_path / "home"
     env = {"INTERLOCK_SOCKET": str(tmp_path / "none.sock"), "INTERLOCK_HOME": str(home),
            "INTERLOCK_STATE_DIR": str(home / "state"), "INTERLOCK_ACCEPT_HOOKS": "1"}
-    machinery = {"interlock.extensions"}
+    machinery = {"interlock.ext.loader"}
     without = _imported(env, tmp_path, CLAUDE_PRE)
     assert not machinery & without
     ext = home / "extensions" / "quiet"
@@ -598,7 +599,7 @@ def test_in_process_bridge_imports_extension_machinery_only_for_extensions(
     (ext / "extension.py").write_text("def register(ctx):\n    pass\n")
     with_extensions = _imported(env, tmp_path, CLAUDE_PRE)
     assert machinery <= with_extensions
-    # The host assembly (interlock.host) never needs the reference agent.
+    # The host assembly (interlock.hosts.assembly) never needs the reference agent.
     assert "interlock.agent" not in without | with_extensions
 
 
@@ -680,7 +681,7 @@ def test_a_malformed_server_answer_denies(answer: bytes, needle: str, tmp_path: 
 
 def test_claude_answer_table() -> None:
     """Decisions the policy server rarely produces, checked on the mapping itself."""
-    from interlock.bridge._common import Result
+    from interlock.hosts.bridge._common import Result
 
     claude = host("claude")
     rewrite_and_ask = claude.answer("PreToolUse", {}, Result(
@@ -739,7 +740,7 @@ def test_every_host_has_a_tool_call_event() -> None:
 def test_a_rewrite_alone_is_never_answered_as_an_approval(agent: str) -> None:
     # A harmless normaliser (it adds a timeout) must not wave `curl x | sh`
     # past the agent's own permission prompt (security review r3).
-    from interlock.bridge._common import Result
+    from interlock.hosts.bridge._common import Result
 
     reply = host(agent).answer(TOOL_CALL[agent], {"tool_input": CURL, "arguments": CURL},
                                Result("before_tool_call", "modify",
@@ -748,7 +749,7 @@ def test_a_rewrite_alone_is_never_answered_as_an_approval(agent: str) -> None:
 
 
 def test_claude_asks_about_a_rewrite_and_codex_denies_it() -> None:
-    from interlock.bridge._common import Result
+    from interlock.hosts.bridge._common import Result
 
     rewrite = Result("before_tool_call", "modify", changes={"args": CURL_TIMEOUT})
     out = json.loads(host("claude").answer("PreToolUse", {}, rewrite).stdout)
@@ -766,7 +767,7 @@ def test_claude_asks_about_a_rewrite_and_codex_denies_it() -> None:
 
 
 def test_an_approved_rewrite_is_allowed_with_the_new_input() -> None:
-    from interlock.bridge._common import Result
+    from interlock.hosts.bridge._common import Result
 
     approved = Result("before_tool_call", "approve", reason="vetted",
                       changes={"args": CURL_TIMEOUT})
@@ -788,8 +789,8 @@ def test_an_approved_rewrite_is_allowed_with_the_new_input() -> None:
 @pytest.mark.parametrize(("approver", "expected"), [(False, "ask"), (True, "allow")])
 def test_the_engines_merged_verdict_decides_allow(approver: bool, expected: str) -> None:
     """From the engine's outcome to Claude's answer, as the bridge runs it in process."""
-    from interlock.bridge._common import Result
     from interlock.events import BeforeToolCall
+    from interlock.hosts.bridge._common import Result
 
     engine = Engine()
     engine.on("before_tool_call", lambda e: modify(args={**e.args, "timeout": 30}),

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from interlock.bridge import host
-from interlock.bridge._common import Result
-from interlock.bridge._events import build_event
+from interlock.hosts.bridge import host
+from interlock.hosts.bridge._common import Result
+from interlock.hosts.bridge._events import build_event
 
 
 def bridge(agent: str, payload: dict[str, Any], root: Path) -> subprocess.CompletedProcess[str]:
@@ -81,7 +81,7 @@ def test_hermes_events_that_failed_to_build_now_build() -> None:
 
 
 def test_hermes_gateway_only_names_are_not_shell_events() -> None:
-    from interlock._catalog import SPECS, names_in
+    from interlock.engine.catalog import SPECS, names_in
 
     names = {n for spec in SPECS for n in names_in("hermes", spec)}
     assert not {n for n in names if ":" in n}

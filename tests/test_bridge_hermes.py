@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from interlock import Engine, block
-from interlock.bridge.install import install
-from interlock.server.app import create_app
-from interlock.server.auth import TokenStore
-from interlock.server.listen import Serving
+from interlock.hosts.bridge.install import install
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import TokenStore
+from interlock.hosts.server.listen import Serving
 
 REPO = Path(__file__).resolve().parents[1]
 CACHE = REPO / ".cache"

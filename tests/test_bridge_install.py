@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from interlock import ConfigError
-from interlock.bridge.install import AGENTS, EVENTS, install
+from interlock.hosts.bridge.install import AGENTS, EVENTS, install
 
 
 def _commands(agent: str, data: dict) -> list[tuple[str, dict]]:
@@ -130,7 +130,7 @@ def test_a_user_site_install_keeps_the_cwd_out_without_losing_its_own_site(
     import site
 
     import interlock
-    from interlock.bridge.install import python_flags
+    from interlock.hosts.bridge.install import python_flags
 
     assert python_flags() == ["-I"]  # this venv
     monkeypatch.setattr(site, "ENABLE_USER_SITE", True)

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from interlock import ConfigError
-from interlock.bridge import host
-from interlock.bridge._common import Result
-from interlock.bridge.install import install
+from interlock.hosts.bridge import host
+from interlock.hosts.bridge._common import Result
+from interlock.hosts.bridge.install import install
 
 SECRET = "token=sk-live-123"
 REDACTED = "token=[REDACTED]"

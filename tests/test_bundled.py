@@ -9,15 +9,15 @@ from collections.abc import AsyncIterator
 import pytest
 
 from interlock import Engine, Verdict
-from interlock._catalog import BY_NAME
 from interlock.bundled import load_handler, manifests, split_front_matter
+from interlock.engine.catalog import BY_NAME
 from interlock.events import make
+from interlock.models.tooling import ModelRequest, ModelResponse
 from interlock.policies.boot_md import SILENT
 from interlock.policies.checkpoint import REF_PREFIX, Checkpointer
 from interlock.policies.injection import InjectionFilter, scan
 from interlock.policies.ratelimit import RateLimiter
 from interlock.testing import afire, fire
-from interlock.tooling import ModelRequest, ModelResponse
 
 EXPECTED = {"boot-md", "command-logger", "session-memory", "destructive-guard",
             "secret-redaction", "path-sandbox", "git-checkpoint", "injection-filter",

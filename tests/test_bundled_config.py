@@ -9,8 +9,8 @@ import pytest
 
 from _cfg import World, run, world
 from interlock import Engine
+from interlock.config.registry import Registry
 from interlock.events import make
-from interlock.registry import Registry
 
 __all__ = ["world"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 
 from interlock import Engine
-from interlock._invoke import replay_mode
 from interlock.bundled import load_handler, manifests
+from interlock.engine.invoke import replay_mode
 from interlock.testing import afire, fire
 
 

@@ -10,8 +10,9 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from interlock import ConfigError, UnknownEventError, Verdict, catalog_docs
-from interlock._catalog import BY_NAME, SPECS, SYSTEMS, Kind, from_alias, spec
+from interlock import ConfigError, UnknownEventError, Verdict
+from interlock.engine import catalog_docs
+from interlock.engine.catalog import BY_NAME, SPECS, SYSTEMS, Kind, from_alias, spec
 from interlock.events import EVENT_TYPES, BeforeToolCall, make, schema
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -124,7 +125,7 @@ def test_events_cli_unknown_event_is_a_clear_error():
 
 def test_outcome_record_roundtrips_through_json():
     from interlock import Engine, block
-    from interlock._outcome import OutcomeRecord
+    from interlock.engine.outcome import OutcomeRecord
 
     engine = Engine()
     engine.on("before_tool_call", lambda e: block("no"))

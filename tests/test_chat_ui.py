@@ -15,7 +15,7 @@ import pytest
 
 from _tmux import Tmux, tmux  # noqa: F401 - fixture
 from interlock import RegistrationError
-from interlock._extui import ExtensionUI, UIState, parse_key
+from interlock.ext.ui import ExtensionUI, UIState, parse_key
 
 BIN = Path(sys.executable).parent / "interlock"
 

@@ -13,7 +13,7 @@ import typer.main
 from typer.testing import CliRunner
 
 from _cfg import GUARD, World, run, world
-from interlock.cli import build_app
+from interlock.hosts.cli import build_app
 
 __all__ = ["world"]
 
@@ -123,7 +123,7 @@ def test_ext_list_says_failed_for_an_extension_that_cannot_load(tmp_path: Path) 
 
 
 def test_the_static_command_list_is_every_command_module() -> None:
-    import interlock.cli as cli
+    import interlock.hosts.cli as cli
 
     package = Path(cli.__file__).parent
     modules = sorted(p.stem for p in package.glob("*.py") if not p.stem.startswith("_"))
@@ -134,7 +134,7 @@ def test_the_static_command_list_is_every_command_module() -> None:
 
 
 def test_help_is_plain_and_loads_neither_rich_nor_pkgutil() -> None:
-    probe = ("import sys\nfrom interlock.cli import main\ntry:\n    main(['--help'])\n"
+    probe = ("import sys\nfrom interlock.hosts.cli import main\ntry:\n    main(['--help'])\n"
              "except SystemExit:\n    pass\n"
              "import os\nprint('env:', os.environ.get('TYPER_USE_RICH'))\n"
              "print('loaded:', sorted(m for m in ('rich', 'pkgutil') if m in sys.modules))")

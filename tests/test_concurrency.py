@@ -9,7 +9,7 @@ import time
 import pytest
 
 from interlock import Engine, Verdict, approve, ask, block, context, respond, stop
-from interlock._outcome import Status
+from interlock.engine.outcome import Status
 from interlock.events import (
     BeforeStop,
     BeforeToolCall,
@@ -437,7 +437,7 @@ async def test_async_hook_answering_garbage_without_suspending_is_isolated(engin
 
 def test_replay_mode_reaches_executors_through_the_sync_facade(engine):
     from interlock import Hook
-    from interlock._invoke import is_replay, replay_mode
+    from interlock.engine.invoke import is_replay, replay_mode
 
     seen = []
 

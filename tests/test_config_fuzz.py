@@ -7,9 +7,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from interlock._errors import ConfigError
-from interlock._hooks import Source
 from interlock.config.sources import Place, discover
+from interlock.engine.errors import ConfigError
+from interlock.engine.hooks import Source
 
 _FIELDS = ["name", "events", "command", "handler", "matcher", "timeout", "on_error", "kind",
            "dialect", "requires", "env", "enabled", "priority", "modifies", "bogus"]

@@ -9,8 +9,8 @@ import pytest
 
 from _cfg import GUARD, World, world
 from interlock import ConfigError, Verdict
-from interlock._errors import FailureMode
 from interlock.config.refs import resolve_command
+from interlock.engine.errors import FailureMode
 from interlock.testing import RecordingSink, fire
 
 __all__ = ["world"]

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from interlock.bridge import HOSTS, host
-from interlock.bridge.conformance import applies, markdown, rows
+from interlock.hosts.bridge import HOSTS, host
+from interlock.hosts.bridge.conformance import applies, markdown, rows
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "dialects.md"
 
@@ -19,13 +19,13 @@ def test_docs_hold_the_generated_table() -> None:
     end = text.find("\n## ", start + 1)
     section = text[start:] if end == -1 else text[start:end]
     assert section.rstrip("\n") == markdown(), (
-        "regenerate: python -c 'from interlock.bridge import conformance as c; "
+        "regenerate: python -c 'from interlock.hosts.bridge import conformance as c; "
         "print(c.markdown())'")
 
 
 @pytest.mark.parametrize("system", HOSTS)
 def test_every_host_event_has_a_row(system: str) -> None:
-    from interlock._catalog import SPECS, names_in
+    from interlock.engine.catalog import SPECS, names_in
 
     mod = host(system)
     listed = {r[0] for r in rows(system)}

@@ -172,7 +172,7 @@ def test_hermes_modify_merges_over_arguments(engine):
 async def test_hermes_modify_without_modifies_says_so():
     ex = CommandExecutor(f"python3 {HERMES / 'add-flag.py'}", hook_name="flag",
                          dialect="hermes", cwd=HERE)
-    from interlock._errors import ContractError
+    from interlock.engine.errors import ContractError
 
     with pytest.raises(ContractError, match="declare `modifies = true`"):
         await ex(invocation())

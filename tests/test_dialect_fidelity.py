@@ -12,12 +12,12 @@ from pathlib import Path
 
 from fixtures.helpers import invocation
 from interlock import Engine, Hook, Verdict
-from interlock.bridge import host
-from interlock.bridge._common import Result
-from interlock.dialects import DIALECTS
 from interlock.events import BeforeToolCall
 from interlock.executors import CommandExecutor
 from interlock.executors._process import Completed
+from interlock.executors.dialects import DIALECTS
+from interlock.hosts.bridge import host
+from interlock.hosts.bridge._common import Result
 
 APPROVE_REWRITE = json.dumps({"hookSpecificOutput": {
     "hookEventName": "PreToolUse", "permissionDecision": "allow",
@@ -112,7 +112,7 @@ def test_permission_suggestions_in_claudes_shape_both_ways() -> None:
 
 
 def test_the_claude_bridge_carries_permission_rules_both_ways() -> None:
-    from interlock.bridge._events import build_event
+    from interlock.hosts.bridge._events import build_event
 
     event = build_event("claude", {"hook_event_name": "PermissionRequest", "session_id": "s",
                                    "tool_name": "Bash", "tool_input": {"command": "npm test"},

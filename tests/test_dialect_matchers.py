@@ -7,7 +7,7 @@ import pytest
 
 from _cfg import World, world
 from interlock import ConfigError, Verdict
-from interlock.dialects._matchers import check, for_dialect
+from interlock.executors.dialects._matchers import check, for_dialect
 from interlock.testing import fire
 
 __all__ = ["world"]

@@ -11,9 +11,9 @@ import pytest
 
 from fixtures.helpers import HERE, PY, invocation, kill_quietly, read_pid, wait_gone
 from interlock import Engine, Hook, OnError, Verdict
-from interlock._errors import ContractError, HookTimeout
-from interlock.dialects import DIALECTS
+from interlock.engine.errors import ContractError, HookTimeout
 from interlock.executors import CommandExecutor
+from interlock.executors.dialects import DIALECTS
 from interlock.testing import RecordingSink, fire
 
 LANGS = ("sh", "py")
@@ -200,7 +200,7 @@ async def test_hermes_splits_without_a_shell_and_claude_uses_one():
     cmd = "echo '{}' ; exit 3"
     with pytest.raises(ContractError, match="not JSON"):  # echo printed `{} ; exit 3`
         await CommandExecutor(cmd, hook_name="h", dialect="hermes", cwd=HERE)(invocation())
-    from interlock._errors import HookCrash
+    from interlock.engine.errors import HookCrash
 
     with pytest.raises(HookCrash, match="exited with code 3"):  # sh ran both commands
         await CommandExecutor(cmd, hook_name="h", dialect="claude", cwd=HERE)(invocation())

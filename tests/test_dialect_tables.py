@@ -10,10 +10,10 @@ import pytest
 
 from fixtures.helpers import invocation
 from interlock import Verdict
-from interlock._catalog import SPECS, names_in
-from interlock._errors import ConfigError, ContractError, HookCrash
-from interlock.dialects import DIALECTS, check_events
+from interlock.engine.catalog import SPECS, names_in
+from interlock.engine.errors import ConfigError, ContractError, HookCrash
 from interlock.executors._process import Completed
+from interlock.executors.dialects import DIALECTS, check_events
 
 
 def decode(dialect: str, event: str = "before_tool_call", *, code: int = 0, out: object = "",

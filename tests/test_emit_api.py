@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from interlock import Engine, block
-from interlock._decisions import Verdict
+from interlock.engine.decisions import Verdict
 from interlock.events import BeforeToolCall, UserInput
 
 

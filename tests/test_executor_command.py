@@ -20,7 +20,7 @@ from fixtures.helpers import (
     wait_group_gone,
 )
 from interlock import Engine, Hook, OnError, Verdict
-from interlock._errors import ConfigError, ContractError, HookCrash, HookTimeout
+from interlock.engine.errors import ConfigError, ContractError, HookCrash, HookTimeout
 from interlock.executors import CommandExecutor
 from interlock.testing import RecordingSink, fire
 

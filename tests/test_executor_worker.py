@@ -10,7 +10,7 @@ import pytest
 
 from fixtures.helpers import HERE, PY, invocation, wait_gone
 from interlock import Engine, Hook, OnError, Verdict, block
-from interlock._errors import ContractError, HookCrash, HookTimeout
+from interlock.engine.errors import ContractError, HookCrash, HookTimeout
 from interlock.executors import WorkerExecutor
 from interlock.testing import RecordingSink, afire, fire
 from interlock.worker import run

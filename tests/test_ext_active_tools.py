@@ -15,7 +15,7 @@ from agent_helpers import call, isolated_home, make_agent  # noqa: F401 - autous
 from interlock import Engine, modify
 from interlock.agent import Agent, AgentOptions, SessionStore
 from interlock.agent.permissions import rule
-from interlock.extensions import ExtensionContext, ExtensionSet
+from interlock.ext.loader import ExtensionContext, ExtensionSet
 from interlock.testing import RecordingSink, ScriptedModel
 
 STAND_IN = "code:engine.active-tools"

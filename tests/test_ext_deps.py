@@ -13,10 +13,10 @@ import pytest
 
 from _wheels import package_wheel
 from interlock import ConfigError, Engine, __version__
-from interlock._extdeps import packages_dir
-from interlock._extpins import read_manifest
-from interlock.ext_install import Installer
-from interlock.extensions import ExtensionSet
+from interlock.ext.deps import packages_dir
+from interlock.ext.install import Installer
+from interlock.ext.loader import ExtensionSet
+from interlock.ext.pins import read_manifest
 from interlock.testing import fire
 
 REGISTER = '''

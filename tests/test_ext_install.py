@@ -14,8 +14,8 @@ from typer.testing import CliRunner
 
 from _wheels import extension_wheel
 from interlock import Engine
-from interlock.cli import build_app
-from interlock.extensions import ExtensionSet
+from interlock.ext.loader import ExtensionSet
+from interlock.hosts.cli import build_app
 from interlock.testing import fire
 
 MODULE = textwrap.dedent('''

@@ -8,11 +8,11 @@ import threading
 import pytest
 
 from interlock import Engine, RegistrationError, block
-from interlock._extbus import EventBus
-from interlock._extstate import ExtensionState
-from interlock.extensions import ExtensionSet, load_extension
+from interlock.ext.bus import EventBus
+from interlock.ext.loader import ExtensionSet, load_extension
+from interlock.ext.state import ExtensionState
+from interlock.models.tooling import ModelRequest, ModelResponse, ToolSpec
 from interlock.testing import fire
-from interlock.tooling import ModelRequest, ModelResponse, ToolSpec
 
 SCHEMA = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
@@ -236,7 +236,7 @@ def test_invalid_registrations_are_clear(engine):
 
 
 def test_guards_recorded_in_a_pin_hold_when_the_module_cannot_load(engine, tmp_path):
-    from interlock._extpins import FilePinStore, Pin
+    from interlock.ext.pins import FilePinStore, Pin
 
     pins = FilePinStore(tmp_path / "pins")
     pins.put("pkg", Pin(name="pkg", kind="package", source="pkg.whl", dist="pkg",
@@ -281,7 +281,7 @@ def test_async_listeners_and_folder_hook_sources(exts, engine, tmp_path):
 def test_bus_drops_and_listener_crashes_become_dead_letters(tmp_path):
     # A message an extension published and nobody got is a failure like a
     # hook's: it reaches the engine's sinks and so the durable store.
-    from interlock.sinks import DeadLetterSink
+    from interlock.reliability.sinks import DeadLetterSink
     from interlock.store import open_store
 
     store = open_store(str(tmp_path / "interlock.db"))
@@ -362,7 +362,7 @@ def test_a_drop_flood_leaves_few_dead_letters_and_an_on_overflow_bug_blocks_noth
 
 
 def test_an_unreadable_consent_record_fails_that_extension_closed(engine, tmp_path):
-    from interlock._extpins import FilePinStore
+    from interlock.ext.pins import FilePinStore
 
     pins = FilePinStore(tmp_path / "pins")
     (tmp_path / "pins").mkdir()

@@ -7,7 +7,7 @@ import pytest
 import interlock
 from interlock import Engine, RegistrationError, block
 from interlock.events import BeforeToolCall
-from interlock.extensions import load_extension
+from interlock.ext.loader import load_extension
 
 
 def test_register_ctx_on_with_priority_and_matcher():
@@ -54,7 +54,7 @@ def test_public_all_is_sorted_and_complete():
 def test_entry_point_extensions_are_discovered(tmp_path, monkeypatch):
     import sys
 
-    from interlock.extensions import load_entry_points
+    from interlock.ext.loader import load_entry_points
 
     pkg = tmp_path / "acme_policy.py"
     pkg.write_text(

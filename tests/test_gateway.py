@@ -22,14 +22,14 @@ from websockets.sync.client import ClientConnection, connect
 
 from interlock import Engine, block, modify, skip
 from interlock.agent.permissions import rule
-from interlock.metrics import Metrics
-from interlock.server.app import create_app
-from interlock.server.auth import Role, TokenStore
-from interlock.server.gateway import Gateway
-from interlock.server.listen import Serving
-from interlock.sinks import MetricsSink
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import Role, TokenStore
+from interlock.hosts.server.gateway import Gateway
+from interlock.hosts.server.listen import Serving
+from interlock.models.tooling import ModelRequest, ModelResponse, ToolCall
+from interlock.reliability.metrics import Metrics
+from interlock.reliability.sinks import MetricsSink
 from interlock.testing import ScriptedModel
-from interlock.tooling import ModelRequest, ModelResponse, ToolCall
 
 
 def brain(request: ModelRequest) -> ModelResponse:
@@ -503,7 +503,7 @@ async def test_build_gateway_uses_the_model_spec_and_keeps_transcripts(tmp_path:
     import asyncio
 
     from interlock.agent.sessions import SessionStore
-    from interlock.server.gateway import Exchange, build_gateway
+    from interlock.hosts.server.gateway import Exchange, build_gateway
 
     script = tmp_path / "chat.yaml"
     script.write_text("- text: scripted hello\n")
@@ -533,8 +533,8 @@ async def test_build_gateway_offers_extension_tools_and_providers(tmp_path: Path
     # What `interlock serve --chat-model canned:NAME` passes from the loaded extensions.
     import asyncio
 
-    from interlock.server.gateway import Exchange, build_gateway
-    from interlock.tooling import ToolSpec
+    from interlock.hosts.server.gateway import Exchange, build_gateway
+    from interlock.models.tooling import ToolSpec
 
     schema = {"type": "object", "properties": {"text": {"type": "string"}}}
     counted: list[str] = []

@@ -1,4 +1,4 @@
-"""interlock.host: one assembly for every host, kept live from a background thread
+"""interlock.hosts.assembly: one assembly for every host, kept live from a background thread
 (sync hosts), extensions reloaded with the rest, and git-like project discovery."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from interlock.config.paths import user_dir
 from interlock.events import make
-from interlock.ext_install import Installer
-from interlock.host import RESERVED_COMMANDS, RESERVED_TOOLS, Host, Project
-from interlock.paths import user_dir
+from interlock.ext.install import Installer
+from interlock.hosts.assembly import RESERVED_COMMANDS, RESERVED_TOOLS, Host, Project
 
 
 def _decide(host: Host, command: str) -> tuple[str, str]:
@@ -38,14 +38,15 @@ def _handler(word: str, reason: str) -> str:
 
 
 def test_reserved_names_are_the_agents_builtins() -> None:
-    from interlock.agent.runner import builtin_names
+    from interlock.hosts.terminal.runner import builtin_names
 
     assert builtin_names() == (RESERVED_TOOLS, RESERVED_COMMANDS)
 
 
 def test_host_adapters_do_not_import_the_reference_agent() -> None:
-    code = ("import sys, interlock.host, interlock.cli.serve, interlock.cli.hooks, "
-            "interlock.bridge._core, interlock.server.app\n"
+    code = ("import sys, interlock.hosts.assembly, interlock.hosts.cli.serve, "
+            "interlock.hosts.cli.hooks, "
+            "interlock.hosts.bridge._core, interlock.hosts.server.app\n"
             "print(sorted(m for m in sys.modules if m.startswith('interlock.agent')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout

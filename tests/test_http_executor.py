@@ -36,7 +36,7 @@ from interlock import (
     Invocation,
     Verdict,
 )
-from interlock._errors import FailureMode
+from interlock.engine.errors import FailureMode
 from interlock.events import make
 from interlock.executors.http import HttpExecutor, HttpStatusError, retry_after
 from interlock.net import PinnedClient, SSRFError, signing

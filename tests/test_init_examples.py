@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from interlock import Engine
-from interlock.extensions import load_extension
+from interlock.ext.loader import load_extension
 from interlock.testing import fire
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"

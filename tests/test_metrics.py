@@ -9,8 +9,8 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from interlock import Engine, block
-from interlock.metrics import BUCKETS, Metrics
-from interlock.sinks import MetricsSink, attach
+from interlock.reliability.metrics import BUCKETS, Metrics
+from interlock.reliability.sinks import MetricsSink, attach
 from interlock.testing import fire
 
 
@@ -78,7 +78,7 @@ def test_counters_histograms_and_exposition(engine):
 
 
 def test_quantiles_come_from_buckets():
-    from interlock.metrics import HookStats
+    from interlock.reliability.metrics import HookStats
 
     s = HookStats()
     s.buckets[2] = 90  # <= 2.5 ms
@@ -110,7 +110,7 @@ def test_a_span_per_dispatch_with_a_child_per_hook(engine):
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from interlock.tracing import tracing_sink
+    from interlock.reliability.tracing import tracing_sink
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
@@ -141,8 +141,8 @@ def test_without_opentelemetry_no_tracing_sink_is_attached(tmp_path):
     code = (
         "import sys; sys.modules['opentelemetry'] = None\n"
         "from interlock import Engine\n"
-        "from interlock.tracing import tracing_sink\n"
-        "from interlock.sinks import attach\n"
+        "from interlock.reliability.tracing import tracing_sink\n"
+        "from interlock.reliability.sinks import attach\n"
         "assert tracing_sink() is None\n"
         "e = Engine(); a = attach(e, url=sys.argv[1])\n"
         "print(sorted(type(s).__name__ for s in e.sinks))\n"
@@ -154,7 +154,7 @@ def test_without_opentelemetry_no_tracing_sink_is_attached(tmp_path):
 
 
 def test_no_tracing_sink_without_a_configured_provider(tmp_path):
-    from interlock.tracing import tracing_sink
+    from interlock.reliability.tracing import tracing_sink
 
     assert tracing_sink() is None  # the API alone: spans would go nowhere
     engine = Engine()

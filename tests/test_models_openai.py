@@ -13,7 +13,7 @@ from interlock import Engine, block
 from interlock.agent import Agent, AgentOptions
 from interlock.models import resolve_model
 from interlock.models.openai import MALFORMED, OpenAIModel
-from interlock.tooling import ModelError, ModelRequest, ModelResponse
+from interlock.models.tooling import ModelError, ModelRequest, ModelResponse
 
 
 @pytest.fixture

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from interlock.models import resolve_model
+from interlock.models.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
 from interlock.testing import ScriptedModel, ScriptExhausted, ScriptMismatch, Step
-from interlock.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
 
 
 def _req(text: str) -> ModelRequest:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from interlock import Engine, Hook, Source, approve
-from interlock._hooks import Matcher
+from interlock.engine.hooks import Matcher
 from interlock.events import BeforeToolCall, Command, MessageReceived
 
 
@@ -134,8 +134,8 @@ def test_a_refusal_stand_in_keeps_an_old_guards_matcher_without_being_refused():
     # A baseline recorded before matchers were checked may hold a matcher on an
     # event with no tool name; the stand-in that replaces a withheld guard must
     # still be built (else every gate locks down), covering what the guard did.
-    from interlock._errors import FailureMode
     from interlock.config.build import refusal_hook
+    from interlock.engine.errors import FailureMode
     from interlock.testing import fire
 
     stand_in = refusal_hook("guard", Source.PROJECT, ("before_tool_call", "before_llm_call"),

@@ -13,7 +13,7 @@ import sys
 import pytest
 
 from interlock.agent.permissions import PermissionPolicy, rule
-from interlock.policies.command_line import split, split_parsed, split_plain
+from interlock.shell.split import split, split_parsed, split_plain
 
 
 @pytest.fixture(params=["parser", "scanner"], autouse=True)

@@ -7,7 +7,7 @@ import asyncio
 import pytest
 
 from interlock import Verdict, approve, block, modify
-from interlock._decisions import Decision
+from interlock.engine.decisions import Decision
 from interlock.events import AfterLlmCall, BeforeToolCall, ModelSelect
 
 

@@ -11,8 +11,8 @@ import pytest
 from interlock import ConfigError, Engine, Verdict
 from interlock.events import make
 from interlock.executors.prompt import PromptExecutor, parse_answer
+from interlock.models.tooling import ModelError, ModelRequest, ModelResponse
 from interlock.testing import RecordingSink
-from interlock.tooling import ModelError, ModelRequest, ModelResponse
 
 
 class FakeProvider:

@@ -25,11 +25,11 @@ from hypothesis.stateful import (
 
 from _procs import ManualClock, ShellExecutor, settle
 from interlock import Engine, OnError, block, modify
-from interlock._errors import FailureMode, HookFailure
-from interlock._hooks import Hook, Invocation
+from interlock.engine.errors import FailureMode, HookFailure
+from interlock.engine.hooks import Hook, Invocation
 from interlock.events import make
 from interlock.reliability import BreakerBook, BreakerKey, BreakerState, Policy, wrap
-from interlock.sinks import AuditSink, DeadLetterSink
+from interlock.reliability.sinks import AuditSink, DeadLetterSink
 from interlock.store import open_store
 from interlock.testing import RecordingSink
 

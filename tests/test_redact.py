@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from interlock.redact import MASK, contains_secret, redact, redact_data
+from interlock.engine.redact import MASK, contains_secret, redact, redact_data
 
 SECRETS = [
     "sk-abcdefghijklmnopqrstuvwx",
@@ -49,7 +49,7 @@ def test_urls_and_key_values(text, gone):
     "benign",
     [
         "rm -rf ./build",
-        "/usr/local/lib/python3.11/site-packages/interlock/_dispatch.py",
+        "/usr/local/lib/python3.11/site-packages/interlock/engine/dispatch.py",
         "commit 3f786850e387550fdab836ed7e6dc881de23001b",
         "uuid 123e4567-e89b-12d3-a456-426614174000",
         "session_id=abc-123",

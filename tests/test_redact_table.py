@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from interlock.redact import MASK, redact, redact_data
+from interlock.engine.redact import MASK, redact, redact_data
 
 # (format, secret as it appears, the part that must never survive)
 FORMATS: list[tuple[str, str, str]] = [
@@ -110,7 +110,7 @@ BENIGN = [
     "tests/adversarial/test_adv_contain_injection.py::test_routes",
     "commit 3f786850e387550fdab836ed7e6dc881de23001b",
     "uuid 123e4567-e89b-12d3-a456-426614174000",
-    "/usr/local/lib/python3.11/site-packages/interlock/_dispatch.py",
+    "/usr/local/lib/python3.11/site-packages/interlock/engine/dispatch.py",
     "https://docs.python.org/3/library/asyncio-task.html#asyncio.wait_for",
     "https://github.com/org/repo/pull/1234/files",
     "key=value pairs are separated by commas",

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from interlock.agent.host import RunSpec, _print_step, build_agent
-from interlock.paths import user_dir
+from interlock.config.paths import user_dir
+from interlock.hosts.terminal.runner import RunSpec, _print_step, build_agent
 from test_redaction_hook import SECRETS, _leaks, _texts
 
 ENABLE = textwrap.dedent("""\
@@ -128,7 +128,7 @@ def test_tool_results_are_redacted_before_they_are_serialized(tmp_path):
 
 
 def test_redact_catches_tokens_after_escaped_newlines_and_keeps_json_valid():
-    from interlock.redact import redact
+    from interlock.engine.redact import redact
 
     blob = json.dumps({"out": "\n".join(_texts()) + "\nok"})
     cleaned = redact(blob)

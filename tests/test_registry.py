@@ -9,7 +9,7 @@ import pytest
 
 from _cfg import GUARD, World, world
 from interlock import ConfigError, Verdict, block
-from interlock.registry import ReloadResult
+from interlock.config.registry import ReloadResult
 from interlock.testing import fire
 
 __all__ = ["world"]

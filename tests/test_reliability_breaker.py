@@ -8,8 +8,8 @@ import pytest
 
 from _procs import ManualClock, ShellExecutor, exec_hook
 from interlock import Engine, OnError, Verdict
-from interlock._errors import FailureMode, HookFailure
-from interlock._hooks import Invocation
+from interlock.engine.errors import FailureMode, HookFailure
+from interlock.engine.hooks import Invocation
 from interlock.events import make
 from interlock.reliability import BreakerBook, BreakerKey, BreakerState, Policy, wrap
 from interlock.testing import RecordingSink

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from interlock import Engine
-from interlock._errors import FailureMode
-from interlock.registry import close_engine, open_engine
+from interlock.config.registry import close_engine, open_engine
+from interlock.engine.errors import FailureMode
 from interlock.reliability import BreakerBook, BreakerKey, BreakerState, Policy, harden
 from interlock.testing import RecordingSink, afire, fire
 

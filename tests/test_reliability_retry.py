@@ -9,8 +9,8 @@ import pytest
 
 from _procs import ManualClock, ShellExecutor, exec_hook, flaky_script
 from interlock import Engine, Verdict
-from interlock._errors import ConfigError, FailureMode, HookFailure, HookTimeout
-from interlock._hooks import Invocation
+from interlock.engine.errors import ConfigError, FailureMode, HookFailure, HookTimeout
+from interlock.engine.hooks import Invocation
 from interlock.events import make
 from interlock.reliability import Policy, RetriesExhausted, backoff_delay, retryable, wrap
 from interlock.testing import RecordingSink

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from _procs import ShellExecutor, exec_hook, flaky_script
 from interlock import Engine, OnError
-from interlock._errors import FailureMode
-from interlock.metrics import Metrics
+from interlock.engine.errors import FailureMode
 from interlock.reliability import (
     GRACE,
     BreakerBook,
@@ -15,7 +14,8 @@ from interlock.reliability import (
     fail_open_warnings,
     harden,
 )
-from interlock.sinks import MetricsSink
+from interlock.reliability.metrics import Metrics
+from interlock.reliability.sinks import MetricsSink
 from interlock.testing import RecordingSink, afire
 
 

@@ -8,7 +8,7 @@ import pytest
 from _cfg import World, run, world
 
 __all__ = ["world"]
-from interlock._errors import ConfigError
+from interlock.engine.errors import ConfigError
 
 
 def test_any_place_may_require_the_sandbox_and_none_can_lift_it(world: World) -> None:
@@ -81,7 +81,7 @@ def test_interlock_run_refuses_to_start_when_the_sandbox_is_required_and_absent(
 
 def test_the_chat_gateway_refuses_to_start_when_the_sandbox_is_required_and_absent(
         world: World, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from interlock.server.gateway import build_gateway
+    from interlock.hosts.server.gateway import build_gateway
 
     script = tmp_path / "script.json"
     script.write_text('[{"text": "hi"}]')

@@ -8,7 +8,7 @@ import textwrap
 from pathlib import Path
 
 from _serve import Serve
-from interlock.server.looplag import WINDOW, LoopLag
+from interlock.hosts.server.looplag import WINDOW, LoopLag
 
 CONFIG = textwrap.dedent("""\
     [[hooks]]

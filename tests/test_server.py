@@ -18,10 +18,10 @@ from urllib.parse import quote
 import pytest
 
 from interlock import Engine, block, context
-from interlock.server.app import create_app
-from interlock.server.auth import Role, TokenStore
-from interlock.server.listen import AlreadyRunning, Serving
-from interlock.server.paths import UnsafeDirectory, ensure_private_dir
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import Role, TokenStore
+from interlock.hosts.server.listen import AlreadyRunning, Serving
+from interlock.hosts.server.paths import UnsafeDirectory, ensure_private_dir
 
 
 class UnixHTTPConnection(http.client.HTTPConnection):

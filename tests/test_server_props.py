@@ -20,14 +20,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interlock import Engine, block
-from interlock.metrics import Metrics
-from interlock.server.app import create_app
-from interlock.server.auth import Role, TokenStore
-from interlock.server.gateway import Gateway
-from interlock.server.listen import Serving
-from interlock.sinks import MetricsSink
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import Role, TokenStore
+from interlock.hosts.server.gateway import Gateway
+from interlock.hosts.server.listen import Serving
+from interlock.models.tooling import ModelResponse
+from interlock.reliability.metrics import Metrics
+from interlock.reliability.sinks import MetricsSink
 from interlock.testing import ScriptedModel
-from interlock.tooling import ModelResponse
 
 
 def _connect(port: int) -> http.client.HTTPConnection:
@@ -206,8 +206,8 @@ def test_every_operation_with_odd_parameters_never_fails_with_5xx(
 
 
 def _host_events() -> list[tuple[str, str]]:
-    from interlock._catalog import SPECS, names_in
-    from interlock.bridge import HOSTS
+    from interlock.engine.catalog import SPECS, names_in
+    from interlock.hosts.bridge import HOSTS
 
     return sorted({(agent, name) for agent in HOSTS for spec in SPECS
                    for name in names_in(agent, spec)})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from interlock.policies.destructive import check
-from interlock.policies.shell import parse
+from interlock.shell.analyse import parse
 
 HOME = "/home/alice"
 CWD = "/home/alice/project"

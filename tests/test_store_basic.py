@@ -8,9 +8,9 @@ import pytest
 
 from _stores import BACKENDS, fresh_url
 from interlock import Engine, HookFailure, block
-from interlock._errors import ConfigError
+from interlock.engine.errors import ConfigError
 from interlock.reliability import BreakerBook, Policy, wrap
-from interlock.sinks import attach
+from interlock.reliability.sinks import attach
 from interlock.store import AuditQuery, Retention, open_store
 from interlock.testing import fire
 
@@ -96,7 +96,7 @@ def test_audit_and_dead_letters_round_trip(url):
 
 
 def test_pruning_by_count_and_age(url):
-    from interlock._sinks import FailureRecord
+    from interlock.engine.sinks import FailureRecord
 
     store = open_store(url, retention=Retention(dead_letter_rows=5, dead_letter_age=3600))
     now = time.time()
@@ -130,7 +130,7 @@ def test_breaker_changes_are_recorded(url):
     async def down(inv):
         raise HookFailure("down")
 
-    from interlock._hooks import Hook
+    from interlock.engine.hooks import Hook
 
     engine.register(Hook(name="remote", events=("before_tool_call",),
                          executor=wrap(down, Policy(), breakers=book), digest="abc"))
@@ -161,7 +161,7 @@ def test_bad_store_urls_are_clear(tmp_path):
 
 
 def test_default_location_is_the_one_state_dir(tmp_path, monkeypatch):
-    from interlock.paths import state_dir as interlock_state_dir
+    from interlock.config.paths import state_dir as interlock_state_dir
     from interlock.store import default_url, state_dir
 
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)

@@ -8,10 +8,10 @@ import pytest
 from typer.testing import CliRunner
 
 from interlock import Engine, HookFailure, block
-from interlock._hooks import Hook
-from interlock.cli import build_app
+from interlock.engine.hooks import Hook
+from interlock.hosts.cli import build_app
 from interlock.reliability import BreakerBook, Policy, wrap
-from interlock.sinks import attach
+from interlock.reliability.sinks import attach
 from interlock.testing import fire
 
 

@@ -21,7 +21,7 @@ from interlock.store import AuditQuery, open_store
 CHILD = r"""
 import sys
 from interlock import Engine
-from interlock.sinks import attach
+from interlock.reliability.sinks import attach
 from interlock.testing import fire
 
 engine = Engine()

@@ -10,8 +10,8 @@ from pathlib import Path
 
 from _serve import Serve, wait_for
 from interlock import Engine, block
-from interlock.metrics import Metrics
-from interlock.sinks import attach
+from interlock.reliability.metrics import Metrics
+from interlock.reliability.sinks import attach
 from interlock.store import open_store
 from interlock.testing import fire
 
@@ -125,9 +125,9 @@ def test_status_hooks_and_metrics_need_a_token_except_on_the_socket(tmp_path: Pa
 
 
 def test_a_failing_status_is_a_json_500(tmp_path: Path) -> None:
-    from interlock.server.app import create_app
-    from interlock.server.auth import TokenStore
-    from interlock.server.listen import Serving
+    from interlock.hosts.server.app import create_app
+    from interlock.hosts.server.auth import TokenStore
+    from interlock.hosts.server.listen import Serving
 
     def status() -> dict[str, object]:
         raise ConnectionError("the database server went away")

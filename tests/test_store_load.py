@@ -10,12 +10,12 @@ import pytest
 
 from _stores import BACKENDS, fresh_url
 from interlock import Engine, HookFailure, block, modify
-from interlock._hooks import Hook
-from interlock._outcome import Status
+from interlock.engine.hooks import Hook
+from interlock.engine.outcome import Status
 from interlock.events import make
-from interlock.metrics import Metrics
 from interlock.reliability import Policy, wrap
-from interlock.sinks import attach
+from interlock.reliability.metrics import Metrics
+from interlock.reliability.sinks import attach
 from interlock.store import AuditQuery
 
 TASKS, PER_TASK = 50, 200

@@ -7,8 +7,8 @@ import pytest
 
 from _stores import BACKENDS, fresh_url
 from interlock import Engine
-from interlock.metrics import Metrics
-from interlock.sinks import attach
+from interlock.reliability.metrics import Metrics
+from interlock.reliability.sinks import attach
 from interlock.store import Retention, open_store
 from interlock.testing import fire
 
@@ -52,7 +52,7 @@ def test_a_flood_is_counted_and_prune_keeps_every_unresolved_letter(url: str) ->
     assert "interlock_dead_letters_overflow_total" in metrics.exposition()
     from typer.testing import CliRunner
 
-    from interlock.cli import build_app
+    from interlock.hosts.cli import build_app
 
     shown = CliRunner().invoke(build_app(), ["status", "--store", url, "--project", "/nonexistent"])
     assert "floods" in shown.output, shown.output

@@ -10,7 +10,7 @@ import pytest
 from _procs import ShellExecutor, exec_hook
 from _stores import BACKENDS, fresh_url
 from interlock import Engine, block
-from interlock.sinks import attach
+from interlock.reliability.sinks import attach
 from interlock.store import AuditQuery
 from interlock.testing import fire
 

@@ -10,9 +10,9 @@ import pytest
 
 from _cfg import World, world
 from interlock import Verdict
-from interlock._errors import ConfigError, FailureMode
+from interlock.config.trust import TrustStore
+from interlock.engine.errors import ConfigError, FailureMode
 from interlock.testing import RecordingSink, fire
-from interlock.trust import TrustStore
 
 __all__ = ["world"]
 
@@ -227,7 +227,7 @@ def test_approving_one_hook_does_not_release_another_removal(world: World) -> No
 
 def test_open_engine_refuses_to_start_without_a_good_revision(world: World) -> None:
     from interlock import ConfigError
-    from interlock.registry import open_engine
+    from interlock.config.registry import open_engine
 
     world.config(world.project, "[[hooks]]\nname = 1\n")
     with pytest.raises(ConfigError) as info:
@@ -244,7 +244,7 @@ def test_open_engine_refuses_to_start_without_a_good_revision(world: World) -> N
 async def test_a_running_host_applies_an_approval_made_by_the_cli(world: World) -> None:
     import asyncio
 
-    from interlock.registry import ReloadResult
+    from interlock.config.registry import ReloadResult
 
     command_guard(world)
     host = world.registry()
@@ -279,7 +279,7 @@ async def test_a_running_host_applies_an_approval_made_by_the_cli(world: World) 
 
 
 def test_extension_pins_share_the_consent_store_and_legacy_pins_move_in(tmp_path):
-    from interlock._extpins import FilePinStore, Pin, TrustPinStore
+    from interlock.ext.pins import FilePinStore, Pin, TrustPinStore
 
     legacy = tmp_path / "home" / "extensions"
     FilePinStore(legacy).put("old", Pin(name="old", kind="folder", source="/src/old",
@@ -306,7 +306,7 @@ def test_extension_pins_share_the_consent_store_and_legacy_pins_move_in(tmp_path
 
 def test_a_legacy_pin_still_counts_when_the_consent_store_cannot_be_written(
         tmp_path, monkeypatch):
-    from interlock._extpins import FilePinStore, Pin, TrustPinStore
+    from interlock.ext.pins import FilePinStore, Pin, TrustPinStore
 
     legacy = tmp_path / "extensions"
     FilePinStore(legacy).put("old", Pin(name="old", kind="folder", source="/src/old",
@@ -325,7 +325,7 @@ def test_a_legacy_pin_still_counts_when_the_consent_store_cannot_be_written(
 
 
 def test_a_malformed_extension_pin_is_a_clear_error(tmp_path):
-    from interlock._extpins import TrustPinStore
+    from interlock.ext.pins import TrustPinStore
 
     trust = TrustStore(tmp_path)
     trust.put_pin("broken", {"name": "broken", "colour": "red"})

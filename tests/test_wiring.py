@@ -148,9 +148,9 @@ async def test_the_main_agent_has_grep(tmp_path: Path, monkeypatch) -> None:
 
 async def test_the_agent_cannot_write_the_server_token_store(tmp_path: Path,
                                                               monkeypatch) -> None:
-    from interlock.paths import protected_paths
-    from interlock.server.auth import TOKENS_FILE
-    from interlock.server.paths import state_dir
+    from interlock.config.paths import protected_paths
+    from interlock.hosts.server.auth import TOKENS_FILE
+    from interlock.hosts.server.paths import state_dir
 
     monkeypatch.setenv("INTERLOCK_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
@@ -177,7 +177,7 @@ def test_hosts_do_not_import_opentelemetry_unless_a_provider_is_set() -> None:
 
     code = (
         "import sys\n"
-        "from interlock.tracing import tracing_sink\n"
+        "from interlock.reliability.tracing import tracing_sink\n"
         "assert tracing_sink() is None\n"
         "assert 'opentelemetry' not in sys.modules\n"  # ~5 ms saved per bridge call
         "from opentelemetry import trace\n"
@@ -206,7 +206,7 @@ async def test_a_store_moved_out_of_the_state_dir_is_protected_too(tmp_path: Pat
     finally:
         engine.close()
     monkeypatch.setenv("INTERLOCK_STORE", "postgresql://u@db/x")
-    from interlock.paths import protected_paths
+    from interlock.config.paths import protected_paths
 
     assert not any("postgresql" in str(p) for p in protected_paths(tmp_path))
 

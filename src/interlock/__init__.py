@@ -17,7 +17,7 @@
 # treats any name TYPE_CHECKING as true.
 _TYPE_CHECKING = False
 if _TYPE_CHECKING:
-    from interlock._decisions import (
+    from interlock.engine.decisions import (
         Decision,
         Verdict,
         approve,
@@ -30,8 +30,8 @@ if _TYPE_CHECKING:
         skip,
         stop,
     )
-    from interlock._dispatch import Engine, Handle
-    from interlock._errors import (
+    from interlock.engine.dispatch import Engine, Handle
+    from interlock.engine.errors import (
         ConfigError,
         ContractError,
         HookCrash,
@@ -41,9 +41,9 @@ if _TYPE_CHECKING:
         RegistrationError,
         UnknownEventError,
     )
-    from interlock._hooks import Hook, Invocation, OnError, Source
-    from interlock._outcome import Outcome
-    from interlock._sinks import FailureRecord, Sink
+    from interlock.engine.hooks import Hook, Invocation, OnError, Source
+    from interlock.engine.outcome import Outcome
+    from interlock.engine.sinks import FailureRecord, Sink
     from interlock.events import Event
 
 __version__ = "0.1.0"
@@ -54,14 +54,14 @@ __version__ = "0.1.0"
 _LAZY: dict[str, str] = {
     **dict.fromkeys(
         ("Decision", "Verdict", "approve", "ask", "block", "context", "modify", "respond",
-         "retry", "skip", "stop"), "interlock._decisions"),
-    **dict.fromkeys(("Engine", "Handle"), "interlock._dispatch"),
+         "retry", "skip", "stop"), "interlock.engine.decisions"),
+    **dict.fromkeys(("Engine", "Handle"), "interlock.engine.dispatch"),
     **dict.fromkeys(
         ("ConfigError", "ContractError", "HookCrash", "HookFailure", "HookTimeout",
-         "InterlockError", "RegistrationError", "UnknownEventError"), "interlock._errors"),
-    **dict.fromkeys(("Hook", "Invocation", "OnError", "Source"), "interlock._hooks"),
-    "Outcome": "interlock._outcome",
-    **dict.fromkeys(("FailureRecord", "Sink"), "interlock._sinks"),
+         "InterlockError", "RegistrationError", "UnknownEventError"), "interlock.engine.errors"),
+    **dict.fromkeys(("Hook", "Invocation", "OnError", "Source"), "interlock.engine.hooks"),
+    "Outcome": "interlock.engine.outcome",
+    **dict.fromkeys(("FailureRecord", "Sink"), "interlock.engine.sinks"),
     "Event": "interlock.events",
 }
 

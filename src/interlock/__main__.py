@@ -1,3 +1,3 @@
-from interlock.cli import main
+from interlock.hosts.cli import main
 
 main()

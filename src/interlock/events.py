@@ -12,8 +12,8 @@ from typing import Any, ClassVar, cast
 
 import msgspec
 
-from interlock._catalog import BY_NAME, COMMON, SPECS, TYPES, EventSpec
-from interlock._errors import ConfigError
+from interlock.engine.catalog import BY_NAME, COMMON, SPECS, TYPES, EventSpec
+from interlock.engine.errors import ConfigError
 
 
 class Event(msgspec.Struct, frozen=True, kw_only=True, gc=False, forbid_unknown_fields=True):
@@ -82,7 +82,7 @@ def event_type(name: str) -> type[Event]:
     try:
         return EVENT_TYPES[name]
     except KeyError:
-        from interlock._catalog import spec
+        from interlock.engine.catalog import spec
 
         spec(name)  # raises UnknownEventError
         raise

@@ -21,9 +21,9 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Any
 
-from interlock._dispatch import Engine
-from interlock._outcome import Outcome
-from interlock._sinks import FailureRecord
+from interlock.engine.dispatch import Engine
+from interlock.engine.outcome import Outcome
+from interlock.engine.sinks import FailureRecord
 from interlock.events import make
 from interlock.models.scripted import ScriptedModel, ScriptExhausted, ScriptMismatch, Step
 

@@ -29,8 +29,8 @@ from typing import IO, Any
 
 import msgspec
 
-from interlock._decisions import Decision
-from interlock._errors import HOOK_ERRORS
+from interlock.engine.decisions import Decision
+from interlock.engine.errors import HOOK_ERRORS
 
 Handler = Callable[[dict[str, Any]], Any]
 

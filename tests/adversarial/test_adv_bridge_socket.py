@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from _adv_bridge import ALLOW, GATES, FakeServer, Project, denied, http_answer
 
-from interlock.server.paths import socket_path_for
+from interlock.hosts.server.paths import socket_path_for
 
 
 @pytest.fixture
@@ -163,8 +163,8 @@ def test_a_server_answer_the_bridge_does_not_understand_is_a_deny(
 
 def test_the_bridge_knows_every_decision_an_outcome_can_carry() -> None:
     # An outcome decision missing from the bridge's list would be denied as unknown.
-    from interlock._decisions import Verdict
-    from interlock.bridge._common import DECISIONS
+    from interlock.engine.decisions import Verdict
+    from interlock.hosts.bridge._common import DECISIONS
 
     assert {v.value for v in Verdict} == DECISIONS
 

@@ -13,8 +13,8 @@ import pytest
 
 from _cfg import World, world
 from interlock import Engine, Outcome, Verdict
-from interlock._errors import FailureMode
-from interlock.registry import Registry
+from interlock.config.registry import Registry
+from interlock.engine.errors import FailureMode
 from interlock.testing import RecordingSink, fire
 
 __all__ = ["world"]
@@ -194,8 +194,8 @@ def test_a_symlink_loop_in_a_hook_folder_is_bounded(world: World) -> None:
 
 def test_a_hook_with_nothing_pinned_is_not_wrapped(world: World) -> None:
     """The check costs nothing where nothing is pinned: the hook is registered as is."""
-    from interlock._hooks import Hook
     from interlock.config.drift import PinSet, checked
+    from interlock.engine.hooks import Hook
 
     hook = Hook(name="h", events=("before_tool_call",), fn=lambda event: None)
     assert checked(hook, PinSet([])) is hook

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from interlock import Engine, Hook, OnError
-from interlock._extbus import EventBus
 from interlock.executors import WorkerExecutor
+from interlock.ext.bus import EventBus
 from interlock.testing import fire
 
 
@@ -75,7 +75,7 @@ def test_a_worker_hook_that_exits_is_a_crash_and_blocks(command: str, tmp_path: 
 
 def test_a_judge_answer_with_a_repeated_decision_is_a_contract_failure() -> None:
     # Read as its last key, this block is "none"; read as its first, a block.
-    from interlock._errors import ContractError
+    from interlock.engine.errors import ContractError
     from interlock.executors.prompt import parse_answer
 
     with pytest.raises(ContractError, match="duplicate key"):
@@ -88,7 +88,7 @@ def test_a_judge_answer_with_a_repeated_decision_is_a_contract_failure() -> None
                                  '{"\\u0061": 1, "a": 2}', '{"delay": 1e999}',
                                  '{"delay": -1e999}', '{"delay": NaN}'])
 def test_strict_json_refuses_nested_duplicates_and_infinity_by_any_spelling(doc: str) -> None:
-    from interlock._strictjson import AmbiguousJSON, loads
+    from interlock.engine.strictjson import AmbiguousJSON, loads
 
     with pytest.raises(AmbiguousJSON):
         loads(doc)

@@ -222,7 +222,7 @@ def serve(ws: Workspace) -> Iterator[Callable[[], subprocess.Popen[bytes]]]:
                                     env=ws.env(), stdout=out, stderr=subprocess.STDOUT,
                                     start_new_session=True)
         procs.append(proc)
-        probe = [ws.python, "-c", "import sys; from interlock.server.paths import "
+        probe = [ws.python, "-c", "import sys; from interlock.hosts.server.paths import "
                  "socket_path_for; print(socket_path_for(sys.argv[1]))", str(ws.project)]
         path = subprocess.run(probe, env=ws.env(), capture_output=True, text=True,
                               check=True).stdout.strip()

@@ -29,9 +29,9 @@ from collections.abc import Iterable
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from interlock._decisions import Decision, block
-from interlock._dispatch import Engine, Handle
-from interlock._hooks import Source
+from interlock.engine.decisions import Decision, block
+from interlock.engine.dispatch import Engine, Handle
+from interlock.engine.hooks import Source
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

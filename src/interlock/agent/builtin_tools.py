@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.agent.tools import ToolContext, ToolError
-from interlock.tooling import ToolSpec
+from interlock.models.tooling import ToolSpec
 
 
 def _resolve(ctx: ToolContext, path: str) -> Path:

@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from interlock._decisions import Verdict
 from interlock.agent.sessions import Session
-from interlock.tooling import CommandSpec
+from interlock.engine.decisions import Verdict
+from interlock.models.tooling import CommandSpec
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

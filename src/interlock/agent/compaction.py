@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from interlock.redact import redact
+from interlock.engine.redact import redact
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

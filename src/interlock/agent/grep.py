@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.agent.tools import ToolContext, ToolError
-from interlock.tooling import ToolSpec
+from interlock.models.tooling import ToolSpec
 
 GREP_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -23,9 +23,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from interlock._decisions import Verdict
-from interlock._dispatch import Engine
-from interlock._outcome import Outcome
 from interlock.agent.active import CURRENT as CURRENT_AGENT
 from interlock.agent.commands import CommandRegistry
 from interlock.agent.options import AgentOptions, RunResult, RunStatus
@@ -34,9 +31,12 @@ from interlock.agent.protect import ProtectedPaths
 from interlock.agent.sandbox import Sandbox
 from interlock.agent.sessions import Session, SessionStore
 from interlock.agent.tools import ToolRegistry
+from interlock.engine.decisions import Verdict
+from interlock.engine.dispatch import Engine
+from interlock.engine.outcome import Outcome
+from interlock.engine.redact import redact
 from interlock.events import EVENT_TYPES, Event
-from interlock.redact import redact
-from interlock.tooling import ModelProvider, ToolSpec
+from interlock.models.tooling import ModelProvider, ToolSpec
 
 BUFFERING_EVENTS = ("after_llm_call", "before_message_send")
 """While a hook is on one of these, reply text is not streamed before it passed."""

@@ -13,14 +13,14 @@ import json
 import weakref
 from typing import TYPE_CHECKING, Any
 
-from interlock._decisions import Verdict
-from interlock._dispatch import Engine
 from interlock.agent.compaction import compact, estimate_tokens
 from interlock.agent.options import RunResult, RunStatus
+from interlock.engine.decisions import Verdict
+from interlock.engine.dispatch import Engine
+from interlock.engine.redact import redact
 from interlock.events import Event
 from interlock.models.openai import MALFORMED
-from interlock.redact import redact
-from interlock.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
+from interlock.models.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

@@ -10,7 +10,7 @@ wins: deny > ask > allow.
 
 A ``command`` argument is a shell line, and a glob on the whole line is fooled
 by its other commands (``true; rm -rf /``, ``git status; curl x | sh``), so it
-is also split into its simple commands (:mod:`interlock.policies.command_line`):
+is also split into its simple commands (:mod:`interlock.shell.split`):
 
 - a deny or ask rule matches when it matches the whole line or any command;
 - an allow rule alone no longer decides: the allow rules together cover the
@@ -28,9 +28,9 @@ from typing import Any
 
 import msgspec
 
-from interlock._errors import ConfigError
 from interlock.config.model import PermissionRule
-from interlock.policies.command_line import CommandLine, split
+from interlock.engine.errors import ConfigError
+from interlock.shell.split import CommandLine, split
 
 __all__ = ["Action", "PermissionPolicy", "PermissionRule", "rule", "rule_from_dict",
            "subject_of"]

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from interlock._decisions import Verdict
 from interlock.agent.options import RunResult, RunStatus
+from interlock.engine.decisions import Verdict
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

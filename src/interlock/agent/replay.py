@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from interlock._catalog import BY_NAME, Kind
-from interlock._dispatch import Engine
-from interlock._errors import ConfigError
-from interlock._invoke import replay_mode
+from interlock.engine.catalog import BY_NAME, Kind
+from interlock.engine.dispatch import Engine
+from interlock.engine.errors import ConfigError
+from interlock.engine.invoke import replay_mode
 from interlock.events import make
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from interlock.agent.options import RunResult, RunStatus
-from interlock.tooling import ModelResponse
+from interlock.models.tooling import ModelResponse
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

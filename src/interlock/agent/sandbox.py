@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from interlock._errors import ConfigError
+from interlock.engine.errors import ConfigError
 
 MODES = ("auto", "required", "off")
 """``auto``: sandbox when bubblewrap works, else run unconfined (and say so);

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from interlock._errors import ConfigError
-from interlock.redact import redact_data
+from interlock.engine.errors import ConfigError
+from interlock.engine.redact import redact_data
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

@@ -13,7 +13,7 @@ from typing import Any
 
 from interlock.agent.sessions import Session
 from interlock.agent.tools import ToolContext, ToolError
-from interlock.tooling import ToolSpec
+from interlock.models.tooling import ToolSpec
 
 DELEGATE_SCHEMA: dict[str, Any] = {
     "type": "object",

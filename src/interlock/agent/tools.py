@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
-from interlock._dispatch import Engine
-from interlock._errors import RegistrationError
+from interlock.engine.dispatch import Engine
+from interlock.engine.errors import RegistrationError
 from interlock.events import Event
-from interlock.tooling import ToolSpec
+from interlock.models.tooling import ToolSpec
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

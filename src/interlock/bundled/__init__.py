@@ -25,7 +25,7 @@ ROOT = Path(__file__).parent
 
 def split_front_matter(text: str, *, file: str = "HOOK.md") -> tuple[dict[str, Any], str]:
     """(TOML front matter, body) of a HOOK.md that starts with ``+++``."""
-    from interlock._errors import ConfigError
+    from interlock.engine.errors import ConfigError
 
     lines = text.splitlines()
     if not lines or lines[0].strip() != "+++":

@@ -11,7 +11,7 @@
 - :mod:`~interlock.config.refs`: referenced files, requirements and digests;
 - :mod:`~interlock.config.build`: turning a definition into a registered Hook.
 
-The registry (:mod:`interlock.registry`) puts these together.
+The registry (:mod:`interlock.config.registry`) puts these together.
 """
 
 from interlock.config.model import HookDef, HookKind, PermissionRule, Requires

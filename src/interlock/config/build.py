@@ -19,14 +19,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from interlock._catalog import BY_NAME, FailClosed
-from interlock._decisions import Decision
-from interlock._errors import ConfigError, FailureMode, HookFailure
-from interlock._hooks import Executor, Hook, HookFn, Invocation, Matcher, OnError, Source
 from interlock.config import kinds
 from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.sources import Declared
-from interlock.dialects._matchers import for_dialect as dialect_matcher
+from interlock.engine.catalog import BY_NAME, FailClosed
+from interlock.engine.decisions import Decision
+from interlock.engine.errors import ConfigError, FailureMode, HookFailure
+from interlock.engine.hooks import Executor, Hook, HookFn, Invocation, Matcher, OnError, Source
+from interlock.executors.dialects._matchers import for_dialect as dialect_matcher
 from interlock.reliability import Policy
 
 MAX_RETRIES = 10

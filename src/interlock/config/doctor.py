@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlock._catalog import BY_NAME, Field
-from interlock._errors import ConfigError, HookFailure
-from interlock._hooks import Hook, Invocation
-from interlock._invoke import new_id
 from interlock.config.model import LLM_KINDS
+from interlock.config.registry import HookEntry, Registry
+from interlock.engine.catalog import BY_NAME, Field
+from interlock.engine.errors import ConfigError, HookFailure
+from interlock.engine.hooks import Hook, Invocation
+from interlock.engine.invoke import new_id
 from interlock.events import Event, make
-from interlock.registry import HookEntry, Registry
 
 _SAMPLES: dict[str, Any] = {"str": "", "str | None": None, "int": 0, "bool": False,
                             "dict[str, Any]": {}, "list[dict[str, Any]]": [], "list[str]": [],
@@ -116,8 +116,8 @@ async def _smoke(hook: Hook, event: Event) -> tuple[str, float, str]:
 def _fail_open(e: HookEntry) -> list[str]:
     """The definition's fail-open gate events, with its own breaker numbers; judged on
     the definition, so an unapproved (not yet running) hook is warned about too."""
-    from interlock._errors import FailureMode
     from interlock.config.build import Refusal, make_hook, policy_for
+    from interlock.engine.errors import FailureMode
     from interlock.reliability import fail_open_warnings
 
     probe = make_hook(e.declared, e.digest, executor=Refusal(FailureMode.CRASH, "doctor"))

@@ -27,12 +27,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from interlock._errors import FailureMode, HookFailure
+from interlock.engine.errors import FailureMode, HookFailure
 from interlock.reliability import Reliable
 
 if TYPE_CHECKING:
-    from interlock._decisions import Decision
-    from interlock._hooks import Executor, Hook, HookFn, Invocation
+    from interlock.engine.decisions import Decision
+    from interlock.engine.hooks import Executor, Hook, HookFn, Invocation
 
 IMPORTABLE = (".py", ".pyc", ".pth", ".so", ".pyd")
 """File names Python can import (or run at start-up)."""

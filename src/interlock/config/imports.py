@@ -20,7 +20,7 @@ from interlock.config.drift import read
 
 if TYPE_CHECKING:
     from interlock.config.revision import HookEntry
-    from interlock.trust import TrustStore
+    from interlock.config.trust import TrustStore
 
 log = logging.getLogger("interlock.registry")
 

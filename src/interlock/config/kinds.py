@@ -11,9 +11,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from interlock._errors import ConfigError
-from interlock._hooks import Executor
 from interlock.config.model import LLM_KINDS, MAX_TIMEOUT, HookDef, HookKind
+from interlock.engine.errors import ConfigError
+from interlock.engine.hooks import Executor
 
 Err = Callable[[str, str, str], ConfigError]
 

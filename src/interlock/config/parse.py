@@ -18,8 +18,8 @@ from typing import Any
 import msgspec
 import yaml
 
-from interlock._errors import ConfigError
 from interlock.config.model import ConfigDoc, HookDef, PermissionRule
+from interlock.engine.errors import ConfigError
 
 PathKey = tuple[str | int, ...]
 Locator = Callable[[PathKey], int | None]

@@ -3,7 +3,7 @@
 Pure functions over discovered definitions: which references turn hooks on
 or off, what shadows what, which fail-closed hooks a revision removed or
 weakened (and so keeps blocking until an operator approves), and how two
-revisions differ. The registry (:mod:`interlock.registry`) drives them.
+revisions differ. The registry (:mod:`interlock.config.registry`) drives them.
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlock._errors import ConfigError, FailureMode
-from interlock._hooks import Executor, Hook, OnError, Source
 from interlock.config.build import guarded_events, refusal_hook
 from interlock.config.drift import PinSet
 from interlock.config.model import HookDef, HookKind, PermissionRule
 from interlock.config.rules import RulesConsent
 from interlock.config.sources import Declared, Discovered, Reference
-from interlock.trust import hook_key
+from interlock.config.trust import hook_key
+from interlock.engine.errors import ConfigError, FailureMode
+from interlock.engine.hooks import Executor, Hook, OnError, Source
 
 
 @dataclass(slots=True)

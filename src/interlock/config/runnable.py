@@ -18,11 +18,11 @@ import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from interlock._errors import ConfigError
 from interlock.config.model import HookKind
+from interlock.engine.errors import ConfigError
 
 if TYPE_CHECKING:
-    from interlock.registry import HookEntry
+    from interlock.config.registry import HookEntry
 
 _RELATIVE = re.compile(r"^\.\.?/")
 

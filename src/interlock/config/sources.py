@@ -14,8 +14,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlock._errors import ConfigError
-from interlock._hooks import Source
 from interlock.config.model import HookDef, PermissionRule
 from interlock.config.parse import (
     Locator,
@@ -28,6 +26,8 @@ from interlock.config.parse import (
 )
 from interlock.config.refs import folder_files
 from interlock.config.validate import check_hook
+from interlock.engine.errors import ConfigError
+from interlock.engine.hooks import Source
 
 CONFIG_NAMES = ("config.toml", "config.yaml", "config.yml")
 HOOK_FILES = ("HOOK.md", "HOOK.yaml", "HOOK.yml")

@@ -10,13 +10,13 @@ import logging
 import re
 from pathlib import Path
 
-from interlock._catalog import BY_NAME, SYSTEMS, from_alias
-from interlock._errors import ConfigError, RegistrationError, UnknownEventError
-from interlock._hooks import Matcher
 from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.parse import Locator, PathKey
-from interlock.dialects._matchers import check as check_matcher
-from interlock.dialects._matchers import for_dialect as dialect_matcher
+from interlock.engine.catalog import BY_NAME, SYSTEMS, from_alias
+from interlock.engine.errors import ConfigError, RegistrationError, UnknownEventError
+from interlock.engine.hooks import Matcher
+from interlock.executors.dialects._matchers import check as check_matcher
+from interlock.executors.dialects._matchers import for_dialect as dialect_matcher
 
 log = logging.getLogger("interlock.config")
 
@@ -30,7 +30,7 @@ _ENV = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 def dialect_names() -> tuple[str, ...]:
     try:
-        from interlock.dialects import DIALECTS
+        from interlock.executors.dialects import DIALECTS
     except ImportError:
         return DIALECT_NAMES
     return tuple(DIALECTS) or DIALECT_NAMES

@@ -2,7 +2,7 @@
 process per call), ``worker`` (one long-lived process per hook speaking JSON
 lines), ``http`` and ``prompt``.
 
-Each satisfies ``interlock._hooks.Executor``: an async callable taking an
+Each satisfies ``interlock.engine.hooks.Executor``: an async callable taking an
 ``Invocation`` and returning a decision, ``None``, or raising ``HookFailure``.
 """
 

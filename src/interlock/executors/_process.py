@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from interlock._errors import ContractError, HookCrash, HookTimeout
+from interlock.engine.errors import ContractError, HookCrash, HookTimeout
 
 CLEAN_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
 """What a native hook inherits from the host's environment, besides its own ``env``."""

@@ -31,10 +31,11 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from interlock._decisions import Decision
-from interlock._dispatch import Engine
-from interlock._errors import ConfigError, FailureMode, HookFailure, HookTimeout
-from interlock._hooks import Hook, Invocation, OnError
+from interlock.engine.decisions import Decision
+from interlock.engine.dispatch import Engine
+from interlock.engine.errors import ConfigError, FailureMode, HookFailure, HookTimeout
+from interlock.engine.hooks import Hook, Invocation, OnError
+from interlock.engine.redact import redact
 from interlock.executors.prompt import (
     ANSWER_SCHEMA,
     PromptTemplate,
@@ -42,8 +43,13 @@ from interlock.executors.prompt import (
     judge_hook,
     parse_answer,
 )
-from interlock.redact import redact
-from interlock.tooling import ModelError, ModelProvider, ModelRequest, ModelResponse, ToolSpec
+from interlock.models.tooling import (
+    ModelError,
+    ModelProvider,
+    ModelRequest,
+    ModelResponse,
+    ToolSpec,
+)
 
 SYSTEM = (
     "You are a policy judge inside an AI agent's hook system. You will be shown an event. "

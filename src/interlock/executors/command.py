@@ -4,7 +4,7 @@ Native hooks speak the wire contract v1 (docs/wire-contract.md): the request bod
 stdin as one line of JSON; exit 0 means "read stdout" (empty is no
 opinion), exit 2 means block with stderr as the reason, any other exit is a
 failure. A hook with a ``dialect`` speaks that host's protocol instead (see
-``interlock.dialects`` and docs/dialects.md).
+``interlock.executors.dialects`` and docs/dialects.md).
 """
 
 from __future__ import annotations
@@ -16,22 +16,22 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from interlock._decisions import Decision, block, decode_wire
-from interlock._errors import ConfigError, ContractError, HookCrash
-from interlock._strictjson import AmbiguousJSON
-from interlock._strictjson import loads as strict_loads
+from interlock.engine.decisions import Decision, block, decode_wire
+from interlock.engine.errors import ConfigError, ContractError, HookCrash
+from interlock.engine.strictjson import AmbiguousJSON
+from interlock.engine.strictjson import loads as strict_loads
 from interlock.executors._process import Completed, argv_for, clean_env, host_env, run_once
 
 if TYPE_CHECKING:
-    from interlock._hooks import Invocation
-    from interlock.dialects import Dialect
+    from interlock.engine.hooks import Invocation
+    from interlock.executors.dialects import Dialect
 
 DEFAULT_OUTPUT_CAP = 1_048_576
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 class CommandExecutor:
-    """Runs a hook as one process per call (satisfies ``interlock._hooks.Executor``)."""
+    """Runs a hook as one process per call (satisfies ``interlock.engine.hooks.Executor``)."""
 
     def __init__(
         self,
@@ -56,7 +56,7 @@ class CommandExecutor:
         ``project_dir`` defaults to ``cwd``; ``plugin_root`` is exported to
         dialects that have such a variable (CLAUDE_PLUGIN_ROOT).
         """
-        from interlock.dialects import get
+        from interlock.executors.dialects import get
 
         self.hook_name = hook_name
         self.dialect: Dialect | None = get(dialect) if dialect is not None else None

@@ -30,8 +30,8 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import msgspec
 
-from interlock._decisions import Decision, decode_wire
-from interlock._errors import (
+from interlock.engine.decisions import Decision, decode_wire
+from interlock.engine.errors import (
     ConfigError,
     ContractError,
     FailureMode,
@@ -39,15 +39,15 @@ from interlock._errors import (
     HookFailure,
     HookTimeout,
 )
-from interlock._hooks import Invocation
-from interlock._strictjson import loads as strict_loads
+from interlock.engine.hooks import Invocation
+from interlock.engine.strictjson import loads as strict_loads
 
 if TYPE_CHECKING:
-    from interlock._hooks import Executor
+    from interlock.engine.hooks import Executor
+from interlock.engine.redact import redact
 from interlock.net import signing
 from interlock.net.pinned import PinnedClient
 from interlock.net.ssrf import Allowlist, Resolver, SSRFError, check_url, parse_url
-from interlock.redact import redact
 
 log = logging.getLogger("interlock.net")
 
@@ -73,7 +73,7 @@ class HttpStatusError(HookCrash):
 
 
 class HttpExecutor:
-    """Runs one HTTP hook. Satisfies :class:`interlock._hooks.Executor`.
+    """Runs one HTTP hook. Satisfies :class:`interlock.engine.hooks.Executor`.
 
     ``headers_from_env`` maps a header name to the NAME of an environment
     variable holding its value, so no secret is ever written in config.

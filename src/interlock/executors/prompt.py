@@ -30,14 +30,20 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from interlock._catalog import spec as event_spec
-from interlock._decisions import Decision, Verdict
-from interlock._errors import ConfigError, ContractError, FailureMode, HookFailure, HookTimeout
-from interlock._hooks import Hook, Invocation, Matcher, OnError
-from interlock._strictjson import AmbiguousJSON
-from interlock._strictjson import loads as strict_loads
-from interlock.redact import redact
-from interlock.tooling import ModelError, ModelProvider, ModelRequest
+from interlock.engine.catalog import spec as event_spec
+from interlock.engine.decisions import Decision, Verdict
+from interlock.engine.errors import (
+    ConfigError,
+    ContractError,
+    FailureMode,
+    HookFailure,
+    HookTimeout,
+)
+from interlock.engine.hooks import Hook, Invocation, Matcher, OnError
+from interlock.engine.redact import redact
+from interlock.engine.strictjson import AmbiguousJSON
+from interlock.engine.strictjson import loads as strict_loads
+from interlock.models.tooling import ModelError, ModelProvider, ModelRequest
 
 log = logging.getLogger("interlock.executors.prompt")
 

@@ -31,16 +31,16 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from interlock._decisions import Decision, decode_wire
-from interlock._errors import ConfigError, ContractError, HookCrash, HookFailure, HookTimeout
-from interlock._runner import LoopThread
-from interlock._strictjson import AmbiguousJSON
-from interlock._strictjson import loads as strict_loads
+from interlock.engine.decisions import Decision, decode_wire
+from interlock.engine.errors import ConfigError, ContractError, HookCrash, HookFailure, HookTimeout
+from interlock.engine.loop_thread import LoopThread
+from interlock.engine.strictjson import AmbiguousJSON
+from interlock.engine.strictjson import loads as strict_loads
 from interlock.executors._process import LIVE_GROUPS, argv_for, clean_env, kill_group
 from interlock.executors.command import DEFAULT_OUTPUT_CAP
 
 if TYPE_CHECKING:
-    from interlock._hooks import Invocation
+    from interlock.engine.hooks import Invocation
 
 _STDERR_TAIL = 4096
 """Bytes of the worker's stderr kept to explain why it died."""

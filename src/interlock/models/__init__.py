@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from interlock._errors import ConfigError
-from interlock.tooling import ModelProvider, ProviderFactory
+from interlock.engine.errors import ConfigError
+from interlock.models.tooling import ModelProvider, ProviderFactory
 
 
 def resolve_model(spec: str | None, *, providers: Mapping[str, ProviderFactory] = (

@@ -15,8 +15,8 @@ from typing import Any
 
 import httpx
 
-from interlock.redact import redact
-from interlock.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
+from interlock.engine.redact import redact
+from interlock.models.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
 
 MALFORMED = "__interlock_malformed_arguments__"
 """Key of a tool call's args when the model sent arguments that are not a JSON object."""

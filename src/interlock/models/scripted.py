@@ -26,8 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from interlock._errors import ConfigError
-from interlock.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
+from interlock.engine.errors import ConfigError
+from interlock.models.tooling import ModelError, ModelRequest, ModelResponse, ToolCall
 
 StepFn = Callable[[ModelRequest], "ModelResponse | Step"]
 _STEP_KEYS = frozenset({"text", "tool_calls", "error", "status_code", "match",

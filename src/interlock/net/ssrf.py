@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from interlock._errors import ConfigError, FailureMode, HookFailure
+from interlock.engine.errors import ConfigError, FailureMode, HookFailure
 
 log = logging.getLogger("interlock.net")
 

@@ -11,8 +11,8 @@ REPLAY_ENV = "INTERLOCK_REPLAY"
 
 
 def interlock_home() -> Path:
-    """The user folder: :func:`interlock.paths.user_dir` (one definition for everyone)."""
-    from interlock.paths import user_dir
+    """The user folder: :func:`interlock.config.paths.user_dir` (one definition for everyone)."""
+    from interlock.config.paths import user_dir
 
     return user_dir()
 
@@ -23,6 +23,6 @@ def is_replay() -> bool:
     Hooks with side effects (checkpoints, loggers, memory) skip them then:
     a replay re-judges a recorded session, it does not redo it.
     """
-    from interlock._invoke import is_replay as replaying
+    from interlock.engine.invoke import is_replay as replaying
 
     return replaying() or os.environ.get(REPLAY_ENV, "") not in ("", "0", "false")

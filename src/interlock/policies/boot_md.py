@@ -8,7 +8,7 @@ the checklist and reply ``[SILENT]`` when nothing needs a person's attention.
 ``[SILENT]`` (alone, any case, surrounding whitespace ignored) means no
 message; any other reply is the message.
 
-The model is any :class:`interlock.tooling.ModelProvider`; the host supplies
+The model is any :class:`interlock.models.tooling.ModelProvider`; the host supplies
 it through ``configure({"provider": ...})``.
 """
 
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interlock.events import Event
+from interlock.models.tooling import ModelProvider, ModelRequest
 from interlock.policies._common import interlock_home
-from interlock.tooling import ModelProvider, ModelRequest
 
 SILENT = "[SILENT]"
 SYSTEM = (

@@ -13,9 +13,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from interlock.engine.redact import redact
 from interlock.events import Event
 from interlock.policies._common import interlock_home, is_replay
-from interlock.redact import redact
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The destructive-command guard: would this shell command wreck something?
 
-It parses the command (:mod:`interlock.policies.shell`) into the simple
+It parses the command (:mod:`interlock.shell.analyse`) into the simple
 commands bash would run, with variables, functions, aliases, braces, tildes,
 ``set --``, ``while read`` loops and wrappers resolved, and checks each one
 against the rules of :mod:`~interlock.policies.guard_fs` (files, disks,
@@ -42,7 +42,7 @@ from interlock.policies.guard_model import (
     critical_dir,
     operands,
 )
-from interlock.policies.shell import Command, ShellParseError, parse
+from interlock.shell.analyse import Command, ShellParseError, parse
 
 __all__ = ["CATEGORIES", "DOWNLOADERS", "PROTECTED_BRANCHES", "SQL_CLIENTS", "SUSPICIOUS",
            "SYSTEM_DIRS", "Finding", "GuardOptions", "check", "check_cached"]

@@ -19,10 +19,10 @@ import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from interlock.policies import shell_words as words
 from interlock.policies.guard_model import Context, Finding, critical_dir, critical_file
-from interlock.policies.shell import Command, is_shell
-from interlock.policies.shell_output import UNKNOWN_OUTPUT, literal_output
+from interlock.shell import words
+from interlock.shell.analyse import Command, is_shell
+from interlock.shell.output import UNKNOWN_OUTPUT, literal_output
 
 DOWNLOADERS = frozenset({"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lwp-request",
                          "GET"})

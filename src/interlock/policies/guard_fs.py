@@ -19,8 +19,8 @@ from interlock.policies.guard_model import (
     recursive_flag,
     split_targets,
 )
-from interlock.policies.shell import SHELLS, Command, find_roots
-from interlock.policies.shell_output import UNKNOWN_OUTPUT
+from interlock.shell.analyse import SHELLS, Command, find_roots
+from interlock.shell.output import UNKNOWN_OUTPUT
 
 DELETERS = frozenset({"rm", "unlink", "shred", "srm", "trash", "trash-put", "rmdir", "wipe",
                       "truncate"})

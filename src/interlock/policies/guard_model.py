@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from interlock.policies import shell_words as words
-from interlock.policies.shell_output import UNKNOWN_OUTPUT
+from interlock.shell import words
+from interlock.shell.output import UNKNOWN_OUTPUT
 
 CATEGORIES: dict[str, str] = {
     # category -> what it blocks (docs/guard.md has the table)

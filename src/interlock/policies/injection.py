@@ -19,7 +19,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from interlock._decisions import Decision, block, context, modify
+from interlock.engine.decisions import Decision, block, context, modify
 from interlock.events import Event
 
 _PATTERNS: tuple[tuple[str, int, str], ...] = (

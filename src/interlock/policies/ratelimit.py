@@ -15,7 +15,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from interlock._decisions import Decision, block
+from interlock.engine.decisions import Decision, block
 from interlock.events import Event
 
 

@@ -1,6 +1,6 @@
 """Secret redaction as a modifier: tool args, tool results, stored results,
 outbound messages and outgoing model messages lose their secrets before they
-go anywhere. The detection itself is :mod:`interlock.redact` (one module for
+go anywhere. The detection itself is :mod:`interlock.engine.redact` (one module for
 every place Interlock redacts).
 """
 
@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from interlock._decisions import Decision, modify
+from interlock.engine.decisions import Decision, modify
+from interlock.engine.redact import redact, redact_data
 from interlock.events import Event
-from interlock.redact import redact, redact_data
 
 # event -> the payload field this policy rewrites
 FIELDS: dict[str, str] = {

@@ -28,7 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from interlock.policies.shell import Command, ShellParseError, parse
+from interlock.shell.analyse import Command, ShellParseError, parse
 
 DEFAULT_DENY_IN_HOME = (".ssh", ".gnupg", ".aws", ".kube", ".docker/config.json", ".netrc",
                         ".config/gcloud", ".azure", ".password-store", ".pgpass")

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interlock.engine.redact import redact
 from interlock.events import Event
 from interlock.policies._common import interlock_home, is_replay
-from interlock.redact import redact
 
 COMMANDS = frozenset({"new", "reset"})
 

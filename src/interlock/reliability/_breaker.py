@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from interlock.reliability._policy import SYSTEM_CLOCK, Clock
 
 if TYPE_CHECKING:
-    from interlock._hooks import Hook
+    from interlock.engine.hooks import Hook
 
 
 class BreakerKey(NamedTuple):

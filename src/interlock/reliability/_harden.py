@@ -9,15 +9,15 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from interlock._catalog import BY_NAME, FailClosed, Kind
-from interlock._errors import FailureMode, HookFailure
+from interlock.engine.catalog import BY_NAME, FailClosed, Kind
+from interlock.engine.errors import FailureMode, HookFailure
 from interlock.reliability._breaker import Breaker, BreakerBook, BreakerKey
 from interlock.reliability._policy import Clock, Policy
 from interlock.reliability._wrap import wrap
 
 if TYPE_CHECKING:
-    from interlock._hooks import Hook
-    from interlock.metrics import Metrics
+    from interlock.engine.hooks import Hook
+    from interlock.reliability.metrics import Metrics
 
 GRACE = 1.0
 """Seconds the engine's outer bound leaves over the budget, so a budget that runs

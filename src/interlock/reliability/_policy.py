@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
 
-from interlock._errors import ConfigError
+from interlock.engine.errors import ConfigError
 
 
 class Clock(Protocol):

@@ -15,12 +15,12 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from interlock._errors import FailureMode, HookCrash, HookFailure, HookTimeout
+from interlock.engine.errors import FailureMode, HookCrash, HookFailure, HookTimeout
 from interlock.reliability._policy import Clock, Policy
 
 if TYPE_CHECKING:
-    from interlock._decisions import Decision
-    from interlock._hooks import Executor, Invocation
+    from interlock.engine.decisions import Decision
+    from interlock.engine.hooks import Executor, Invocation
 
 _TERMINAL_MODES = frozenset({
     FailureMode.CONTRACT, FailureMode.BREAKER_OPEN, FailureMode.UNAPPROVED,
@@ -66,7 +66,7 @@ async def attempt_once(executor: Executor, inv: Invocation, limit: float | None)
     except HookFailure:
         raise
     except Exception as exc:
-        from interlock._invoke import crash_site
+        from interlock.engine.invoke import crash_site
 
         where = crash_site(exc)
         raise HookCrash(f"hook {name} raised {type(exc).__name__}: {exc}"

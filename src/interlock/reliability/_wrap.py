@@ -5,19 +5,19 @@ from __future__ import annotations
 import random
 from typing import TYPE_CHECKING
 
-from interlock._errors import FailureMode, HookFailure
+from interlock.engine.errors import FailureMode, HookFailure
 from interlock.reliability._breaker import BreakerBook, BreakerKey
 from interlock.reliability._policy import SYSTEM_CLOCK, Clock, Policy
 from interlock.reliability._retry import run_with_retries
 
 if TYPE_CHECKING:
-    from interlock._decisions import Decision
-    from interlock._hooks import Executor, Invocation
-    from interlock.metrics import Metrics
+    from interlock.engine.decisions import Decision
+    from interlock.engine.hooks import Executor, Invocation
+    from interlock.reliability.metrics import Metrics
 
 
 class Reliable:
-    """An :class:`~interlock._hooks.Executor`: breaker ▸ retry ▸ timeout ▸ executor.
+    """An :class:`~interlock.engine.hooks.Executor`: breaker ▸ retry ▸ timeout ▸ executor.
 
     The breaker is outermost, so one invocation (with all its retries) counts
     once: three invocations that each exhausted their retries open it.

@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from interlock._errors import ConfigError
+from interlock.engine.errors import ConfigError
 from interlock.store._records import (
     AuditEntry,
     AuditQuery,
@@ -32,8 +32,8 @@ DB_NAME = "interlock.db"
 
 def state_dir() -> Path:
     """Where the default store lives: Interlock's one state dir
-    (:func:`interlock.paths.state_dir`), shared by every host and every command."""
-    from interlock.paths import state_dir as interlock_state_dir
+    (:func:`interlock.config.paths.state_dir`), shared by every host and every command."""
+    from interlock.config.paths import state_dir as interlock_state_dir
 
     return interlock_state_dir()
 

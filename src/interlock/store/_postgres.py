@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from interlock._errors import ConfigError
-from interlock.redact import redact
+from interlock.engine.errors import ConfigError
+from interlock.engine.redact import redact
 from interlock.store._sql import SQLBackend
 
 _LOCK_ID = 0x1A7E_10C4  # advisory lock: concurrent first starts create the schema once

@@ -1,6 +1,6 @@
 """What the stores keep: dead letters, audit entries and breaker states.
 
-Every string that came from a hook passes through :mod:`interlock.redact`
+Every string that came from a hook passes through :mod:`interlock.engine.redact`
 here, on the writer's thread, before it reaches any backend.
 """
 
@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from interlock.redact import redact
+from interlock.engine.redact import redact
 
 if TYPE_CHECKING:
-    from interlock._outcome import Outcome
-    from interlock._sinks import FailureRecord
+    from interlock.engine.outcome import Outcome
+    from interlock.engine.sinks import FailureRecord
     from interlock.reliability import Breaker
 
 

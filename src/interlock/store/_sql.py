@@ -88,7 +88,7 @@ class SQLBackend:
         """Create what is missing, after checking that nothing was lost: a store
         whose version row says it held tables that are now gone is refused, as
         is one written by a newer Interlock."""
-        from interlock._errors import ConfigError
+        from interlock.engine.errors import ConfigError
 
         found = self.existing_tables(cur)
         version = None

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from interlock._errors import ConfigError
+from interlock.engine.errors import ConfigError
 from interlock.store import _ledger
 from interlock.store._sql import SQLBackend
 

@@ -26,7 +26,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from interlock.redact import redact
+from interlock.engine.redact import redact
 from interlock.store._records import (
     AuditEntry,
     AuditQuery,
@@ -39,8 +39,8 @@ from interlock.store._records import (
 from interlock.store._sql import AUDIT, SQLBackend
 
 if TYPE_CHECKING:
-    from interlock._outcome import Outcome
-    from interlock._sinks import FailureRecord
+    from interlock.engine.outcome import Outcome
+    from interlock.engine.sinks import FailureRecord
     from interlock.reliability import Breaker, BreakerBook, BreakerState
 
 log = logging.getLogger("interlock")

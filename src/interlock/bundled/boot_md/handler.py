@@ -7,7 +7,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from interlock._decisions import Decision, context
+from interlock.engine.decisions import Decision, context
 from interlock.events import Event
 from interlock.policies.boot_md import BootMd
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from interlock._decisions import Decision, block
-from interlock._errors import ConfigError
+from interlock.engine.decisions import Decision, block
+from interlock.engine.errors import ConfigError
 from interlock.events import Event
 from interlock.policies import destructive
 from interlock.policies.git_head import current_branch
 from interlock.policies.guard_model import GuardOptions, OptionError
 from interlock.policies.sandbox import TERMINAL_TOOLS
-from interlock.policies.shell import require_parser
+from interlock.shell.analyse import require_parser
 
 __all__ = ["configure", "current_branch", "handle"]
 

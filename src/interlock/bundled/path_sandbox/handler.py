@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from interlock._decisions import Decision, block
+from interlock.engine.decisions import Decision, block
 from interlock.events import Event
 from interlock.policies.sandbox import PATH_KEYS, TERMINAL_TOOLS, Sandbox, file_paths
-from interlock.policies.shell import require_parser
+from interlock.shell.analyse import require_parser
 
 _options: dict[str, Any] = {}
 _sandbox: Sandbox | None = None

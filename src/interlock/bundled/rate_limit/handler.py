@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interlock._decisions import Decision
+from interlock.engine.decisions import Decision
 from interlock.events import Event
 from interlock.policies.ratelimit import RateLimiter
 

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from interlock._decisions import Decision
+from interlock.engine.decisions import Decision
 from interlock.events import Event
 from interlock.policies import redaction
 
 
 def configure(options: dict[str, Any]) -> None:
-    """No options: detection is interlock.redact's, shared with audit and logs."""
+    """No options: detection is interlock.engine.redact's, shared with audit and logs."""
 
 
 def handle(event: Event) -> Decision | None:

@@ -1,0 +1,256 @@
+"""Calling one hook, whatever it is, and checking its answer against its event.
+
+Sync hooks are called inline with no timer. Async hooks are stepped inline
+and get a timer only if they suspend. Blocking hooks go to a worker thread and
+executors are awaited, both under their timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import contextvars
+import itertools
+import os
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any
+
+from interlock.engine.catalog import EventSpec, Kind
+from interlock.engine.decisions import Decision, Verdict
+from interlock.engine.errors import (
+    HOOK_ERRORS,
+    HOOK_EXITS,
+    ContractError,
+    HookCrash,
+    HookFailure,
+    HookTimeout,
+)
+from interlock.engine.hooks import Hook, Invocation, Mode
+from interlock.engine.loop_thread import Resume
+from interlock.events import Event
+
+Answer = tuple[Decision | None, HookFailure | None]
+
+_REPLAY: contextvars.ContextVar[bool] = contextvars.ContextVar("interlock_replay", default=False)
+"""True while `interlock replay` re-evaluates a recorded session."""
+
+
+def is_replay() -> bool:
+    """True when the current dispatch is a replay: hooks with side effects
+    (checkpoints, loggers) should skip them."""
+    return _REPLAY.get()
+
+
+@contextlib.contextmanager
+def replay_mode() -> Iterator[None]:
+    """Mark every dispatch inside the block as a replay (Invocation.replay)."""
+    token = _REPLAY.set(True)
+    try:
+        yield
+    finally:
+        _REPLAY.reset(token)
+
+
+_ids = itertools.count(1)
+_prefix = os.urandom(4).hex()
+
+
+def new_id() -> str:
+    """A unique invocation id (cheap: a process prefix and a counter)."""
+    return f"{_prefix}-{next(_ids)}"
+
+
+def start(hook: Hook, event: Event, spec: EventSpec) -> Answer | asyncio.Future[Answer]:
+    """Step a non-sync hook inline; return its answer, or a future for the rest."""
+    if hook.mode is Mode.ASYNC:
+        assert hook.fn is not None
+        try:
+            coro = hook.fn(event)
+            first = coro.send(None)  # type: ignore[union-attr]
+        except StopIteration as done:
+            return settle(hook, spec, done.value)
+        except HookFailure as exc:
+            return None, exc
+        except HOOK_ERRORS as exc:
+            return None, crash(hook, exc)
+        # It suspended: only now does it get a timer (~20 us each, issue 2).
+        deadline = None
+        if hook.timeout is not None:
+            deadline = asyncio.get_running_loop().time() + hook.timeout
+        resumed = Resume(coro, first)  # type: ignore[arg-type]
+        task = asyncio.ensure_future(_guarded(hook, spec, resumed, deadline))
+        task.add_done_callback(resumed.close_if_cancelled)
+        return task
+    return asyncio.ensure_future(call(hook, event, spec))
+
+
+def call_sync(hook: Hook, event: Event, spec: EventSpec) -> Answer:
+    """Call a plain sync hook (no timer: it runs on the caller's thread)."""
+    try:
+        answer = hook.fn(event)  # type: ignore[misc]
+    except HookFailure as exc:
+        return None, exc
+    except HOOK_ERRORS as exc:
+        return None, crash(hook, exc)
+    return settle(hook, spec, answer)
+
+
+async def call(hook: Hook, event: Event, spec: EventSpec) -> Answer:
+    """Run one hook to completion, whatever its mode."""
+    mode = hook.mode
+    if mode is Mode.SYNC:
+        return call_sync(hook, event, spec)
+    if mode is Mode.ASYNC:
+        stepped = start(hook, event, spec)
+        if isinstance(stepped, asyncio.Future):
+            return await stepped
+        return stepped
+    deadline = None
+    if hook.timeout is not None:
+        deadline = asyncio.get_running_loop().time() + hook.timeout
+    if mode is Mode.BLOCKING:
+        assert hook.fn is not None
+        return await _guarded(hook, spec, asyncio.to_thread(_in_thread, hook, event), deadline)
+    assert hook.executor is not None
+    invocation = Invocation(event=event, hook=hook, invocation_id=new_id(),
+                            replay=_REPLAY.get())
+    return await _guarded(hook, spec, hook.executor(invocation), deadline)
+
+
+def _in_thread(hook: Hook, event: Event) -> Any:
+    """Run a blocking hook on its worker thread. An exit it raises becomes its crash
+    here: a GeneratorExit carried back through the thread's future escapes the
+    awaiting coroutines' except clauses (CPython 3.11)."""
+    try:
+        return hook.fn(event)  # type: ignore[misc]
+    except HOOK_EXITS as exc:
+        raise crash(hook, exc) from None
+
+
+async def _guarded(hook: Hook, spec: EventSpec, answer_of: Awaitable[Any],
+                   deadline: float | None) -> Answer:
+    """Await a hook's answer under its deadline; failures become values."""
+    try:
+        async with asyncio.timeout_at(deadline):
+            answer = await answer_of
+    except TimeoutError:
+        return None, HookTimeout(f"hook {hook.qualified_name} timed out after "
+                                 f"{hook.timeout:g}s")
+    except HookFailure as exc:
+        return None, exc
+    except HOOK_ERRORS as exc:
+        return None, crash(hook, exc)
+    return settle(hook, spec, answer)
+
+
+def settle(hook: Hook, spec: EventSpec, answer: Any) -> Answer:
+    """A hook's raw answer checked against its event: a decision, or a contract error."""
+    if answer is None:
+        return None, None
+    try:
+        return check_answer(hook, answer, spec), None
+    except ContractError as exc:
+        return None, exc
+
+
+def crash(hook: Hook, exc: BaseException) -> HookCrash:
+    fn: Any = hook.fn
+    while hasattr(fn, "__wrapped__"):  # the handler under breaker and pin-check wrappers
+        fn = fn.__wrapped__
+    where = crash_site(exc, getattr(getattr(fn, "__code__", None), "co_filename", None))
+    return HookCrash(f"hook {hook.qualified_name} raised {type(exc).__name__}: {exc}"
+                     + (f" (at {where})" if where else ""))
+
+
+def crash_site(exc: BaseException, hook_file: str | None = None) -> str | None:
+    """``file:line`` of the hook's own frame in ``exc``'s traceback: the deepest frame
+    in ``hook_file`` if given, else the deepest one outside Interlock's package."""
+    import sysconfig
+    import traceback
+
+    skip = (__file__.rpartition("/")[0] + "/", sysconfig.get_paths()["stdlib"], "<")
+    for frame in reversed(traceback.extract_tb(exc.__traceback__)):
+        if frame.filename == hook_file if hook_file else \
+                not frame.filename.startswith(skip):
+            return f"{frame.filename}:{frame.lineno}"
+    return None
+
+# Enum members as module constants: a class attribute lookup on an enum costs
+# ~65 ns on Python 3.11, and check_answer runs for every hook that answers.
+_OBSERVE, _MODIFY = Kind.OBSERVE, Verdict.MODIFY
+_ALWAYS_ACCEPTED = (Verdict.NONE, Verdict.STOP)
+
+
+def _malformed(answer: Decision) -> str | None:
+    """What is wrong with a decision's field types, if anything (str subclasses
+    are fine)."""
+    if not isinstance(answer.verdict, Verdict):
+        return (f"verdict is {type(answer.verdict).__name__} {answer.verdict!r}; build "
+                "decisions with block(...), approve(...), modify(...) and the rest")
+    for name in ("reason", "hint", "context"):
+        value = getattr(answer, name)
+        if value is not None and not isinstance(value, str):
+            return f"{name} must be a string, not {type(value).__name__}"
+    if answer.changes is not None and not (
+            isinstance(answer.changes, dict) and all(isinstance(k, str) for k in answer.changes)):
+        return "changes must be a dict of field name to new value"
+    return None
+
+
+def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
+    """Validate a hook's answer against what its event accepts."""
+    if answer is None:
+        return None
+    if not isinstance(answer, Decision):
+        raise ContractError(
+            f"hook {hook.qualified_name} returned {type(answer).__name__}; "
+            "return None or a decision (block(...), modify(...), ...)"
+        )
+    verdict = answer.verdict
+    # Decision is not validated when built (block(123) is a Decision too);
+    # hosts format these fields, so a wrong type is the hook's error, here.
+    if verdict.__class__ is not Verdict or not (
+            (answer.reason is None or answer.reason.__class__ is str)
+            and (answer.hint is None or answer.hint.__class__ is str)
+            and (answer.context is None or answer.context.__class__ is str)
+            and (answer.changes is None or answer.changes.__class__ is dict)):
+        problem = _malformed(answer)
+        if problem is not None:
+            raise ContractError(f"hook {hook.qualified_name} returned a malformed decision: "
+                                f"{problem}")
+    if spec.kind is _OBSERVE:
+        return answer  # a warning, recorded as ignored; never an effect
+    if verdict is _MODIFY and not hook.modifies:
+        raise ContractError(
+            f"hook {hook.qualified_name} returned modify but is a check; declare "
+            "`modifies = true` (modifies=True in code) so it runs in the modify phase"
+        )
+    if verdict not in spec.accepts and verdict not in _ALWAYS_ACCEPTED:
+        raise ContractError(
+            f"hook {hook.qualified_name} returned {verdict.value!r}, which "
+            f"{spec.name} does not accept (it accepts: "
+            f"{', '.join(sorted(v.value for v in spec.accepts | {Verdict.STOP}))})"
+        )
+    if answer.context is not None and not spec.context:
+        raise ContractError(
+            f"hook {hook.qualified_name} returned context, which {spec.name} does not take"
+        )
+    return answer
+
+
+
+def timed(fn: Callable[[Hook, Event, EventSpec], Answer], hook: Hook, event: Event,
+          spec: EventSpec) -> tuple[Decision | None, HookFailure | None, int]:
+    """``fn(hook, event, spec)`` with its latency in ns appended."""
+    t0 = time.perf_counter_ns()
+    decision, failure = fn(hook, event, spec)
+    return decision, failure, time.perf_counter_ns() - t0
+
+
+async def timed_call(hook: Hook, event: Event, spec: EventSpec
+                     ) -> tuple[Decision | None, HookFailure | None, int]:
+    """``call`` with its latency in ns appended (observers run concurrently)."""
+    t0 = time.perf_counter_ns()
+    decision, failure = await call(hook, event, spec)
+    return decision, failure, time.perf_counter_ns() - t0

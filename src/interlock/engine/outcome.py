@@ -1,0 +1,240 @@
+"""The merged outcome of one dispatch, and its one JSON shape.
+
+``hooks test --json``, ``POST /v1/events/{event}`` and the audit log all use
+:class:`OutcomeRecord` (``Outcome.to_record()``).
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from interlock.engine.decisions import Decision, Verdict
+from interlock.engine.redact import redact
+
+if TYPE_CHECKING:
+    from interlock.engine.errors import HookFailure
+    from interlock.engine.hooks import Hook
+    from interlock.events import Event
+
+
+class Status(enum.StrEnum):
+    """What became of one hook's answer."""
+
+    APPLIED = "applied"
+    """It decided the outcome, or its change/context was applied."""
+    SUPERSEDED = "superseded"
+    """A stronger (or earlier equal) decision won."""
+    NONE = "none"
+    """No opinion."""
+    FAILED = "failed"
+    """It failed; its on_error decided what that meant."""
+    SHADOW = "shadow"
+    """Shadow mode: audited, never applied."""
+    CANCELLED = "cancelled"
+    """The event ended before it answered."""
+    IGNORED = "ignored"
+    """A decision on an observe event: a warning, not an effect."""
+    QUEUED = "queued"
+    """A background hook, handed to its queue."""
+
+
+class HookRecord(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One hook's part in a dispatch."""
+
+    hook: str
+    """Qualified name, ``source:name``."""
+    verdict: str
+    """block, modify, approve, ... or none."""
+    status: Status
+    latency_ms: float | None
+    """None when hooks were not timed (no sink attached; see Engine(timed=...))."""
+    reason: str | None = None
+    failure: str | None = None
+    """Failure mode (timeout, crash, contract, ...) when it failed."""
+    error: str | None = None
+    """What went wrong, when it failed."""
+
+
+class ContextItem(msgspec.Struct, kw_only=True):
+    hook: str
+    text: str
+
+
+class OutcomeRecord(msgspec.Struct, kw_only=True):
+    """The one JSON shape of an outcome."""
+
+    event: str
+    decision: str
+    """The merged decision: stop, block, skip, respond, retry, ask, approve, modify or none."""
+    reason: str | None
+    hint: str | None
+    hook: str | None
+    """The hook whose decision won, if any."""
+    changes: dict[str, Any]
+    """Fields changed by modifiers, with their final values."""
+    value: Any
+    """respond's value."""
+    context: list[ContextItem]
+    hooks: list[HookRecord]
+    session_id: str
+    revision: int
+    capped: bool = False
+    """True when the stop-loop cap turned a block into no opinion."""
+
+
+RawResult = tuple["Hook", "Decision | None", "HookFailure | None", int, Status]
+
+
+_NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
+# Module constants: `Verdict.BLOCK` is a ~65 ns class attribute lookup on 3.11.
+_BLOCK, _STOP = Verdict.BLOCK, Verdict.STOP
+_ENDS = (Verdict.BLOCK, Verdict.STOP, Verdict.SKIP)
+
+
+class Outcome(msgspec.Struct, kw_only=True, gc=False):
+    """The merged result of one dispatch.
+
+    A ``msgspec.Struct`` because an event with no hooks still returns one:
+    it must cost tens of nanoseconds, not hundreds.
+    """
+
+    name: str
+    """The event's name."""
+    event: Event | None = None
+    """The event as emitted; None on the shared outcome of an event with no hooks."""
+    verdict: Verdict = Verdict.NONE
+    """The merged decision."""
+    reason: str | None = None
+    hint: str | None = None
+    hook: Hook | None = None
+    """The hook whose decision won."""
+    payload: Event | None = None
+    """The changed payload, or None when no hook changed it (see ``final()``)."""
+    changes: Mapping[str, Any] = _NO_CHANGES
+    """Fields changed by modifiers, with their final values."""
+    value: Any = None
+    """respond's value."""
+    contexts: Sequence[tuple[str, str]] = ()
+    """(hook, text) for every context, in hook order."""
+    raw: Sequence[RawResult] = ()
+    revision: int = 0
+    capped: bool = False
+    """True when the stop-loop cap turned a block into no opinion."""
+
+    # -- what hosts ask -------------------------------------------------------
+    @property
+    def blocked(self) -> bool:
+        return self.verdict is _BLOCK
+
+    @property
+    def stopped(self) -> bool:
+        return self.verdict is _STOP
+
+    @property
+    def ends(self) -> bool:
+        """True when the action must not happen (block, stop or skip)."""
+        return self.verdict in _ENDS
+
+    def final(self, event: Event | None = None) -> Event:
+        """The payload to act on: the changed one, else the one emitted.
+
+        The shared outcome of an event with no hooks does not hold the event,
+        so hosts pass the event they emitted: ``outcome.final(event)``.
+        """
+        found = self.payload or self.event or event
+        if found is None:
+            raise ValueError("outcome.final(event): pass the event you emitted")
+        return found
+
+    def tool_block_error(self) -> dict[str, Any]:
+        """The structured error a blocked tool call returns to the model."""
+        return {
+            "error": "tool call blocked",
+            "tool_name": getattr(self.event, "tool_name", None),
+            # Redacted: this goes back to the model (docs/engine.md, Failures).
+            "reason": redact(self.reason or ""),
+            "hint": redact(self.hint) if self.hint else self.hint,
+            "hook": self.hook.qualified_name if self.hook is not None else None,
+        }
+
+    def context_text(self, cap: int = 10_000) -> str:
+        """Every context text in order, each wrapped in delimiters naming its hook.
+
+        Each text is capped at ``cap`` characters. Hosts put this into the
+        user message or the tool result (docs/agent.md, What each decision does here); it is never
+        persisted as if the user wrote it.
+        """
+        parts = []
+        for hook, text in self.contexts:
+            if len(text) > cap:
+                text = text[:cap] + f"... [truncated {len(text) - cap} characters]"
+            parts.append(f'<hook-context hook="{hook}">\n{text}\n</hook-context>')
+        return "\n".join(parts)
+
+    @property
+    def hooks(self) -> list[HookRecord]:
+        """Each hook's verdict, status and latency, in dispatch order."""
+        out = []
+        for hook, decision, failure, latency_ns, status in self.raw:
+            out.append(
+                HookRecord(
+                    hook=hook.qualified_name,
+                    verdict=(decision.verdict.value if decision is not None else "none"),
+                    status=status,
+                    latency_ms=round(latency_ns / 1e6, 4) if latency_ns else None,
+                    reason=_redacted(decision.reason) if decision is not None else None,
+                    failure=failure.mode.value if failure is not None else None,
+                    error=redact(str(failure)) if failure is not None else None,
+                )
+            )
+        return out
+
+
+    def to_record(self, event: Event | None = None) -> OutcomeRecord:
+        """The one JSON shape; pass the emitted event for a no-hooks outcome."""
+        event = self.event or event
+        verdict = self.verdict
+        if verdict is Verdict.NONE and self.changes:
+            verdict = Verdict.MODIFY
+        return OutcomeRecord(
+            event=self.name,
+            decision=verdict.value,
+            reason=_redacted(self.reason),
+            hint=_redacted(self.hint),
+            hook=self.hook.qualified_name if self.hook is not None else None,
+            changes=dict(self.changes),
+            value=self.value,
+            context=[ContextItem(hook=h, text=t) for h, t in self.contexts],
+            hooks=self.hooks,
+            session_id=event.session_id if event is not None else "",
+            revision=self.revision,
+            capped=self.capped,
+        )
+
+    def to_dict(self, event: Event | None = None) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(self.to_record(event))
+        return out
+
+    def summary(self) -> str:
+        return (f"Outcome({self.name}, {self.verdict.value}, reason={self.reason!r}, "
+                f"changes={sorted(self.changes)}, contexts={len(self.contexts)})")
+
+
+def _redacted(text: str | None) -> str | None:
+    return redact(text) if text else text
+
+
+def outcome_schema() -> dict[str, Any]:
+    out: dict[str, Any] = msgspec.json.schema(OutcomeRecord)
+    return out
+
+
+class NoHooks(Outcome, frozen=True, gc=False):  # type: ignore[misc]  # msgspec allows it
+    """The outcome of an event with no hooks: "no opinion", shared by every
+    emit of that event type in every engine, so it is frozen (setting a field
+    raises AttributeError). Its ``event`` is None: use ``final(event)``."""

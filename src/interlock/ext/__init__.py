@@ -1,0 +1,4 @@
+"""Extensions: finding, pinning, loading and installing them.
+
+See docs/extensions.md.
+"""

@@ -1,0 +1,276 @@
+"""The bridge's run: read, evaluate (socket or in process), answer; deny on any failure.
+
+A watchdog owns the deadline: SIGALRM fires at the deadline, and its handler
+writes the host's deny and ends the process, whatever the bridge is waiting
+on (a hung server, a hook that never returns: waits on sockets and locks are
+interrupted by the signal). A signal rather than a timer thread: importing
+threading is start-up time the bridge does not have.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import time
+
+from interlock.hosts.bridge import HOSTS, host
+from interlock.hosts.bridge._common import BridgeError, Reply, Result
+
+# Start-up time is the bridge's budget: no typing, dataclasses or pathlib here.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
+
+    from interlock.hosts.assembly import Host
+
+USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
+         "[--socket PATH] [--local] [--guarded]\n"
+         "Reads the agent's hook input on stdin and answers on stdout, as the agent expects.\n")
+MAX_INPUT = 8 << 20
+
+
+GUARDED = 100
+"""With ``--guarded`` the bridge exits ``GUARDED`` + its answer's code, so the
+install line's guard can tell an answer from an exit nobody chose (a hook's
+``os._exit(0)``), which it turns into a deny (docs/one-policy.md)."""
+
+
+class Options:
+    __slots__ = ("deadline", "guarded", "local", "project", "socket")
+
+    def __init__(self) -> None:
+        self.project: str | None = None
+        self.deadline: float | None = None
+        self.socket: str | None = None
+        self.local = False
+        """Never use a server; evaluate in process."""
+        self.guarded = False
+
+
+def parse(args: list[str]) -> Options:
+    opts = Options()
+    it = iter(args)
+    for arg in it:
+        key, eq, value = arg.partition("=")
+        if key in ("--project", "--deadline", "--socket"):
+            if not eq:
+                value = next(it, "")
+            if not value:
+                raise BridgeError(f"{key} needs a value")
+            if key == "--deadline":
+                try:
+                    opts.deadline = float(value)
+                except ValueError:
+                    raise BridgeError(f"--deadline {value!r} is not a number") from None
+                if not 0 < opts.deadline <= 3600:
+                    raise BridgeError("--deadline must be between 0 and 3600 seconds")
+            else:
+                setattr(opts, key[2:], value)
+        elif arg == "--local":
+            opts.local = True
+        elif arg == "--guarded":
+            opts.guarded = True
+        else:
+            raise BridgeError(f"unknown option {arg!r}")
+    return opts
+
+
+class _Answer:
+    """Writes exactly one reply: the bridge's, or the watchdog's deny.
+
+    Both run on the main thread (the watchdog is a signal handler), so a flag
+    set before writing is enough: a handler that interrupts a write returns.
+    """
+
+    def __init__(self) -> None:
+        self._done = False
+
+    def write(self, reply: Reply) -> bool:
+        if self._done:
+            return False
+        self._done = True
+        if reply.stdout:
+            sys.stdout.write(reply.stdout if reply.stdout.endswith("\n")
+                             else reply.stdout + "\n")
+        sys.stdout.flush()
+        if reply.stderr:
+            sys.stderr.write(reply.stderr)
+        sys.stderr.flush()
+        return True
+
+
+def kill_hook_groups() -> None:
+    """SIGKILL the process groups of hooks still running in this process's engine.
+
+    The bridge is about to answer without them and exit; a hook it gave up on
+    must not go on acting. Safe in a signal handler: no import, no allocation
+    worth mentioning. With a server up no hook runs here, and the module was
+    never imported.
+    """
+    process = sys.modules.get("interlock.executors._process")
+    groups = getattr(process, "LIVE_GROUPS", None) if process is not None else None
+    for pgid in tuple(groups or ()):
+        try:
+            os.killpg(pgid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def failure(mod: ModuleType, host_event: str, reason: str, *, scrub: bool = True) -> Reply:
+    """The deny a failing bridge answers (no effect where the catalog says so).
+
+    ``scrub``: redact the reason (an error may quote a secret); the watchdog
+    passes False, since a signal handler must not import.
+    """
+    if scrub:
+        try:
+            from interlock.engine.redact import redact
+
+            reason = redact(reason)
+        except Exception:
+            reason = "an error (its text could not be redacted)"
+    if host_event in mod.NO_EFFECT:
+        return Reply("", f"interlock bridge: {reason} (no effect on {host_event})\n", 0)
+    reply: Reply = mod.deny(host_event, f"Interlock bridge failed closed: {reason}")
+    return reply
+
+
+def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> str:
+    """The project's resolved root: --project, $INTERLOCK_PROJECT, the host's
+    project variable, else the nearest folder at or above the call's cwd holding
+    `.interlock/`, up to the repository root (as every command finds it:
+    interlock.config.project), else that cwd, with a warning on stderr."""
+    start = (opts.project or os.environ.get("INTERLOCK_PROJECT")
+             or (os.environ.get(mod.PROJECT_ENV) if mod.PROJECT_ENV else None))
+    if start:
+        return os.path.realpath(start)
+    cwd = payload.get("cwd")
+    roots = payload.get("workspace_roots")
+    if not (isinstance(cwd, str) and cwd) and isinstance(roots, list) and roots:
+        cwd = roots[0]
+    base = os.path.realpath(cwd if isinstance(cwd, str) and cwd else os.getcwd())
+    from interlock.config.project import find_root
+
+    found = find_root(base)
+    if found is None:
+        sys.stderr.write(f"interlock bridge: no .interlock/ in {base} or above; "
+                         "only user and managed hooks apply\n")
+        return base
+    return found
+
+
+def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: Options,
+             deadline: float) -> dict[str, Any]:
+    """The outcome as a dict: from the server when one is up, else in process."""
+    if not opts.local:
+        from interlock.hosts.bridge._client import NoServer, post
+        from interlock.hosts.server.paths import socket_path_for
+
+        sock = opts.socket or socket_path_for(root)
+        try:
+            return post(sock, f"/v1/bridge/{system}", raw, project=root, deadline=deadline)
+        except NoServer:
+            pass
+    return evaluate_local(system, payload, root)
+
+
+def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str, Any]:
+    from interlock.hosts.bridge._common import logs_off_stderr
+
+    logs_off_stderr()  # hosts read stderr as the block reason
+    try:
+        from interlock.hosts.assembly import Host
+    except ImportError as exc:
+        raise BridgeError("no server is running and hooks cannot be loaded in process "
+                          f"({exc}); start `interlock serve`") from None
+    from interlock.hosts.bridge._events import build_event
+
+    event = build_event(system, payload)
+    # The host every command assembles (interlock.hosts.assembly); the extension machinery is
+    # imported only when there are extensions to load.
+    from pathlib import Path
+
+    host: Host = Host.open(Path(root), record=False, extensions=None)
+    try:
+        if not host.engine.hooks:
+            # A bridge never runs with no hooks: a host agent calling it expects a
+            # policy, and an empty one would mean "allow everything".
+            raise BridgeError(f"no server is running and no hooks are configured for {root}; "
+                              "configure .interlock/config.toml or start `interlock serve`")
+        # Recorded like any host, but only once there is something to record: the
+        # store's rows are written in one transaction when the bridge exits.
+        host.registry.record()
+        outcome = host.engine.emit_sync(event)
+        out: dict[str, Any] = outcome.to_dict(event)
+    finally:
+        host.close()
+    from interlock.hosts.bridge._common import redact_reasons
+
+    redact_reasons(out)
+    return out
+
+
+def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
+        deadline: float) -> Reply:
+    try:
+        payload = json.loads(raw)
+    except ValueError as exc:
+        raise BridgeError(f"the hook input is not JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise BridgeError("the hook input is not a JSON object")
+    state["host_event"] = mod.host_event(payload)
+    root = project_root(opts, mod, payload)
+    result = Result.from_dict(evaluate(mod.SYSTEM, raw, payload, root, opts, deadline))
+    reply: Reply = mod.answer(state["host_event"], payload, result)
+    return reply
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] in ("-h", "--help"):
+        sys.stdout.write(USAGE)
+        return 0 if argv else 2
+    try:
+        mod = host(argv[0])
+    except ValueError as exc:
+        sys.stderr.write(f"interlock bridge: {exc}\n{USAGE}")
+        return 2
+    out = _Answer()
+    state = {"host_event": ""}
+    try:
+        opts = parse(argv[1:])
+    except BridgeError as exc:
+        reply = failure(mod, "", str(exc))
+        out.write(reply)
+        return reply.code
+    seconds = opts.deadline or float(mod.DEFAULT_DEADLINE)
+    offset = GUARDED if opts.guarded else 0
+    deadline = time.monotonic() + seconds
+
+    def expire(signum: int, frame: object) -> None:
+        reply = failure(mod, state["host_event"], f"no answer within {seconds:g} s", scrub=False)
+        if out.write(reply):
+            kill_hook_groups()
+            os._exit(reply.code + offset)
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        raw = sys.stdin.buffer.read(MAX_INPUT + 1)
+        if len(raw) > MAX_INPUT:
+            raise BridgeError("the hook input is larger than 8 MiB")
+        reply = run(mod, opts, raw, state, deadline)
+    except BaseException as exc:  # any failure at all is a deny
+        # BaseException too: a hook (in process) raising SystemExit or
+        # KeyboardInterrupt must not end the bridge with exit 0 and no answer,
+        # which the host reads as "allow" (docs/one-policy.md, When the bridge
+        # fails). The watchdog never gets here: it leaves through os._exit.
+        kill_hook_groups()
+        reason = str(exc) if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"
+        reply = failure(mod, state["host_event"], reason)
+    signal.setitimer(signal.ITIMER_REAL, 0)
+    signal.signal(signal.SIGALRM, previous)
+    out.write(reply)
+    return reply.code + offset

@@ -1,0 +1,263 @@
+"""``interlock bridge install <agent>``: write the agent's hook config to call the bridge.
+
+Every entry uses absolute paths (the Python that runs Interlock, the project
+root) and a timeout; the bridge's own deadline is set a few seconds below
+it, so the bridge denies before the agent gives up on it (a hook the agent
+times out is allowed to run by Claude Code). Existing settings are merged,
+never dropped: other hooks stay, and our own entries are replaced, not
+duplicated.
+
+Two things about the written command keep the bridge from failing open
+(docs/one-policy.md, When the bridge fails):
+
+- Python runs isolated (``-I``): agents run hooks in the project folder,
+  and a plain ``python -m`` would import a ``json.py`` or an ``interlock/``
+  planted there before the real ones. ``-I`` also ignores ``PYTHON*``
+  variables a project's agent settings could set.
+- A ``/bin/sh -c`` line runs the bridge and checks how it ended: an exit
+  code the bridge never answers with (the interpreter is gone: 127;
+  interlock cannot be imported: 1; killed by a signal) is turned into the
+  same reply the bridge gives when it fails, written into the line at
+  install time for that one event: the agent's deny on gate events,
+  nothing on observe events.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from interlock.engine.errors import ConfigError
+
+AGENTS = ("claude", "codex", "gemini", "cursor", "hermes")
+MARKS = ("interlock.bridge", "interlock bridge")
+
+# Events each agent's config gets, by that agent's names: the gates a policy
+# most needs, plus the prompt and stop checks.
+EVENTS: dict[str, tuple[str, ...]] = {
+    "claude": ("PreToolUse", "PermissionRequest", "PostToolUse", "UserPromptSubmit", "Stop",
+               "SessionStart"),
+    "codex": ("PreToolUse", "PermissionRequest", "PostToolUse", "UserPromptSubmit", "Stop",
+              "SessionStart"),
+    "gemini": ("BeforeTool", "AfterTool", "BeforeAgent", "AfterAgent", "SessionStart"),
+    "cursor": ("beforeShellExecution", "beforeMCPExecution", "beforeReadFile",
+               "beforeSubmitPrompt", "stop"),
+    "hermes": ("pre_tool_call", "post_tool_call", "pre_llm_call", "pre_verify"),
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    path: Path
+    command: str
+    timeout: int
+    deadline: int
+
+
+ANSWER_CODES = {"claude": (0, 2), "codex": (0, 2), "gemini": (0, 2), "cursor": (0,),
+                "hermes": (0,), "moltis": (0, 1)}
+"""The exit codes each agent's bridge answers with; any other means it never answered."""
+
+
+def bridge_argv(agent: str, project: Path, deadline: int) -> list[str]:
+    """The isolated Python command line of the bridge itself."""
+    return [sys.executable, *python_flags(), "-m", "interlock.bridge", agent,
+            "--project", str(project), "--deadline", str(deadline)]
+
+
+def python_flags() -> list[str]:
+    """``-I`` (isolated: no cwd, no ``PYTHON*`` variables, no user site), unless
+    interlock itself lives in the user site; then ``-E -P`` keeps the first two."""
+    import site
+
+    import interlock
+
+    user_site = site.getusersitepackages() if site.ENABLE_USER_SITE is not False else ""
+    here = Path(interlock.__file__).resolve()
+    if user_site and here.is_relative_to(Path(user_site).resolve()):
+        return ["-E", "-P"]
+    return ["-I"]
+
+
+def command_for(agent: str, project: Path, deadline: int, event: str | None = None) -> str:
+    """The absolute command line an agent runs for ``event`` (wrapped: see the module doc).
+
+    Without ``event``, the bare bridge command (what ``bridge install`` prints).
+    """
+    argv = bridge_argv(agent, project, deadline)
+    if event is None:
+        return shlex.join(argv)
+    from interlock.hosts.bridge import host
+    from interlock.hosts.bridge._core import failure
+
+    reason = ("the bridge could not start or crashed (its Python is gone, it cannot import "
+              f"interlock, or a hook ended it); reinstall it with `interlock bridge install "
+              f"{agent}` if it keeps happening")
+    reply = failure(host(agent), event, reason, scrub=False)
+    script = guard_script(ANSWER_CODES[agent], reply.code)
+    return shlex.join(["/bin/sh", "-c", script, "interlock-bridge", reply.stdout.rstrip("\n"),
+                       reply.stderr.rstrip("\n"), *argv, "--guarded"])
+
+
+def guard_script(answers: tuple[int, ...], code: int) -> str:
+    """The ``sh`` script: run the bridge (``--guarded``: it exits ``GUARDED`` +
+    its answer's code), pass its answer's code on, and on any other ending
+    write the reply it would have failed with ($1: stdout, $2: stderr;
+    ``code``: the exit code). An exit 0 is not an answer: a hook's
+    ``os._exit(0)`` ends the bridge with 0 and nothing written."""
+    from interlock.hosts.bridge._core import GUARDED
+
+    cases = " ".join(f"{GUARDED + a}) exit {a};;" for a in answers)
+    return (f'o=$1; e=$2; shift 2; "$@"; c=$?; case $c in {cases} esac; '
+            f'if [ -n "$o" ]; then printf "%s\\n" "$o"; fi; '
+            f'printf "%s (exit %s)\\n" "$e" "$c" >&2; exit {code}')
+
+
+def config_path(agent: str, project: Path, *, user: bool = False) -> Path:
+    home = Path.home()
+    if agent == "claude":
+        return (home / ".claude" if user else project / ".claude") / "settings.json"
+    if agent == "codex":
+        return (home / ".codex" if user else project / ".codex") / "hooks.json"
+    if agent == "gemini":
+        return (home / ".gemini" if user else project / ".gemini") / "settings.json"
+    if agent == "cursor":
+        return (home / ".cursor" if user else project / ".cursor") / "hooks.json"
+    if agent == "hermes":
+        base = Path(os.environ.get("HERMES_HOME") or home / ".hermes")
+        return base / "config.yaml"
+    raise ConfigError(f"unknown agent {agent!r}", field="agent",
+                      fix=f"one of {', '.join(AGENTS)}")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text() or "{}")
+    except ValueError as exc:
+        raise ConfigError(f"not valid JSON: {exc}", file=str(path),
+                          fix="fix or move the file, then install again") from None
+    if not isinstance(data, dict):
+        raise ConfigError("must hold a JSON object", file=str(path))
+    return data
+
+
+def _ours(entry: Any) -> bool:
+    return isinstance(entry, dict) and any(m in str(entry.get("command", "")) for m in MARKS)
+
+
+def _merge_grouped(hooks: dict[str, Any], event: str, handler: dict[str, Any],
+                   path: Path) -> None:
+    """Claude/Codex/Gemini layout: {Event: [{matcher, hooks: [handler]}]}."""
+    groups = hooks.setdefault(event, [])
+    if not isinstance(groups, list):
+        raise ConfigError(f"hooks.{event} must be a list", file=str(path), field=f"hooks.{event}")
+    kept = []
+    for group in groups:
+        if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+            group = {**group, "hooks": [h for h in group["hooks"] if not _ours(h)]}
+            if not group["hooks"]:
+                continue
+        kept.append(group)
+    kept.append({"matcher": "*", "hooks": [handler]})
+    hooks[event] = kept
+
+
+def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
+            path: Path | None = None) -> Plan:
+    """Write (merge) ``agent``'s hook config; returns what was written where."""
+    if agent not in AGENTS:
+        raise ConfigError(f"unknown agent {agent!r}", field="agent",
+                          fix=f"one of {', '.join(AGENTS)}")
+    if timeout < 5:
+        raise ConfigError("timeout must be at least 5 seconds", field="--timeout")
+    project = project.resolve()
+    from interlock.hosts.bridge._fit import check
+
+    check(agent, project, EVENTS[agent])  # a rewrite the agent would drop: refused
+    deadline = max(2, timeout - 3)
+    target = path or config_path(agent, project, user=user)
+    check_importable()
+    command = command_for(agent, project, deadline)
+    if agent == "hermes":
+        _install_hermes(target, agent, project, deadline, timeout)
+    else:
+        data = _read_json(target)
+        hooks = data.setdefault("hooks", {})
+        if not isinstance(hooks, dict):
+            raise ConfigError("'hooks' must be an object", file=str(target), field="hooks")
+        for event in EVENTS[agent]:
+            line = command_for(agent, project, deadline, event)
+            if agent == "cursor":
+                entries = hooks.setdefault(event, [])
+                if not isinstance(entries, list):
+                    raise ConfigError(f"hooks.{event} must be a list", file=str(target))
+                hooks[event] = [e for e in entries if not _ours(e)]
+                hooks[event].append({"command": line, "timeout": timeout})
+            else:
+                handler: dict[str, Any] = {"type": "command", "command": line}
+                # Gemini takes milliseconds; Claude and Codex take seconds.
+                handler["timeout"] = timeout * 1000 if agent == "gemini" else timeout
+                if agent == "gemini":
+                    handler["name"] = "interlock"
+                _merge_grouped(hooks, event, handler, target)
+        if agent == "cursor":
+            data.setdefault("version", 1)
+        _write(target, json.dumps(data, indent=2) + "\n")
+    return Plan(path=target, command=command, timeout=timeout, deadline=deadline)
+
+
+def check_importable() -> None:
+    """ConfigError unless the bridge imports under the flags the command uses.
+
+    A bridge that cannot import would deny every call (the wrapper fails
+    closed); better to say so now than at the agent's first tool call.
+    """
+    import subprocess
+
+    argv = [sys.executable, *python_flags(), "-c", "import interlock.hosts.bridge._core"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd="/", timeout=60,
+                          check=False)
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise ConfigError(f"{shlex.join(argv)} fails: {last}", field="python",
+                          fix="install interlock where this Python finds it in isolated "
+                              "mode (a venv or the system site-packages)")
+
+
+def _install_hermes(target: Path, agent: str, project: Path, deadline: int,
+                    timeout: int) -> None:
+    import yaml
+
+    data: Any = {}
+    if target.exists():
+        try:
+            data = yaml.safe_load(target.read_text()) or {}
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"not valid YAML: {exc}", file=str(target)) from None
+    if not isinstance(data, dict):
+        raise ConfigError("must hold a mapping", file=str(target))
+    hooks = data.setdefault("hooks", {})
+    if not isinstance(hooks, dict):
+        raise ConfigError("'hooks' must be a mapping", file=str(target), field="hooks")
+    for event in EVENTS["hermes"]:
+        entries = [e for e in (hooks.get(event) or []) if not _ours(e)]
+        entries.append({"command": command_for(agent, project, deadline, event),
+                        "timeout": timeout})
+        hooks[event] = entries
+    _write(target, yaml.safe_dump(data, sort_keys=False))
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".interlock.tmp")
+    tmp.write_text(text)
+    if path.exists():
+        os.chmod(tmp, path.stat().st_mode & 0o777)
+    os.replace(tmp, path)

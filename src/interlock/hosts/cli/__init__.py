@@ -1,0 +1,76 @@
+"""The `interlock` command line.
+
+Each command lives in its own module of this package and exposes
+``register(app)``; :data:`COMMANDS` lists them (a static list: scanning the
+package with pkgutil cost every start ~15 ms, and a test keeps the list equal to
+the package's files). A command imports its heavy dependencies inside the
+function that runs it, so `interlock --help` and unrelated commands stay fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+COMMANDS = ("audit", "bridge_install", "chat", "deadletter", "demo", "events", "ext", "hooks",
+            "init", "replay", "run", "serve", "status", "store")
+
+
+def build_app() -> object:
+    _import_typer_plain()
+    import typer
+
+    app = typer.Typer(
+        name="interlock",
+        help="Lifecycle hooks for LLM agents: watch, rewrite or stop what agents do.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+    )
+
+    def _version(value: bool) -> None:
+        if value:
+            from importlib.metadata import version
+
+            typer.echo(f"interlock {version('interlock')}")
+            raise typer.Exit()
+
+    @app.callback()
+    def _root(
+        version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                     help="Print the version and exit."),
+    ) -> None:
+        """Lifecycle hooks for LLM agents: watch, rewrite or stop what agents do."""
+
+    for name in COMMANDS:
+        module = importlib.import_module(f"{__name__}.{name}")
+        register = getattr(module, "register", None)
+        if register is not None:
+            register(app)
+    return app
+
+
+def _import_typer_plain() -> None:
+    """Import typer with its rich help formatting off: rich's help costs about half of
+    `interlock --help`'s start and prints ``<bool>`` placeholders and boxes that wrap
+    at 80 columns; click's plain help folds to the terminal. The variable is read
+    once, at import, and is not left behind for the processes we start."""
+    import os
+
+    if "typer" in sys.modules or "TYPER_USE_RICH" in os.environ:
+        return
+    os.environ["TYPER_USE_RICH"] = "0"
+    try:
+        import typer.core  # noqa: F401
+    finally:
+        del os.environ["TYPER_USE_RICH"]
+
+
+def main(argv: list[str] | None = None) -> None:
+    args = sys.argv[1:] if argv is None else argv
+    if args[:1] == ["bridge"] and args[1:2] != ["install"]:
+        # A bridge runs on every host tool call: its import path loads no CLI framework.
+        from interlock.hosts.cli._fast import run_bridge
+
+        sys.exit(run_bridge(args[1:]))
+    app = build_app()
+    app(args=args, prog_name="interlock")  # type: ignore[operator]

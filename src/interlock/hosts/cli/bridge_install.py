@@ -1,0 +1,47 @@
+"""`interlock bridge install <agent>`: point an agent's hooks at `interlock bridge`.
+
+(`interlock bridge <agent>` itself runs on the fast path, without typer:
+see cli/__init__.py and interlock.hosts.bridge.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def register(app: typer.Typer) -> None:
+    bridge_app = typer.Typer(help="Bridges for Claude Code, Codex, Gemini CLI, Cursor, Hermes.",
+                             no_args_is_help=True)
+    app.add_typer(bridge_app, name="bridge")
+
+    @bridge_app.command("install")
+    def install_cmd(
+        agent: Annotated[str, typer.Argument(help="claude | codex | gemini | cursor | hermes")],
+        project: Annotated[Path | None, typer.Option(
+            help="Project root (default: found from here, as every command finds it).")] = None,
+        timeout: Annotated[int, typer.Option(
+            help="The agent's hook timeout, seconds; the bridge denies 3 s before it.")] = 30,
+        user: Annotated[bool, typer.Option(
+            help="Write the user-level config instead of the project's.")] = False,
+        path: Annotated[Path | None, typer.Option(help="Write this file instead.")] = None,
+    ) -> None:
+        """Write the agent's hook config (merged) so it calls the bridge."""
+        from interlock.hosts.assembly import Project
+        from interlock.hosts.bridge.install import install
+        from interlock.hosts.cli._common import user_errors
+
+        with user_errors():
+            where = Project.discover(project)
+            plan = install(agent, where.root, timeout=timeout, user=user, path=path)
+        typer.echo(f"{where.describe()}\nwrote {plan.path}\n  command: {plan.command}\n"
+                   "  (each event runs it inside a /bin/sh guard: a bridge that cannot start "
+                   "denies)\n"
+                   f"  timeout: {plan.timeout}s (bridge deadline {plan.deadline}s)")
+        if agent == "hermes":
+            typer.echo("  Hermes asks before running new shell hooks: approve them once, or run "
+                       "with --accept-hooks / HERMES_ACCEPT_HOOKS=1")
+        if agent == "codex":
+            typer.echo("  Codex runs new hooks only once trusted: review them in /hooks")

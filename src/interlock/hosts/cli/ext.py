@@ -1,0 +1,172 @@
+"""`interlock ext`: list, install, remove, enable, disable and approve extensions."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+ASSUME_YES_ENV = "INTERLOCK_ASSUME_YES"
+
+
+def _project() -> Path:
+    """The project found from here, as every command finds it (interlock.hosts.assembly.Project)."""
+    from interlock.hosts.assembly import Project
+
+    return Project.discover().root
+
+
+def _consent(what: str, yes: bool) -> None:
+    """Installs and approvals run code later: ask, or require an explicit flag."""
+    from interlock.engine.errors import ConfigError
+
+    if yes or os.environ.get(ASSUME_YES_ENV, "") in ("1", "true", "yes"):
+        return
+    if not sys.stdin.isatty():
+        raise ConfigError(f"refusing to {what} without consent in a non-interactive run",
+                          fix=f"pass --yes or set {ASSUME_YES_ENV}=1")
+    if not typer.confirm(f"{what}?", default=False):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    ext = typer.Typer(help="Install and manage extensions (hooks, tools, commands, providers).",
+                      no_args_is_help=True)
+    app.add_typer(ext, name="ext")
+
+    @ext.command("list")
+    def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+                 = False) -> None:
+        """List extensions, where they come from, and whether they load (approved ones
+        are imported to find out, as a host would)."""
+        from interlock.hosts.cli._common import print_json, user_errors
+
+        with user_errors():
+            rows = _status_rows()
+            if as_json:
+                print_json(rows)
+                return
+            if not rows:
+                typer.echo("no extensions")
+            for r in rows:
+                pin = r.get("pin") or ""
+                typer.echo(f"{r['name']:<24} {r['source']:<8} {r['status']:<11} "
+                           f"{pin:<24} {r['origin']}"
+                           + (f"\n    {r['message']}" if r["message"] else ""))
+
+    @ext.command("install")
+    def install_cmd(
+        source: Annotated[str, typer.Argument(help="A folder, a git URL, a wheel or a package.")],
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent without asking.")] = False,
+        force: Annotated[bool, typer.Option("--force", help="Replace an installed copy.")] = False,
+    ) -> None:
+        """Install an extension and pin it (content hash, commit or version)."""
+        from interlock.ext.install import Installer
+        from interlock.hosts.cli._common import user_errors
+        from interlock.policies._common import interlock_home
+
+        with user_errors():
+            installer = Installer(interlock_home())
+            _consent(installer.plan(source), yes)
+            for pin in installer.install(source, force=force):
+                ref = pin.commit or pin.version or ""
+                typer.echo(f"installed {pin.name} ({pin.kind}{' ' + ref if ref else ''}, "
+                           f"{pin.digest[:23]}...)")
+
+    @ext.command("remove")
+    def remove_cmd(
+        name: str,
+        yes: Annotated[bool, typer.Option(
+            "--yes", "-y", help="Accepted as in install; removing runs no code, so it "
+                                "never asks.")] = False,
+    ) -> None:
+        """Remove an installed extension (and its pin)."""
+        from interlock.ext.install import Installer
+        from interlock.hosts.cli._common import user_errors
+        from interlock.policies._common import interlock_home
+
+        with user_errors():
+            pin = Installer(interlock_home()).remove(name)
+            typer.echo(f"removed {pin.name}")
+
+    @ext.command("enable")
+    def enable_cmd(name: str) -> None:
+        """Let an extension load again."""
+        from interlock.ext.install import Installer
+        from interlock.hosts.cli._common import user_errors
+        from interlock.policies._common import interlock_home
+
+        with user_errors():
+            Installer(interlock_home()).set_enabled(name, True)
+            typer.echo(f"enabled {name}")
+
+    @ext.command("disable")
+    def disable_cmd(name: str) -> None:
+        """Stop an extension from loading (its files stay)."""
+        from interlock.ext.install import Installer
+        from interlock.hosts.cli._common import user_errors
+        from interlock.policies._common import interlock_home
+
+        with user_errors():
+            Installer(interlock_home()).set_enabled(name, False)
+            typer.echo(f"disabled {name}")
+
+    @ext.command("approve")
+    def approve_cmd(
+        name: str,
+        yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent without asking.")] = False,
+    ) -> None:
+        """Approve an extension's current content (after a change, or a project extension)."""
+        from interlock.ext.install import Installer
+        from interlock.hosts.cli._common import user_errors
+        from interlock.policies._common import interlock_home
+
+        with user_errors():
+            _consent(f"approve extension {name!r} as it is now", yes)
+            pin = Installer(interlock_home()).approve(name, project=_project())
+            typer.echo(f"approved {pin.name} ({pin.digest[:23]}...)")
+
+
+def _status_rows() -> list[dict[str, object]]:
+    """Every discoverable extension and its status. Only extensions whose consent holds
+    (approved, unchanged) are loaded, as any host would load them, to tell ok from
+    failed; no other extension's code runs."""
+    from interlock.engine.dispatch import Engine
+    from interlock.ext.loader import ExtensionSet
+    from interlock.policies._common import interlock_home
+
+    engine = Engine()
+    exts = ExtensionSet(engine, home=interlock_home(), project=_project())
+    rows: list[dict[str, object]] = []
+    seen: set[str] = set()
+    try:
+        for cand in exts.discover():
+            pin, problem, status = exts.consent(cand)
+            seen.add(cand.name)
+            rows.append({
+                "name": cand.name, "source": cand.source.label, "origin": cand.origin,
+                "status": status if problem else "ok", "message": problem or "",
+                "guards": list(cand.guards),
+                "pin": (pin.commit[:12] or pin.version or pin.digest[7:19]) if pin else None,
+            })
+        # Consent alone says "may load"; an approved extension that crashes while
+        # loading must not be listed as ok.
+        loaded = {info.name: info for info in exts.load_all()}
+        for row in rows:
+            info = loaded.get(str(row["name"]))
+            if row["status"] == "ok" and info is not None and info.status == "failed":
+                row["status"], row["message"] = "failed", info.message
+        for key, pin in exts.pins.all().items():
+            if pin.name in seen or key.startswith("project-"):
+                continue
+            rows.append({"name": pin.name, "source": pin.kind, "origin": pin.source,
+                         "status": "missing",
+                         "message": "pinned but not found; reinstall or `ext remove` it",
+                         "guards": pin.guards, "pin": pin.version or pin.digest[7:19]})
+    finally:
+        exts.close()
+        engine.close()
+    return rows

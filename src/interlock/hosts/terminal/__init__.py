@@ -1,0 +1,1 @@
+"""The reference agent as a terminal host: `interlock run` and `interlock chat`."""
