@@ -3,7 +3,7 @@
 An adapter turns its framework's hook points into catalog events, emits them
 on one :class:`Policy`, and applies the outcome the way its framework can
 (docs/adapters.md). The policy is the project's: :meth:`Policy.engine` opens
-the host assembly (:class:`interlock.host.Host`) for the nearest folder
+the host assembly (:class:`interlock.hosts.assembly.Host`) for the nearest folder
 holding ``.interlock/``, so the same hooks, consent, audit and dead letters
 apply as in ``interlock run`` and ``serve``.
 
@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from interlock._decisions import Verdict
-from interlock._errors import InterlockError
+from interlock.engine.decisions import Verdict
+from interlock.engine.errors import InterlockError
 
 if TYPE_CHECKING:
-    from interlock._dispatch import Engine
-    from interlock._outcome import Outcome
+    from interlock.engine.dispatch import Engine
+    from interlock.engine.outcome import Outcome
     from interlock.events import Event
-    from interlock.host import Host
+    from interlock.hosts.assembly import Host
 
 __all__ = ["AfterTool", "DecisionNotSupported", "Policy", "PolicyStopped", "ToolGate"]
 
@@ -141,7 +141,7 @@ class Policy:
         return self._engine
 
     def _open_host(self) -> Host:
-        from interlock.host import Host, Project
+        from interlock.hosts.assembly import Host, Project
 
         project = Project.discover(self._project.resolve() if self._project else None)
         with _hosts_lock:

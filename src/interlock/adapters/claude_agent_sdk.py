@@ -66,9 +66,9 @@ def interlock_hooks(*, project: str | os.PathLike[str] | None = None,
 
 async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
     """The SDK hook answer to ``payload``: the Claude bridge's, decided in process."""
-    from interlock.bridge import claude
-    from interlock.bridge._common import Result, redact_reasons
-    from interlock.bridge._events import build_event
+    from interlock.hosts.bridge import claude
+    from interlock.hosts.bridge._common import Result, redact_reasons
+    from interlock.hosts.bridge._events import build_event
 
     event = build_event(claude.SYSTEM, payload).replace(platform=policy.framework)
     outcome = await policy.engine.emit(event)

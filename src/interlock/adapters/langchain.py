@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from langgraph.runtime import Runtime
     from langgraph.types import Command
 
-    from interlock._outcome import Outcome
+    from interlock.engine.outcome import Outcome
 
 __all__ = ["InterlockMiddleware"]
 

@@ -42,7 +42,7 @@ from interlock.adapters._core import Policy, PolicyStopped, ToolGate, as_text, w
 if TYPE_CHECKING:
     from agents.run_context import AgentHookContext
 
-    from interlock._outcome import Outcome
+    from interlock.engine.outcome import Outcome
 
 __all__ = ["Interlock"]
 
@@ -184,7 +184,7 @@ _MARK = "_interlock_governed"
 def _check_governed(agent: Agent[Any]) -> None:
     """Refuse to run an agent (the first, or one handed off to) holding a tool that
     would run around the policy: forgetting ``interlock.tools`` fails loudly."""
-    from interlock._errors import ConfigError
+    from interlock.engine.errors import ConfigError
 
     for tool in agent.tools:
         if not getattr(tool, _MARK, False):
