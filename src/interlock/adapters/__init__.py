@@ -1,6 +1,6 @@
 """Interlock on agent frameworks: one adapter module per framework.
 
-Each needs its extra (``pip install 'interlock[pydantic-ai]'`` and so on) and
+Each needs its extra (``pip install -e '.[pydantic-ai]'`` and so on) and
 is imported by name (``interlock.adapters.pydantic_ai``); importing this
 package imports no framework. docs/adapters.md has the mapping of each.
 """
