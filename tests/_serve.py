@@ -78,7 +78,7 @@ class Serve:
                 self.proc.wait(30)
                 raise AssertionError("serve exited before listening:\n" + "".join(self.log))
             line = self.proc.stderr.readline()
-        self.port = int(line.split("http://127.0.0.1:")[1].split()[0].rstrip(",/"))
+        self.port = int(line.split("://127.0.0.1:")[1].split()[0].rstrip(",/"))
         # Keep draining stderr so the server never blocks on a full pipe.
         threading.Thread(target=self._drain, args=(self.proc,), daemon=True).start()
         return self

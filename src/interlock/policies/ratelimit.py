@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from interlock.engine.decisions import Decision, block
 from interlock.events import Event
 
+SHARED: Callable[[str, float, int], float] | None = None
+"""``take(key, rate, burst)`` of buckets shared by a fleet's replicas (set by `serve
+--fleet`: interlock.hosts.fleet.state.SharedBuckets); None keeps them in this process."""
+
 
 @dataclass
 class RateLimiter:
@@ -32,6 +36,8 @@ class RateLimiter:
 
     def take(self, sender: str) -> float:
         """Take one token for ``sender``: 0.0 if allowed, else seconds until one is free."""
+        if SHARED is not None:
+            return SHARED(f"chat:{sender}", self.rate, self.burst)
         now = self.clock()
         with self._lock:
             tokens, last = self._buckets.pop(sender, (float(self.burst), now))

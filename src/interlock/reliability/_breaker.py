@@ -155,6 +155,19 @@ class BreakerBook:
             with self._lock:
                 breaker.probing = False
 
+    def adopt(self, breaker: Breaker, state: BreakerState, *, age: float = 0.0) -> None:
+        """Take a state another replica reached (interlock.hosts.fleet): open as if opened
+        ``age`` seconds ago, or closed. A probe in flight here keeps its course."""
+        with self._lock:
+            if state is BreakerState.OPEN and breaker.state is not BreakerState.OPEN \
+                    and not breaker.probing:
+                breaker.opened_at = self.clock.now() - age
+                breaker.opens += 1
+                self._move(breaker, BreakerState.OPEN)
+            elif state is BreakerState.CLOSED and breaker.state is BreakerState.OPEN:
+                breaker.failures = 0
+                self._move(breaker, BreakerState.CLOSED)
+
     def _move(self, breaker: Breaker, new: BreakerState) -> None:
         old = breaker.state
         breaker.state = new

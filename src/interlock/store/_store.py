@@ -151,6 +151,12 @@ class Store:
             self._wake.set()
         return seq
 
+    @property
+    def dispatch_prefix(self) -> str:
+        """The start of every ``dispatch_id`` this store writes (``PREFIX-N``): tells one
+        process's audit rows from another's (docs/fleet.md joins it to the revisions)."""
+        return self._prefix
+
     def submit_outcome(self, outcome: Outcome) -> int:
         """Queue the audit entries of one dispatch; returns its sequence number."""
         return self._submit(_OUTCOME, outcome)

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 
 USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
          "[--socket PATH] [--local] [--guarded]\n"
+         "       [--server URL --token-file FILE [--pin sha256:HEX] [--ca FILE] "
+         "[--fallback local]]\n"
          "Reads the agent's hook input on stdin and answers on stdout, as the agent expects.\n")
 MAX_INPUT = 8 << 20
 
@@ -39,7 +41,8 @@ install line's guard can tell an answer from an exit nobody chose (a hook's
 
 
 class Options:
-    __slots__ = ("deadline", "guarded", "local", "project", "socket")
+    __slots__ = ("ca", "deadline", "fallback", "guarded", "local", "pin", "project", "server",
+                 "socket", "token_file")
 
     def __init__(self) -> None:
         self.project: str | None = None
@@ -48,6 +51,13 @@ class Options:
         self.local = False
         """Never use a server; evaluate in process."""
         self.guarded = False
+        self.server: str | None = None
+        """A remote policy server (bridge/remote.py); else $INTERLOCK_SERVER."""
+        self.token_file: str | None = None
+        self.pin: str | None = None
+        self.ca: str | None = None
+        self.fallback: str | None = None
+        """``local``: when the remote server is unreachable, the in-process policy answers."""
 
 
 def parse(args: list[str]) -> Options:
@@ -55,7 +65,8 @@ def parse(args: list[str]) -> Options:
     it = iter(args)
     for arg in it:
         key, eq, value = arg.partition("=")
-        if key in ("--project", "--deadline", "--socket"):
+        if key in ("--project", "--deadline", "--socket", "--server", "--token-file", "--pin",
+                   "--ca", "--fallback"):
             if not eq:
                 value = next(it, "")
             if not value:
@@ -67,8 +78,10 @@ def parse(args: list[str]) -> Options:
                     raise BridgeError(f"--deadline {value!r} is not a number") from None
                 if not 0 < opts.deadline <= 3600:
                     raise BridgeError("--deadline must be between 0 and 3600 seconds")
+            elif key == "--fallback" and value != "local":
+                raise BridgeError(f"--fallback {value!r}: the only fallback is 'local'")
             else:
-                setattr(opts, key[2:], value)
+                setattr(opts, key[2:].replace("-", "_"), value)
         elif arg == "--local":
             opts.local = True
         elif arg == "--guarded":
@@ -163,8 +176,14 @@ def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> str
 
 
 def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: Options,
-             deadline: float) -> dict[str, Any]:
+             deadline: float, host_event: str = "") -> dict[str, Any]:
     """The outcome as a dict: from the server when one is up, else in process."""
+    if not opts.local and (opts.server or os.environ.get("INTERLOCK_SERVER")):
+        from interlock.hosts.bridge import remote
+
+        if remote.wanted(opts):
+            found = remote.evaluate_for(opts, system, raw, host_event, deadline)
+            return found if found is not None else evaluate_local(system, payload, root)
     if not opts.local:
         from interlock.hosts.bridge._client import NoServer, post
         from interlock.hosts.server.paths import socket_path_for
@@ -222,8 +241,14 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
     if not isinstance(payload, dict):
         raise BridgeError("the hook input is not a JSON object")
     state["host_event"] = mod.host_event(payload)
-    root = project_root(opts, mod, payload)
-    result = Result.from_dict(evaluate(mod.SYSTEM, raw, payload, root, opts, deadline))
+    remote = not opts.local and (opts.server or (
+        opts.project is None and os.environ.get("INTERLOCK_SERVER")))
+    may_fall_back = opts.fallback or os.environ.get("INTERLOCK_SERVER_FALLBACK")
+    # A remote server answers for its own policy; the local project matters only to a
+    # fallback (bridge/remote.py).
+    root = project_root(opts, mod, payload) if not remote or may_fall_back else ""
+    result = Result.from_dict(evaluate(mod.SYSTEM, raw, payload, root, opts, deadline,
+                                       state["host_event"]))
     reply: Reply = mod.answer(state["host_event"], payload, result)
     return reply
 

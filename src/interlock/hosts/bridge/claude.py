@@ -65,7 +65,7 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
     if "tool_name" in p:
         out["tool_name"] = tool_name(system, p["tool_name"])
         if system == "gemini" and "mcp_context" in p:  # mcp_<server>_<tool> is ambiguous
-            from interlock.executors.dialects.toolnames import gemini_mcp_name
+            from interlock.executors.toolnames import gemini_mcp_name
 
             out["tool_name"] = gemini_mcp_name(out["tool_name"], p["mcp_context"])
         out["args"] = as_args(p.get("tool_input"))
@@ -136,7 +136,7 @@ def to_updates(system: str, suggestions: Any) -> list[dict[str, Any]]:
 
 def to_suggestions(system: str, updates: Any) -> list[dict[str, Any]]:
     """Interlock's ``permission_updates`` in Claude's PermissionUpdate shape."""
-    from interlock.executors.dialects.toolnames import to_host
+    from interlock.executors.toolnames import to_host
 
     return [{"type": "addRules", "behavior": str(u.get("action") or "allow"),
              "destination": "session",

@@ -64,10 +64,55 @@ ANSWER_CODES = {"claude": (0, 2), "codex": (0, 2), "gemini": (0, 2), "cursor": (
 """The exit codes each agent's bridge answers with; any other means it never answered."""
 
 
-def bridge_argv(agent: str, project: Path, deadline: int) -> list[str]:
+@dataclass(frozen=True)
+class RemoteArgs:
+    """A remote policy server for the installed bridges (docs/fleet.md)."""
+
+    server: str
+    """A URL, or ``env``: the bridge reads ``INTERLOCK_SERVER*`` at each call."""
+    token_file: Path | None
+    """The 0600 file holding the machine's token: the line names it, never the token."""
+    pin: str | None = None
+    ca: Path | None = None
+    fallback_local: tuple[str, ...] = ()
+    """Host events that the local policy answers when the server is unreachable."""
+
+    def argv(self, event: str | None) -> list[str]:
+        fallback = ["--fallback", "local"] if event in self.fallback_local else []
+        if self.server == "env":  # the machine's environment names the server
+            return ["--server", "env", *fallback]
+        out = ["--server", self.server, "--token-file", str(self.token_file)]
+        out += ["--pin", self.pin] if self.pin else []
+        out += ["--ca", str(self.ca)] if self.ca else []
+        return out + fallback
+
+    def check(self, agent: str) -> None:
+        """ConfigError unless a bridge could use this server as given."""
+        from interlock.hosts.bridge._common import BridgeError
+        from interlock.hosts.bridge.remote import Remote, read_token
+
+        try:
+            if self.server != "env":
+                Remote(self.server, str(self.token_file) if self.token_file else None,
+                       pin=self.pin, ca=str(self.ca) if self.ca else None)
+                read_token(str(self.token_file))
+        except BridgeError as exc:
+            raise ConfigError(str(exc), field="--server") from None
+        if self.ca is not None and not self.ca.is_file():
+            raise ConfigError(f"the CA file {self.ca} does not exist", field="--ca")
+        unknown = sorted(set(self.fallback_local) - set(EVENTS[agent]))
+        if unknown:
+            raise ConfigError(f"--fallback-local {', '.join(unknown)}: not an event installed "
+                              f"for {agent}", field="--fallback-local",
+                              fix=f"one of {', '.join(EVENTS[agent])}")
+
+
+def bridge_argv(agent: str, project: Path, deadline: int,
+                remote: RemoteArgs | None = None, event: str | None = None) -> list[str]:
     """The isolated Python command line of the bridge itself."""
     return [sys.executable, *python_flags(), "-m", "interlock.bridge", agent,
-            "--project", str(project), "--deadline", str(deadline)]
+            "--project", str(project), "--deadline", str(deadline),
+            *(remote.argv(event) if remote is not None else [])]
 
 
 def python_flags() -> list[str]:
@@ -84,12 +129,13 @@ def python_flags() -> list[str]:
     return ["-I"]
 
 
-def command_for(agent: str, project: Path, deadline: int, event: str | None = None) -> str:
+def command_for(agent: str, project: Path, deadline: int, event: str | None = None,
+                remote: RemoteArgs | None = None) -> str:
     """The absolute command line an agent runs for ``event`` (wrapped: see the module doc).
 
     Without ``event``, the bare bridge command (what ``bridge install`` prints).
     """
-    argv = bridge_argv(agent, project, deadline)
+    argv = bridge_argv(agent, project, deadline, remote, event)
     if event is None:
         return shlex.join(argv)
     from interlock.hosts.bridge import host
@@ -170,7 +216,7 @@ def _merge_grouped(hooks: dict[str, Any], event: str, handler: dict[str, Any],
 
 
 def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
-            path: Path | None = None) -> Plan:
+            path: Path | None = None, remote: RemoteArgs | None = None) -> Plan:
     """Write (merge) ``agent``'s hook config; returns what was written where."""
     if agent not in AGENTS:
         raise ConfigError(f"unknown agent {agent!r}", field="agent",
@@ -180,20 +226,23 @@ def install(agent: str, project: Path, *, timeout: int = 30, user: bool = False,
     project = project.resolve()
     from interlock.hosts.bridge._fit import check
 
-    check(agent, project, EVENTS[agent])  # a rewrite the agent would drop: refused
+    if remote is not None:
+        remote.check(agent)
+    else:  # a remote policy is the server's; its fit is checked where it runs
+        check(agent, project, EVENTS[agent])  # a rewrite the agent would drop: refused
     deadline = max(2, timeout - 3)
     target = path or config_path(agent, project, user=user)
     check_importable()
-    command = command_for(agent, project, deadline)
+    command = command_for(agent, project, deadline, remote=remote)
     if agent == "hermes":
-        _install_hermes(target, agent, project, deadline, timeout)
+        _install_hermes(target, agent, project, deadline, timeout, remote)
     else:
         data = _read_json(target)
         hooks = data.setdefault("hooks", {})
         if not isinstance(hooks, dict):
             raise ConfigError("'hooks' must be an object", file=str(target), field="hooks")
         for event in EVENTS[agent]:
-            line = command_for(agent, project, deadline, event)
+            line = command_for(agent, project, deadline, event, remote)
             if agent == "cursor":
                 entries = hooks.setdefault(event, [])
                 if not isinstance(entries, list):
@@ -232,7 +281,7 @@ def check_importable() -> None:
 
 
 def _install_hermes(target: Path, agent: str, project: Path, deadline: int,
-                    timeout: int) -> None:
+                    timeout: int, remote: RemoteArgs | None) -> None:
     import yaml
 
     data: Any = {}
@@ -248,7 +297,7 @@ def _install_hermes(target: Path, agent: str, project: Path, deadline: int,
         raise ConfigError("'hooks' must be a mapping", file=str(target), field="hooks")
     for event in EVENTS["hermes"]:
         entries = [e for e in (hooks.get(event) or []) if not _ours(e)]
-        entries.append({"command": command_for(agent, project, deadline, event),
+        entries.append({"command": command_for(agent, project, deadline, event, remote),
                         "timeout": timeout})
         hooks[event] = entries
     _write(target, yaml.safe_dump(data, sort_keys=False))

@@ -13,7 +13,7 @@ import importlib
 import sys
 
 COMMANDS = ("audit", "bridge_install", "chat", "deadletter", "demo", "events", "ext", "hooks",
-            "init", "replay", "run", "serve", "status", "store")
+            "init", "policy", "replay", "run", "serve", "status", "store")
 
 
 def build_app() -> object:

@@ -27,6 +27,20 @@ def register(app: typer.Typer) -> None:
         user: Annotated[bool, typer.Option(
             help="Write the user-level config instead of the project's.")] = False,
         path: Annotated[Path | None, typer.Option(help="Write this file instead.")] = None,
+        server: Annotated[str | None, typer.Option(
+            help="Evaluate on this remote policy server (https://...), or `env`: the one "
+                 "INTERLOCK_SERVER names at each call (docs/fleet.md).")]
+            = None,
+        token_file: Annotated[Path | None, typer.Option(
+            help="With --server: the 0600 file holding this machine's token.")] = None,
+        pin: Annotated[str | None, typer.Option(
+            help="With --server: sha256:HEX of the server's certificate or public key.")]
+            = None,
+        ca: Annotated[Path | None, typer.Option(
+            help="With --server: the CA file that signed the server's certificate.")] = None,
+        fallback_local: Annotated[list[str] | None, typer.Option(
+            help="With --server: an agent event the local policy answers while the server "
+                 "is unreachable (repeatable); others deny.")] = None,
     ) -> None:
         """Write the agent's hook config (merged) so it calls the bridge."""
         from interlock.hosts.assembly import Project
@@ -35,7 +49,21 @@ def register(app: typer.Typer) -> None:
 
         with user_errors():
             where = Project.discover(project)
-            plan = install(agent, where.root, timeout=timeout, user=user, path=path)
+            remote = None
+            if server is not None or token_file is not None:
+                from interlock.engine.errors import ConfigError
+                from interlock.hosts.bridge.install import RemoteArgs
+
+                if server is None or (token_file is None and server != "env"):
+                    raise ConfigError("a remote server needs both --server and --token-file",
+                                      field="--server" if server is None else "--token-file",
+                                      fix="or --server env: the environment names both")
+                remote = RemoteArgs(server, token_file.resolve() if token_file else None,
+                                    pin=pin,
+                                    ca=ca.resolve() if ca else None,
+                                    fallback_local=tuple(fallback_local or ()))
+            plan = install(agent, where.root, timeout=timeout, user=user, path=path,
+                           remote=remote)
         typer.echo(f"{where.describe()}\nwrote {plan.path}\n  command: {plan.command}\n"
                    "  (each event runs it inside a /bin/sh guard: a bridge that cannot start "
                    "denies)\n"

@@ -30,7 +30,8 @@ class StoreDeadLetters:
         return bool(self.store.resolve(int(record_id), by="serve-admin"))
 
 
-def _load(project: Any, store: str | None = None) -> tuple[Any, Any, Any]:
+def _load(project: Any, store: str | None = None,
+          accept_hooks: bool = False) -> tuple[Any, Any, Any]:
     """(host, dead_letters, status): the project's host (interlock.hosts.assembly: the registry's
     engine with the extensions loaded, as `interlock run` has them), recording into the
     store; the registry is also the reloader (it swaps only its own hooks, so extension
@@ -38,7 +39,7 @@ def _load(project: Any, store: str | None = None) -> tuple[Any, Any, Any]:
     from interlock.engine.errors import ConfigError
     from interlock.hosts.assembly import Host
 
-    host = Host.open(project, record=True, store=store)
+    host = Host.open(project, record=True, store=store, accept_hooks=accept_hooks)
     if not host.engine.hooks:
         # A server with no hooks would answer "allow" to everything (docs/serve.md:
         # hosts never run with no hooks). Extension hooks count.
@@ -88,6 +89,31 @@ def _console(engine: Any, registry: Any, tokens: Any) -> Any:
     return Console(tokens=tokens, feed=feed, registry=registry, store=store)
 
 
+def _policy_service(repo: Any, source: str, registry: Any, secret_file: Path | None,
+                    refresh: float | None) -> Any:
+    """The signed reload and the schedule of `serve --policy` (interlock.hosts.fleet.policy);
+    with --fleet each new revision is in the revision history (a reload listener)."""
+    from interlock.hosts.fleet.policy import PolicyService, parse, read_secret
+
+    service = PolicyService(repo, parse(source)[1], registry,
+                            secret=read_secret(secret_file) if secret_file else None)
+    if refresh is not None:
+        service.schedule(refresh)
+    return service
+
+
+def _tokens(project: Path | None, fleet: bool, store: str | None) -> Any:
+    """The project's token file, or with ``fleet`` the fleet's table in PostgreSQL."""
+    if fleet:
+        from interlock.hosts.fleet.attach import shared_tokens
+
+        return shared_tokens(store)
+    from interlock.hosts.server.auth import TokenStore
+    from interlock.hosts.server.paths import ensure_private_dir, state_dir
+
+    return TokenStore.for_state_dir(ensure_private_dir(state_dir(_root(project))))
+
+
 def register(app: typer.Typer) -> None:
     serve_app = typer.Typer(help="Serve the hooks over HTTP and a Unix socket.",
                             invoke_without_command=True, no_args_is_help=False)
@@ -133,6 +159,36 @@ def register(app: typer.Typer) -> None:
                  "docs/reliability.md.", envvar="INTERLOCK_AUDIT")] = "strict",
         no_console: Annotated[bool, typer.Option(
             "--no-console", help="Do not serve the web console at /ui/.")] = False,
+        tls_cert: Annotated[Path | None, typer.Option(
+            help="Serve HTTPS with this certificate (PEM; with --tls-key; no Unix socket). "
+                 "See docs/fleet.md.")] = None,
+        tls_key: Annotated[Path | None, typer.Option(help="The key of --tls-cert (PEM).")]
+            = None,
+        upstream: Annotated[str | None, typer.Option(
+            help="Forward bridge calls from the Unix socket to this policy server over one "
+                 "kept-alive connection, and load no hooks here (docs/fleet.md).")] = None,
+        token_file: Annotated[Path | None, typer.Option(
+            help="With --upstream: the 0600 file holding this machine's token.",
+            envvar="INTERLOCK_SERVER_TOKEN_FILE")] = None,
+        pin: Annotated[str | None, typer.Option(
+            help="With --upstream: sha256:HEX of the server's certificate or public key.")]
+            = None,
+        ca: Annotated[Path | None, typer.Option(
+            help="With --upstream: the CA file that signed the server's certificate.")]
+            = None,
+        fleet: Annotated[bool, typer.Option(
+            "--fleet", help="A replica: share tokens, breakers, rate limits and the revision "
+                            "history with the others through the PostgreSQL --store "
+                            "(docs/fleet.md).", envvar="INTERLOCK_FLEET")] = False,
+        policy: Annotated[str | None, typer.Option(
+            help="Serve the policy of a git revision: git+https://HOST/REPO.git@COMMIT, "
+                 "PATH@COMMIT (naming the commit approves its hooks; docs/fleet.md).")] = None,
+        policy_secret_file: Annotated[Path | None, typer.Option(
+            help="With --policy: a 0600 file holding the secret that signs "
+                 "POST /v1/runtime/policy (switch to another revision).")] = None,
+        policy_refresh: Annotated[float | None, typer.Option(
+            help="With --policy: fetch the ref again every SECONDS and serve what it names.")]
+            = None,
     ) -> None:
         """Serve POST /v1/events/{event} and friends; see docs/serve.md."""
         if ctx.invoked_subcommand is not None:
@@ -158,6 +214,30 @@ def register(app: typer.Typer) -> None:
                                   fix="use --audit strict or --audit fast")
             from interlock.hosts.assembly import Project
 
+            if upstream is not None:
+                from interlock.hosts.server.upstream import serve_upstream
+
+                sock_at = socket_path or default_sock(_root(project))
+                serve_upstream(upstream, token_file=token_file, pin=pin, ca=ca,
+                               socket_path=sock_at)
+                return
+            if (tls_cert is None) != (tls_key is None):
+                from interlock.engine.errors import ConfigError
+
+                raise ConfigError("HTTPS needs both a certificate and its key",
+                                  field="--tls-key" if tls_key is None else "--tls-cert",
+                                  fix="give --tls-cert CERT.pem --tls-key KEY.pem")
+            if tls_cert is not None:
+                no_socket = True  # one TLS setting covers every listener (docs/fleet.md)
+            repo = None
+            if policy is not None:
+                from interlock.hosts.fleet.policy import PolicyRepo, parse
+
+                repo_url, ref = parse(policy)
+                repo = PolicyRepo(repo_url, ensure_private_dir(state_dir(None)) / "policies")
+                repo.activate(ref)
+                project = repo.live
+                typer.echo(f"interlock serve: policy {repo_url}@{repo.commit}", err=True)
             found = Project.discover(project)
             root = found.root
             if host not in ("127.0.0.1", "::1", "localhost"):
@@ -166,10 +246,26 @@ def register(app: typer.Typer) -> None:
                            err=True)
             state = ensure_private_dir(state_dir(root))
             tokens = TokenStore.for_state_dir(state)
-            loaded, dead, status = _load(found, store)
+            if fleet:
+                from interlock.hosts.fleet.attach import fleet_url
+
+                fleet_url(store)  # before anything starts: a fleet needs PostgreSQL
+            loaded, dead, status = _load(found, store, accept_hooks=repo is not None)
             engine, registry = loaded.engine, loaded.registry
+            shared = None
+            if fleet:
+                from interlock.hosts.fleet.attach import attach
+
+                try:
+                    shared = attach(store, registry, policy=lambda: (
+                        f"{repo.repo}@{repo.commit}" if repo is not None else str(root)))
+                except BaseException:
+                    loaded.close()
+                    raise
+                tokens = shared.tokens
             typer.echo(f"interlock serve: {found.describe()}", err=True)
             sock = None if no_socket else (socket_path or default_sock(root))
+            service = None
             try:
                 gateway = None
                 if chat_model is not None:
@@ -191,13 +287,21 @@ def register(app: typer.Typer) -> None:
                                  allowed_origins=allow_origin or [], gateway=gateway,
                                  metrics=registry.metrics, console=console, live=loaded,
                                  audit_gate=_audit_gate(registry, audit))
+                if repo is not None:
+                    service = _policy_service(repo, policy or "", registry,
+                                              policy_secret_file, policy_refresh)
+                    app.add_route("/v1/runtime/policy", service.handler(), methods=["POST"])
                 serving = Serving(app, host=host, port=port, socket_path=sock,
-                                  tcp=not no_tcp)
+                                  tcp=not no_tcp, tls_cert=tls_cert, tls_key=tls_key)
                 if gateway is not None:
                     gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
                                        else f"unix:{sock}")
                 serve_forever(serving)
             finally:
+                if service is not None:
+                    service.close()
+                if shared is not None:
+                    shared.close()
                 loaded.close()
 
     @token_app.command("create")
@@ -212,11 +316,16 @@ def register(app: typer.Typer) -> None:
             help="With --chat: the sender id this token speaks for (default: its name).")]
             = None,
         project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
+        expires_days: Annotated[float | None, typer.Option(
+            help="Days until the token is refused (default: never).")] = None,
+        fleet: Annotated[bool, typer.Option(
+            "--fleet", help="In the fleet's PostgreSQL --store, for every replica.")] = False,
+        store: Annotated[str | None, typer.Option(
+            help="With --fleet: the PostgreSQL store URL.", envvar="INTERLOCK_STORE")] = None,
     ) -> None:
         """Create a token and print it once; only its hash is stored."""
         from interlock.hosts.cli._common import user_errors
-        from interlock.hosts.server.auth import Role, TokenStore
-        from interlock.hosts.server.paths import ensure_private_dir, state_dir
+        from interlock.hosts.server.auth import Role
 
         with user_errors():
             if admin + chat + read > 1:
@@ -225,36 +334,43 @@ def register(app: typer.Typer) -> None:
                 raise ConfigError("a token has one role: --admin, --chat or --read",
                                   field="--read" if read else "--chat",
                                   fix="create one token per role")
-            store = TokenStore.for_state_dir(ensure_private_dir(state_dir(_root(project))))
+            tokens = _tokens(project, fleet, store)
             role = (Role.ADMIN if admin else Role.CHAT if chat else Role.READ if read
                     else Role.EVENTS)
-            token = store.create(name, role, sender=sender if chat else None)
+            token = tokens.create(name, role, sender=sender if chat else None,
+                                 ttl=expires_days * 86400 if expires_days is not None else None)
         typer.echo(token)
 
     @token_app.command("list")
     def token_list(project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
                    as_json: Annotated[bool, typer.Option(
                        "--json", help="JSON output (the only format; accepted for scripts).")]
-                   = False) -> None:
+                   = False,
+                   fleet: Annotated[bool, typer.Option(
+                       "--fleet", help="The fleet's tokens, in the PostgreSQL --store.")]
+                   = False,
+                   store: Annotated[str | None, typer.Option(
+                       help="With --fleet: the PostgreSQL store URL.",
+                       envvar="INTERLOCK_STORE")] = None) -> None:
         """List token names and roles (never the tokens), as JSON."""
         from interlock.hosts.cli._common import print_json, user_errors
-        from interlock.hosts.server.auth import TokenStore
-        from interlock.hosts.server.paths import state_dir
 
         with user_errors():
-            print_json(TokenStore.for_state_dir(state_dir(_root(project))).describe())
+            print_json(_tokens(project, fleet, store).describe())
 
     @token_app.command("revoke")
     def token_revoke(name: str,
-                     project: Annotated[Path | None, typer.Option(help="Project root.")] = None
-                     ) -> None:
+                     project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
+                     fleet: Annotated[bool, typer.Option(
+                         "--fleet", help="In the fleet's PostgreSQL --store: every replica "
+                                         "refuses it within 2 s.")] = False,
+                     store: Annotated[str | None, typer.Option(
+                         help="With --fleet: the PostgreSQL store URL.",
+                         envvar="INTERLOCK_STORE")] = None) -> None:
         """Revoke a token by name."""
         from interlock.hosts.cli._common import user_errors
-        from interlock.hosts.server.auth import TokenStore
-        from interlock.hosts.server.paths import state_dir
 
         with user_errors():
-            store = TokenStore.for_state_dir(state_dir(_root(project)))
-            if not store.revoke(name):
+            if not _tokens(project, fleet, store).revoke(name):
                 typer.echo(f"interlock: error: no token named {name!r}", err=True)
                 raise typer.Exit(2)

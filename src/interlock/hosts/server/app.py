@@ -50,7 +50,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from interlock.engine.dispatch import Engine
 from interlock.engine.errors import ConfigError, UnknownEventError
-from interlock.hosts.server.auth import Role, TokenInfo, TokenStore
+from interlock.hosts.server.auth import Role, TokenInfo, TokenStore, TokensUnavailable
 from interlock.hosts.server.looplag import LoopLag
 from interlock.hosts.server.security import Guard
 
@@ -229,10 +229,14 @@ class Api:
                                        "(Authorization: Bearer <token>, or for a WebSocket "
                                        f"the subprotocols {WS_PROTOCOL!r} and <token>; "
                                        "create one with `interlock serve token create NAME`)"))
-        info = self.tokens.verify(token)
+        try:
+            info = self.tokens.verify(token)
+        except TokensUnavailable as exc:  # fail closed: nobody is admitted meanwhile
+            self.counters["refused"] += 1
+            raise _Refused(_error(503, str(exc))) from None
         if info is None:
             self.counters["refused"] += 1
-            raise _Refused(_error(401, "unknown or revoked token"))
+            raise _Refused(_error(401, "unknown, revoked or expired token"))
         if not info.role.allows(needed):
             self.counters["refused"] += 1
             raise _Refused(_error(403, f"token {info.name!r} has role {info.role.value!r}; "

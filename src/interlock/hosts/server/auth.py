@@ -33,6 +33,10 @@ TOKEN_PREFIX = "ilk_"
 TOKENS_FILE = "server-tokens.json"
 
 
+class TokensUnavailable(Exception):
+    """The tokens cannot be read now (a fleet's PostgreSQL is down): refuse with a 503."""
+
+
 class Role(enum.StrEnum):
     EVENTS = "events"
     ADMIN = "admin"
@@ -55,6 +59,13 @@ class TokenInfo:
     sender: str = ""
     """The chat sender this token speaks for (bound when it is created); its name when
     empty. A chat request never names its sender itself."""
+
+    expires: float = 0.0
+    """Unix time after which the token is refused; 0: never (a machine's token in a
+    fleet should expire: docs/fleet.md)."""
+
+    def expired(self, now: float) -> bool:
+        return 0 < self.expires <= now
 
     @property
     def sender_id(self) -> str:
@@ -121,7 +132,8 @@ class TokenStore:
             for entry in data["tokens"]:
                 info = TokenInfo(name=str(entry["name"]), role=Role(entry["role"]),
                                  digest=str(entry["digest"]), created=float(entry["created"]),
-                                 sender=str(entry.get("sender") or ""))
+                                 sender=str(entry.get("sender") or ""),
+                                 expires=float(entry.get("expires") or 0))
                 if not info.digest.startswith("sha256:"):
                     raise ValueError(f"token {info.name!r}: digest must start with 'sha256:'")
                 tokens[info.name] = info
@@ -136,7 +148,8 @@ class TokenStore:
         self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         data = {"tokens": [
             {"name": t.name, "role": t.role.value, "digest": t.digest, "created": t.created,
-             **({"sender": t.sender} if t.sender else {})}
+             **({"sender": t.sender} if t.sender else {}),
+             **({"expires": t.expires} if t.expires else {})}
             for t in self._tokens.values()]}
         tmp = self.path.with_name(self.path.name + f".{os.getpid()}.tmp")
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -147,11 +160,15 @@ class TokenStore:
         self._seen = self._stamp(self.path)
 
     def create(self, name: str, role: Role | str = Role.EVENTS, *,
-               sender: str | None = None) -> str:
+               sender: str | None = None, ttl: float | None = None) -> str:
         """Make a token named ``name``; returns it. Only its hash is kept.
 
         ``sender``: the chat sender id the token speaks for (default: ``name``).
+        ``ttl``: seconds until it expires (default: never).
         """
+        if ttl is not None and not ttl > 0:
+            raise ConfigError(f"a token's lifetime must be positive, not {ttl!r}",
+                              field="expires", fix="give a number of days above 0")
         if not name or not name.replace("-", "").replace("_", "").isalnum():
             raise ConfigError(f"token name {name!r} is not valid", field="name",
                               fix="use letters, digits, '-' and '_'")
@@ -166,7 +183,8 @@ class TokenStore:
                 raise ConfigError(f"a token named {name!r} exists", field="name",
                                   fix=f"revoke it first: `interlock serve token revoke {name}`")
             self._tokens[name] = TokenInfo(name=name, role=Role(role), digest=digest_of(token),
-                                           created=time.time(), sender=sender or "")
+                                           created=time.time(), sender=sender or "",
+                                           expires=time.time() + ttl if ttl else 0.0)
             self._save()
         return token
 
@@ -192,9 +210,12 @@ class TokenStore:
         for info in self._tokens.values():
             if hmac.compare_digest(info.digest, presented):
                 found = info
+        if found is not None and found.expired(time.time()):
+            return None
         return found
 
     def describe(self) -> list[dict[str, Any]]:
         return [{"name": t.name, "role": t.role.value, "created": t.created,
+                 **({"expires": t.expires} if t.expires else {}),
                  **({"sender": t.sender_id} if t.role is Role.CHAT else {})}
                 for t in self.entries()]

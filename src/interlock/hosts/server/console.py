@@ -107,7 +107,7 @@ class Console:
             return _error(422, "token is required", field="token")
         info = self.tokens.verify(token.strip())
         if info is None:
-            return _error(401, "unknown or revoked token")
+            return _error(401, "unknown, revoked or expired token")
         if info.role not in (Role.READ, Role.ADMIN):
             return _error(403, f"token {info.name!r} has role {info.role.value!r}; "
                                     "the console takes a read or admin token")

@@ -139,7 +139,12 @@ class Serving:
 
     def __init__(self, app: Any, *, host: str = "127.0.0.1", port: int = 8787,
                  socket_path: Path | None = None, log_level: str = "warning",
-                 tcp: bool = True) -> None:
+                 tcp: bool = True, tls_cert: Path | None = None,
+                 tls_key: Path | None = None) -> None:
+        if tls_cert is not None and socket_path is not None:
+            # uvicorn puts one TLS setting on every listener; a local bridge speaks
+            # plain HTTP on the socket (docs/fleet.md: run a second, local serve).
+            raise ValueError("a TLS server has no Unix socket; serve with --no-socket")
         self.socket_path = socket_path
         self.sockets: list[socket.socket] = []
         if tcp:
@@ -151,7 +156,20 @@ class Serving:
         # themselves: a stop waits this long for them, then closes them.
         config = uvicorn.Config(app, http=protocol_class(), lifespan="on", log_level=log_level,
                                 access_log=False, server_header=False, ws=ws_protocol(),
-                                timeout_graceful_shutdown=GRACE_S)
+                                timeout_graceful_shutdown=GRACE_S,
+                                ssl_certfile=str(tls_cert) if tls_cert else None,
+                                ssl_keyfile=str(tls_key) if tls_key else None)
+        self.tls = tls_cert is not None
+        if self.tls:
+            try:  # a bad certificate or key fails here, before we announce
+                config.load()
+            except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+                from interlock.engine.errors import ConfigError
+
+                self.close()
+                raise ConfigError(f"cannot use the TLS certificate and key: {exc}",
+                                  file=str(tls_cert), field="--tls-cert",
+                                  fix="give a PEM certificate and its matching PEM key") from None
         self.server = _Server(config)
 
     @property
@@ -214,7 +232,8 @@ class Serving:
 
 def serve_forever(serving: Serving, *, announce: bool = True) -> None:
     if announce:
-        where = [f"http://127.0.0.1:{serving.port}"] if serving.port else []
+        scheme = "https" if serving.tls else "http"
+        where = [f"{scheme}://127.0.0.1:{serving.port}"] if serving.port else []
         if serving.socket_path is not None:
             where.append(f"unix:{serving.socket_path}")
         sys.stderr.write(f"interlock serve: listening on {', '.join(where)}\n")

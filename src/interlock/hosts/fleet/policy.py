@@ -1,0 +1,240 @@
+"""`serve --policy REPO@REF`: the policy from a pinned revision of a git repository.
+
+The repository holds a project folder (``.interlock/`` at its root). The
+server keeps a bare mirror and serves one revision extracted read-only
+(``git archive``) into ``<state>/policies/<repo digest>/live``; naming the
+commit is the operator's approval of its hooks (docs/fleet.md, Policy
+distribution). A new revision becomes active:
+
+- on a signed request, ``POST /v1/runtime/policy`` with ``{"ref": ..., "at":
+  UNIX_TIME}`` and ``X-Interlock-Signature: sha256=HMAC(secret, body)`` (the
+  secret from a 0600 file; ``at`` within 5 minutes of the server's clock);
+- or on a schedule (``--policy-refresh SECONDS``): the ref is fetched again
+  and, when it names a new commit, that commit is served.
+
+A revision that cannot be fetched, extracted or loaded leaves the last good
+one active (the registry refuses a bad config: docs/configuration.md).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from interlock.engine.errors import ConfigError
+
+log = logging.getLogger("interlock.fleet")
+
+SIGNATURE_HEADER = "x-interlock-signature"
+MAX_SKEW_S = 300.0
+GIT_TIMEOUT_S = 120
+_SHA = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")
+
+
+def parse(source: str) -> tuple[str, str]:
+    """``(repository, ref)`` of ``git+URL@REF``, ``PATH@REF`` or a repository ``PATH``
+    (its ``HEAD``)."""
+    text = source[4:] if source.startswith("git+") else source
+    repo, at, ref = text.rpartition("@")
+    if not at or "/" in ref or not ref:
+        repo, ref = text, "HEAD"
+    if not repo:
+        raise ConfigError(f"--policy {source!r} names no repository", field="--policy",
+                          fix="give git+https://HOST/REPO.git@COMMIT or PATH@COMMIT")
+    if "://" not in repo:
+        path = Path(repo).expanduser().resolve()
+        if not path.exists():
+            raise ConfigError(f"--policy: {path} does not exist", field="--policy")
+        repo = str(path)
+    elif repo.startswith("http://"):
+        raise ConfigError(f"--policy {source!r}: fetch the policy over https://, not http://",
+                          field="--policy")
+    return repo, ref
+
+
+def _git(*args: str, cwd: Path | None = None, stdout: Any = subprocess.PIPE) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_CONFIG_NOSYSTEM": "1"}
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, stdout=stdout, stderr=subprocess.PIPE,
+                              text=stdout is subprocess.PIPE, timeout=GIT_TIMEOUT_S, env=env,
+                              check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ConfigError(f"git {args[0]} failed: {exc}", field="--policy") from None
+    if done.returncode != 0:
+        err = done.stderr if isinstance(done.stderr, str) else done.stderr.decode(errors="replace")
+        raise ConfigError(f"git {args[0]} failed: {err.strip()[-400:]}", field="--policy")
+    return done.stdout.strip() if isinstance(done.stdout, str) else ""
+
+
+class PolicyRepo:
+    """A bare mirror of the policy repository and the revisions extracted from it."""
+
+    def __init__(self, repo: str, cache: Path) -> None:
+        self.repo = repo
+        self.base = cache / hashlib.sha256(repo.encode()).hexdigest()[:16]
+        self.mirror = self.base / "mirror.git"
+        self.live = self.base / "live"
+        self.commit = ""
+        self._lock = threading.Lock()
+
+    def fetch(self) -> None:
+        self.base.mkdir(parents=True, exist_ok=True, mode=0o700)
+        if not (self.mirror / "HEAD").exists():
+            tmp = self.base / f"mirror.{os.getpid()}.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            _git("clone", "--quiet", "--mirror", "--", self.repo, str(tmp))
+            os.replace(tmp, self.mirror)
+        else:
+            _git("remote", "update", "--prune", cwd=self.mirror)
+
+    def resolve(self, ref: str) -> str:
+        if not (_SHA.match(ref) or re.match(r"^[\w./-]+$", ref)) or ref.startswith("-"):
+            raise ConfigError(f"--policy ref {ref!r} is not a commit, tag or branch name",
+                              field="--policy")
+        return _git("rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", cwd=self.mirror)
+
+    def extract(self, commit: str) -> Path:
+        """The revision's files in a new folder beside ``live``."""
+        target = self.base / f"rev-{commit}"
+        if target.exists():
+            return target
+        tmp = self.base / f"rev-{commit}.{os.getpid()}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(mode=0o700)
+        archive = tmp / ".archive.tar"
+        with archive.open("wb") as out:
+            _git("archive", "--format=tar", commit, cwd=self.mirror, stdout=out)
+        import tarfile
+
+        with tarfile.open(archive) as tar:
+            tar.extractall(tmp, filter="data")  # no links out, no devices, no absolute paths
+        archive.unlink()
+        os.replace(tmp, target)
+        return target
+
+    def activate(self, ref: str, *, fetch: bool = True) -> tuple[str, bool]:
+        """Serve ``ref`` in ``live``; returns (commit, whether it changed)."""
+        with self._lock:
+            if fetch:
+                self.fetch()
+            commit = self.resolve(ref)
+            if commit == self.commit:
+                return commit, False
+            revision = self.extract(commit)
+            staged = self.base / f"live.{os.getpid()}.new"
+            shutil.rmtree(staged, ignore_errors=True)
+            shutil.copytree(revision, staged, symlinks=True)
+            old = self.base / f"live.{os.getpid()}.old"
+            shutil.rmtree(old, ignore_errors=True)
+            if self.live.exists():
+                os.replace(self.live, old)
+            os.replace(staged, self.live)
+            shutil.rmtree(old, ignore_errors=True)
+            (self.base / "commit").write_text(commit + "\n")
+            self.commit = commit
+            return commit, True
+
+
+def read_secret(path: Path) -> bytes:
+    from interlock.hosts.bridge._common import BridgeError
+    from interlock.hosts.bridge.remote import read_token
+
+    try:
+        return read_token(str(path), prefix="", what="secret").encode()
+    except BridgeError as exc:
+        raise ConfigError(str(exc), file=str(path), field="--policy-secret-file") from None
+
+
+def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
+    if not header or not header.startswith("sha256="):
+        return False
+    expected = hmac.new(secret, body, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected, header[7:].strip().lower())
+
+
+class PolicyService:
+    """Keeps the served revision: the signed request, the schedule, the revision log."""
+
+    def __init__(self, repo: PolicyRepo, ref: str, registry: Any, *,
+                 secret: bytes | None = None) -> None:
+        self.repo = repo
+        self.ref = ref
+        self.registry = registry
+        self.secret = secret
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def switch(self, ref: str) -> dict[str, Any]:
+        previous = self.repo.commit
+        commit, changed = self.repo.activate(ref)
+        result = self.registry.reload(operator=True) if changed else None
+        if result is not None and not result.ok:
+            # The files are the new revision's but the registry kept the last good one;
+            # put the last good files back so the next reload does not pick them up.
+            self.repo.activate(previous, fetch=False)
+            error = result.error.render() if result.error is not None else result.blocked
+            return {"ok": False, "commit": previous, "refused": commit, "error": error}
+        revision = int(self.registry.engine.revision)
+        log.info("policy %s@%s active (revision %s)", self.repo.repo, commit, revision)
+        return {"ok": True, "commit": commit, "changed": changed, "revision": revision}
+
+    def handler(self) -> Any:
+        from starlette.concurrency import run_in_threadpool
+        from starlette.requests import Request
+        from starlette.responses import Response
+
+        def answer(status: int, data: dict[str, Any]) -> Response:
+            return Response(json.dumps(data), status_code=status,
+                            media_type="application/json")
+
+        async def policy(request: Request) -> Response:
+            body = await request.body()
+            if self.secret is None:
+                return answer(404, {"error": "signed policy reloads are off "
+                                             "(serve --policy-secret-file FILE)"})
+            if len(body) > 4096 or not signature_ok(self.secret, body,
+                                                     request.headers.get(SIGNATURE_HEADER)):
+                return answer(401, {"error": "the request's signature does not match"})
+            try:
+                data = json.loads(body)
+                ref, at = str(data["ref"]), float(data["at"])
+            except (ValueError, KeyError, TypeError):
+                return answer(400, {"error": 'the body must be {"ref": "...", "at": UNIX_TIME}'})
+            if abs(time.time() - at) > MAX_SKEW_S:
+                return answer(401, {"error": "the request is older than 5 minutes (or from "
+                                             "the future): sign a fresh one"})
+            try:
+                out = await run_in_threadpool(self.switch, ref)
+            except ConfigError as exc:
+                return answer(409, {"error": exc.render()})
+            return answer(200 if out["ok"] else 409, out)
+
+        return policy
+
+    def schedule(self, seconds: float) -> None:
+        def loop() -> None:
+            while not self._stop.wait(seconds):
+                try:
+                    self.switch(self.ref)
+                except Exception as exc:  # the last good revision stays; try next time
+                    log.warning("policy refresh failed: %s", exc)
+
+        self._thread = threading.Thread(target=loop, name="interlock-policy", daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            with contextlib.suppress(RuntimeError):
+                self._thread.join(5)
