@@ -12,8 +12,19 @@ from interlock import Engine, ask, block, context, modify, respond, stop
 from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 
 
+ENGINES: list[Engine] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_engines():
+    yield
+    while ENGINES:
+        ENGINES.pop().close(timeout=2)
+
+
 def policy(event: str, decision, **options) -> Policy:
     engine = Engine()
+    ENGINES.append(engine)
     engine.on(event, lambda e: decision, name="p", **options)
     return Policy("testing", engine=engine)
 
