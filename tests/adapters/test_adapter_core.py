@@ -11,7 +11,6 @@ import pytest
 from interlock import Engine, ask, block, context, modify, respond, stop
 from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 
-
 ENGINES: list[Engine] = []
 
 

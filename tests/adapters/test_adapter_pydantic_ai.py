@@ -62,9 +62,9 @@ def _clear() -> None:
     RAN.clear()
 
 
-def test_a_blocked_call_never_runs_and_the_model_reads_the_reason(project):
+async def test_a_blocked_call_never_runs_and_the_model_reads_the_reason(project):
     sid = session()
-    out = agent("delete_file", {"path": "a.txt"}, sid).run_sync("delete a.txt").output
+    out = (await agent("delete_file", {"path": "a.txt"}, sid).run("delete a.txt")).output
     assert RAN == []
     error = json.loads(out)
     assert error["error"] == "tool call blocked"
@@ -75,43 +75,43 @@ def test_a_blocked_call_never_runs_and_the_model_reads_the_reason(project):
     assert ("before_tool_call", "block", "delete_file", "project:policy") in rows
 
 
-def test_a_modifier_changes_the_args_the_tool_runs_with(project):
-    agent("shout", {"text": "hello"}, session()).run_sync("shout hello")
+async def test_a_modifier_changes_the_args_the_tool_runs_with(project):
+    await agent("shout", {"text": "hello"}, session()).run("shout hello")
     assert RAN == [("shout", {"text": "HELLO"})]
 
 
-def test_after_tool_call_rewrites_the_result_the_model_reads(project):
-    out = agent("read_secret", {}, session()).run_sync("read it").output
+async def test_after_tool_call_rewrites_the_result_the_model_reads(project):
+    out = (await agent("read_secret", {}, session()).run("read it")).output
     assert RAN == [("read_secret", {})]
     assert "abc123" not in out
     assert "[redacted by policy]" in out
 
 
-def test_context_reaches_the_model_beside_the_result(project):
-    out = agent("weather", {"city": "Oslo"}, session()).run_sync("weather?").output
+async def test_context_reaches_the_model_beside_the_result(project):
+    out = (await agent("weather", {"city": "Oslo"}, session()).run("weather?")).output
     assert "weather ran with" in out
     assert '<hook-context hook="project:policy">' in out
     assert "Celsius" in out
 
 
-def test_ask_defers_to_a_person_and_runs_once_approved(project):
+async def test_ask_defers_to_a_person_and_runs_once_approved(project):
     a = agent("deploy", {"env": "prod"}, session())
-    first = a.run_sync("deploy prod")
+    first = await a.run("deploy prod")
     assert isinstance(first.output, DeferredToolRequests)
     (pending,) = first.output.approvals
     assert pending.tool_name == "deploy"
     assert first.output.metadata[pending.tool_call_id]["reason"] == "deploys need a person"
     assert RAN == []
-    second = a.run_sync(message_history=first.all_messages(),
+    second = await a.run(message_history=first.all_messages(),
                         deferred_tool_results=DeferredToolResults(
                             approvals={pending.tool_call_id: True}))
     assert RAN == [("deploy", {"env": "prod"})]
     assert "deploy ran with" in second.output
 
 
-def test_a_crashing_fail_closed_hook_blocks_the_call(project):
+async def test_a_crashing_fail_closed_hook_blocks_the_call(project):
     sid = session()
-    out = agent("explode", {}, sid).run_sync("go").output
+    out = (await agent("explode", {}, sid).run("go")).output
     assert RAN == []
     error = json.loads(out)
     assert error["error"] == "tool call blocked"
