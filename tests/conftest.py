@@ -10,8 +10,11 @@ from interlock.testing import RecordingSink
 def _private_store(tmp_path_factory: pytest.TempPathFactory,
                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Hosts record into the default store: keep it out of the real state dir."""
-    monkeypatch.setenv("INTERLOCK_STORE", str(tmp_path_factory.getbasetemp() / "interlock.db"))
-    # Consent and state follow each test's own home, never the developer's.
+    base = tmp_path_factory.getbasetemp()
+    monkeypatch.setenv("INTERLOCK_STORE", str(base / "interlock.db"))
+    # Consent and state follow each test's own home, never the developer's: a test
+    # that names no home of its own gets this run's, not ~/.config/interlock.
+    monkeypatch.setenv("INTERLOCK_HOME", str(base / "interlock-home"))
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
 
 

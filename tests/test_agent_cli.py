@@ -20,7 +20,7 @@ def interlock(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.Com
 def test_demo_runs_offline_and_shows_each_hook_at_work(tmp_path):
     proc = interlock("demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    out = proc.stdout
+    out = " ".join(proc.stdout.split())  # entries wrap at the terminal's width
     assert "code:no-rm-rf blocked before_tool_call" in out
     assert "code:redact-secrets modified result" in out
     assert "code:project-notes added context" in out

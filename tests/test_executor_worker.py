@@ -164,6 +164,39 @@ def test_engine_with_a_worker_hook_sync_and_async():
         eng.close()
 
 
+@pytest.mark.parametrize("command", ["dict", "bad dict"])
+def test_a_python_handler_and_a_worker_read_the_same_dict_alike(command):
+    # One documented rule (docs/wire-contract.md): a dict answer is a wire answer,
+    # whether a worker sends it or a Python handler returns it.
+    same_as_worker_guard = {"dict": {"decision": "ask", "reason": "dict answers work"},
+                            "bad dict": {"decision": "allow"}}
+
+    def in_process(ev):
+        return same_as_worker_guard[ev.args["command"]]
+
+    outcomes = []
+    for hook in (Hook(name="py", events=("before_tool_call",), fn=in_process),
+                 Hook(name="py", events=("before_tool_call",), kind="worker",
+                      executor=WorkerExecutor(GUARD, hook_name="py", cwd=HERE, timeout=10))):
+        sink = RecordingSink()
+        eng = Engine(sinks=[sink])
+        eng.register(hook)
+        try:
+            out = fire(eng, "before_tool_call", tool_name="terminal", args={"command": command})
+            outcomes.append((out.verdict, out.reason,
+                             [(f.mode.value, "unknown decision 'allow'" in f.error)
+                              for f in sink.failures]))
+        finally:
+            eng.close()
+            if hook.executor is not None:
+                hook.executor.close()
+    assert outcomes[0] == outcomes[1]
+    if command == "dict":
+        assert outcomes[0] == (Verdict.ASK, "dict answers work", [])
+    else:
+        assert outcomes[0][2] == [("contract", True)]
+
+
 # -- interlock.worker.run ---------------------------------------------------------
 
 def test_run_answers_each_line_with_its_id():

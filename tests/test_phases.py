@@ -125,7 +125,44 @@ def test_garbage_answer_is_a_contract_error_and_blocks_closed(engine, sink):
     engine.on("before_tool_call", lambda ev: {"decision": "allow"}, name="garbage")
     out = tool(engine)
     assert out.blocked
-    assert "returned dict" in sink.failures[0].error
+    assert "unknown decision 'allow'" in sink.failures[0].error
+
+
+def test_a_non_answer_value_is_a_contract_error(engine, sink):
+    engine.on("before_tool_call", lambda ev: "block", name="text")
+    assert tool(engine).blocked
+    assert "returned str" in sink.failures[0].error
+
+
+def test_a_dict_answer_means_what_it_means_from_a_worker(engine, sink):
+    # One rule for Python handlers, workers and shell JSON: a dict is a wire answer.
+    engine.on("before_tool_call", lambda ev: {"decision": "block", "reason": "no rm"},
+              name="d")
+    out = tool(engine)
+    assert out.blocked
+    assert out.reason == "no rm"
+    assert sink.failures == []
+
+
+def test_a_dict_modify_answer_rewrites_like_a_worker_one(engine):
+    engine.on("before_tool_call",
+              lambda ev: {"decision": "modify", "changes": {"args": {"command": "ls -l"}}},
+              modifies=True, name="m")
+    assert tool(engine).final().args == {"command": "ls -l"}
+
+
+def test_an_empty_dict_answer_is_no_opinion(engine, sink):
+    engine.on("before_tool_call", lambda ev: {}, name="empty")
+    out = tool(engine)
+    assert not out.blocked
+    assert sink.failures == []
+
+
+def test_a_dict_answer_still_follows_the_event_contract(engine, sink):
+    engine.on("before_tool_call",
+              lambda ev: {"decision": "modify", "changes": {"args": {}}}, name="check")
+    assert tool(engine).blocked
+    assert "declare `modifies = true`" in sink.failures[0].error
 
 
 @pytest.mark.parametrize(("answer", "problem"), [

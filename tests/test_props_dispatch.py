@@ -156,8 +156,8 @@ class Dispatching(RuleBasedStateMachine):
         tool_ran = not outcome.ends
         event(f"outcome {outcome.verdict.value}")
         for r in outcome.raw:
-            if r[2] is not None:
-                event(f"failure {r[2].mode.value}")
+            if r.failure is not None:
+                event(f"failure {r.failure.mode.value}")
         # Never runs a call that a hook blocked or that a fail-closed hook failed on,
         # and never blocks one that nothing stopped.
         assert tool_ran == (not must_end), (self.specs, outcome.summary())
@@ -170,7 +170,7 @@ class Dispatching(RuleBasedStateMachine):
                 assert not tool_ran
         self.expected_audit += len(outcome.raw)
         new_failures = self.recorder.failures[before:]
-        assert len(new_failures) == sum(1 for r in outcome.raw if r[2] is not None)
+        assert len(new_failures) == sum(1 for r in outcome.raw if r.failure is not None)
         self.expected_letters += len(new_failures)
 
     @invariant()

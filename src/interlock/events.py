@@ -8,11 +8,11 @@ engine makes the changed copy.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 import msgspec
 
-from interlock.engine.catalog import BY_NAME, COMMON, SPECS, TYPES, EventSpec
+from interlock.engine.catalog import COMMON, SPECS, TYPES, EventSpec
 from interlock.engine.errors import ConfigError
 
 
@@ -76,6 +76,9 @@ EVENT_TYPES: dict[str, type[Event]] = {spec.name: _build(spec) for spec in SPECS
 
 globals().update({cls.__name__: cls for cls in EVENT_TYPES.values()})
 
+if TYPE_CHECKING:  # the same classes, declared for type checkers (see engine/event_types.py)
+    from interlock.engine.event_types import *  # noqa: F403
+
 
 def event_type(name: str) -> type[Event]:
     """The payload class of event ``name`` (did-you-mean error when unknown)."""
@@ -111,6 +114,38 @@ def schema(name: str) -> dict[str, Any]:
     return out
 
 
+def type_declarations() -> str:
+    """The source of ``interlock/engine/event_types.py``: every event class declared
+    statically, so type checkers see ``BeforeToolCall`` and its fields."""
+    out = [
+        '"""The event classes as type checkers see them, generated from the catalog.',
+        "",
+        "interlock.events builds these classes from the catalog table when it is",
+        "imported; a type checker cannot run that, so it reads these declarations",
+        "(imported by interlock.events under TYPE_CHECKING; empty at run time).",
+        "Regenerate it after changing the catalog: write the text of",
+        "interlock.events.type_declarations() to src/interlock/engine/event_types.py.",
+        "tests/test_typed_on.py fails when this file and the catalog disagree.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import TYPE_CHECKING, Any",
+        "",
+        "if TYPE_CHECKING:",
+        "    from interlock.events import Event",
+    ]
+    for cls in EVENT_TYPES.values():
+        out += ["", "", f"    class {cls.__name__}(Event, frozen=True, kw_only=True):",
+                f'        """``{cls.spec.name}``."""', ""]
+        for f in cls.spec.fields:
+            out.append(f"        {f.name}: {f.type}" if f.required
+                       else f"        {f.name}: {f.type} = {f.default!r}")
+    out += ["", "", "__all__ = [", *(f'    "{n}",' for n in sorted(
+        cls.__name__ for cls in EVENT_TYPES.values())), "]", ""]
+    return "\n".join(out)
+
+
 def __getattr__(name: str) -> Any:  # keeps mypy quiet about generated names
     for cls in EVENT_TYPES.values():
         if cls.__name__ == name:
@@ -120,4 +155,3 @@ def __getattr__(name: str) -> Any:  # keeps mypy quiet about generated names
 
 __all__ = ["EVENT_TYPES", "Event", "event_type", "make", "schema", *sorted(
     cls.__name__ for cls in EVENT_TYPES.values())]
-BY_SPEC = BY_NAME

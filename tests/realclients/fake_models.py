@@ -48,6 +48,10 @@ class Turn:
     before_tool: Callable[[], None] | None = None
     """Called once, just before the model first asks for the tool: the moment
     to break something mid-session (the prompt's hooks have already run)."""
+    tool: str | None = None
+    """Another tool to call instead of the shell (an MCP tool), as the client names it."""
+    args: dict[str, Any] | None = None
+    """Its arguments (the shell's are ``{"command": command}``)."""
 
 
 @dataclass
@@ -127,7 +131,8 @@ def _decide(turn: Turn | None, shell: str | None, after_tool: bool) -> tuple[Say
     if turn.before_tool is not None:
         step, turn.before_tool = turn.before_tool, None
         step()
-    return Say(tool=shell, args={"command": turn.command}), True
+    return Say(tool=shell, args=turn.args if turn.args is not None
+               else {"command": turn.command}), True
 
 
 # --- Anthropic Messages ----------------------------------------------------------------
@@ -135,6 +140,8 @@ def _decide(turn: Turn | None, shell: str | None, after_tool: bool) -> tuple[Say
 def _anthropic(body: dict[str, Any], turn: Turn | None) -> tuple[Say, bool]:
     names = {t.get("name") for t in body.get("tools") or [] if isinstance(t, dict)}
     shell = next((n for n in SHELL_TOOLS["anthropic"] if n in names), None)
+    if turn is not None and turn.tool is not None:
+        shell = turn.tool if turn.tool in names else None
     # Anywhere in the conversation: a hook's context may follow the result.
     after = any(isinstance(b, dict) and b.get("type") == "tool_result"
                 for m in body.get("messages") or [] if isinstance(m, dict)

@@ -54,7 +54,7 @@ def policy_for(d: HookDef) -> Policy:
         raise ConfigError(exc.message, field=field, fix=fix) from None
 
 
-class Refusal:
+class Refusal(Executor):
     """An executor that always fails with one fixed mode (unapproved, ineligible)."""
 
     def __init__(self, mode: FailureMode, message: str) -> None:
@@ -225,6 +225,8 @@ def make_executor(decl: Declared, command: str | list[str] | None,
 
         return kinds.build(d, decl.folder, project_root, decl.events, err, protected)
     assert command is not None
+    if kind is HookKind.MCP:
+        return _mcp_executor(decl, command, project_root)
     cls = _executor_class(kind)
     cwd = hook_cwd(decl, project_root)
     env = dict(d.env)
@@ -241,6 +243,20 @@ def make_executor(decl: Declared, command: str | list[str] | None,
         kwargs["dialect"] = d.dialect
     executor: Executor = cls(command, **kwargs)
     return executor
+
+
+def _mcp_executor(decl: Declared, command: str | list[str], project_root: Path) -> Executor:
+    d = decl.definition
+    try:
+        from interlock.executors.mcp import McpToolExecutor
+    except ImportError:
+        raise ConfigError(f"hook {d.name!r} is an mcp hook, and the MCP SDK is not installed",
+                          field="kind", fix="pip install 'interlock[mcp]'") from None
+    assert d.tool is not None  # checked at discovery (config/kinds.py)
+    return McpToolExecutor(command, tool=d.tool, server=d.server or d.name, hook_name=d.name,
+                           cwd=hook_cwd(decl, project_root), env=dict(d.env),
+                           env_passthrough=tuple(d.env_passthrough),
+                           timeout=min(d.timeout, MAX_TIMEOUT), project_dir=project_root)
 
 
 def make_hook(decl: Declared, digest: str, *, fn: HookFn | None = None,

@@ -28,11 +28,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interlock.engine.errors import FailureMode, HookFailure
+from interlock.engine.hooks import Executor
 from interlock.reliability import Reliable
 
 if TYPE_CHECKING:
     from interlock.engine.decisions import Decision
-    from interlock.engine.hooks import Executor, Hook, HookFn, Invocation
+    from interlock.engine.hooks import Hook, HookFn, Invocation
 
 IMPORTABLE = (".py", ".pyc", ".pth", ".so", ".pyd")
 """File names Python can import (or run at start-up)."""
@@ -164,7 +165,7 @@ class Checked(Reliable):
         return await super().__call__(invocation)
 
 
-class _CheckedExecutor:
+class _CheckedExecutor(Executor):
     """The same check around an executor with no reliability wrapper."""
 
     __slots__ = ("inner", "name", "pins")
@@ -179,6 +180,9 @@ class _CheckedExecutor:
         if bad is not None:
             raise drift_failure(self.name, bad)
         return await self.inner(invocation)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
 
 def _checked_fn(fn: HookFn, pins: PinSet, name: str) -> HookFn:

@@ -30,6 +30,8 @@ _OWNERS: dict[str, frozenset[HookKind]] = {
     "max_output": LLM_KINDS,
     "max_turns": frozenset({HookKind.AGENT}),
     "max_cost": frozenset({HookKind.AGENT}),
+    "server": frozenset({HookKind.MCP}),
+    "tool": frozenset({HookKind.MCP}),
 }
 _LOCAL_ONLY = ("command", "handler", "dialect", "env", "env_passthrough", "cwd")
 """Fields about a local program, meaningless for a URL or a model."""
@@ -44,6 +46,13 @@ def check(d: HookDef, err: Err, events: tuple[str, ...], folder: Path) -> None:
             kinds = " or ".join(sorted(k.value for k in owners))
             raise err(name, f"{name} is for {kinds} hooks, and this is a {kind.value} hook",
                       f"remove {name}, or write kind = \"{sorted(k.value for k in owners)[0]}\"")
+    if kind is HookKind.MCP:
+        if not d.tool:
+            raise err("tool", "an mcp hook needs the tool it calls",
+                      'add tool = "check" (a tool of the server that command starts)')
+        if d.dialect is not None:
+            raise err("dialect", "an mcp hook speaks MCP, not a host's hook protocol",
+                      "remove dialect")
     if kind not in REMOTE_KINDS:
         return
     for name in _LOCAL_ONLY:

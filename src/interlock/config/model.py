@@ -25,6 +25,7 @@ class HookKind(enum.StrEnum):
     HTTP = "http"
     PROMPT = "prompt"
     AGENT = "agent"
+    MCP = "mcp"
 
 
 LLM_KINDS = frozenset({HookKind.PROMPT, HookKind.AGENT})
@@ -50,7 +51,8 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     events: list[str] | str = []
     kind: HookKind | None = None
     """python (a handler), command (spawn per call), worker (long-lived JSON lines),
-    http (POST to a URL), prompt (one model call) or agent (a read-only sub-agent)."""
+    http (POST to a URL), prompt (one model call), agent (a read-only sub-agent) or
+    mcp (a tool of an MCP server that ``command`` starts)."""
     command: str | list[str] | None = None
     """A string runs through ``sh -c`` (Hermes dialect: split, no shell); a list is argv."""
     handler: str | None = None
@@ -102,6 +104,10 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     """agent: model turns before the judge has failed."""
     max_cost: int | None = None
     """agent: tokens the judge may spend before it has failed."""
+    server: str | None = None
+    """mcp: the server's name in messages (default: the hook's name)."""
+    tool: str | None = None
+    """mcp: the tool called with the wire request as its arguments (docs/mcp.md)."""
     options: dict[str, Any] = {}
     """Handed to a Python handler's ``configure(options)`` once, when it is loaded.
     An entry that enables a hook declared elsewhere may set them too."""

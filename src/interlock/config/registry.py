@@ -82,7 +82,7 @@ log = logging.getLogger("interlock.registry")
 
 _STATE_FILES = {APPROVALS, TOGGLES, BASELINES}
 _NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER, HookKind.HTTP, HookKind.PROMPT,
-                   HookKind.AGENT}
+                   HookKind.AGENT, HookKind.MCP}
 
 
 def _truthy(value: str | None) -> bool:
@@ -584,10 +584,8 @@ class Registry:
         if self._current is None:
             return
         for ex in self._current.executors().values():
-            close = getattr(ex, "aclose", None)
-            if close is not None:
-                with contextlib.suppress(Exception):
-                    await close()
+            with contextlib.suppress(Exception):
+                await ex.aclose()
 
 
 _closing: set[asyncio.Task[None]] = set()
@@ -595,21 +593,14 @@ _closing: set[asyncio.Task[None]] = set()
 
 
 def _close_executor(ex: Executor) -> None:
-    """Release what an executor holds: processes (sync close) or connection pools (aclose)."""
-    close = getattr(ex, "close", None)
-    if close is not None:
-        close()
-        return
-    aclose = getattr(ex, "aclose", None)
-    if aclose is None:
-        return
+    """Release what an executor holds (processes, connection pools): ``aclose()``."""
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
-        asyncio.run(aclose())
+        asyncio.run(ex.aclose())
         return
     # A reload called from async code: close on this loop without blocking it.
-    task = loop.create_task(aclose())
+    task = loop.create_task(ex.aclose())
     _closing.add(task)
     task.add_done_callback(_closing.discard)
 

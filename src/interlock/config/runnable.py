@@ -35,7 +35,7 @@ def problems(entry: HookEntry) -> list[ConfigError]:
     file, line = str(decl.file), decl.line
     found: list[ConfigError] = []
     kind = d.effective_kind
-    if d.command is not None and kind in (HookKind.COMMAND, HookKind.WORKER):
+    if d.command is not None and kind in (HookKind.COMMAND, HookKind.WORKER, HookKind.MCP):
         for i, path in _named_paths(d.command, decl.folder):
             if not path.exists():
                 found.append(ConfigError(

@@ -1,62 +1,48 @@
-"""The dispatcher: for one event, pick the matching hooks, run them in the
-order and mode docs/engine.md gives, and merge their answers into one outcome.
+"""The engine: register hooks, emit events, get outcomes.
 
-Hot path: an event with no hooks costs one dict lookup and returns a shared
-outcome. Sync hooks are called inline, with no timer and no coroutine of
-their own; the sync facade never touches an event loop unless a matched hook
-can suspend.
+:class:`Engine` keeps the registry (one immutable :class:`HookSet` per
+revision) and the API; the dispatch loop it drives is in ``engine/loop.py``.
+
+Hot path: an event with no hooks costs one dict read and returns a shared
+outcome. An event whose hooks are plain sync checks goes from the entry table
+straight to the loop's fast path, with no timer and no coroutine; the sync
+facade never touches an event loop unless a matched hook can suspend.
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import inspect
 import itertools
 import logging
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar, Unpack, overload
 
 from interlock.engine.background import Background
-from interlock.engine.catalog import SPECS, EventSpec, FailClosed, Kind
+from interlock.engine.catalog import SPECS, Kind
 from interlock.engine.catalog import spec as catalog_spec
-from interlock.engine.contract import (
-    Validator,
-    apply_changes,
-    check_mutation,
-    copy_payload,
-    rebuilt,
-    restore,
-)
-from interlock.engine.decisions import ENDING, Decision, Verdict
-from interlock.engine.errors import HOOK_ERRORS, ContractError, FailureMode, HookFailure
-from interlock.engine.hooks import Hook, HookFn, HookOptions, Matcher, Mode, OnError
-from interlock.engine.invoke import (
-    Answer,
-    call,
-    call_sync,
-    check_answer,
-    crash,
-    new_id,
-    start,
-    timed,
-    timed_call,
-)
-from interlock.engine.loop_thread import LoopThread, monotonic_ns
-from interlock.engine.merge import Run, merge, merge_raw, mutated, snapshot
-from interlock.engine.outcome import _NO_CHANGES, NoHooks, Outcome, RawResult, Status
-from interlock.engine.plan import STOP_EVENTS, HookSet, Plan
+from interlock.engine.contract import Validator
+from interlock.engine.decisions import Decision
+from interlock.engine.hooks import Hook, HookFn, HookOptions, Matcher, OnError
+from interlock.engine.loop import DispatchLoop, drive, drive_sync
+from interlock.engine.loop_thread import LoopThread
+from interlock.engine.outcome import NoHooks, Outcome
+from interlock.engine.plan import HookSet, Plan, Resolver
 from interlock.engine.settled import Settled
-from interlock.engine.sinks import FailureRecord, Sink, invocation_digest
+from interlock.engine.sinks import FailureRecord, Sink
 from interlock.events import EVENT_TYPES, Event
 
 log = logging.getLogger("interlock")
 
 F = TypeVar("F", bound=Callable[..., Any])
+E = TypeVar("E", bound=Event)
+HookAnswer = Decision | Awaitable[Decision | None] | None
+"""What a hook returns (None: no opinion)."""
+R = TypeVar("R", bound=HookAnswer)
 
-_SYNC = Mode.SYNC
-_NONE = Status.NONE
+Runner = Callable[[Event], Outcome]
+"""What the sync entry table holds for an event with hooks."""
 
 
 # What an event with no hooks gets: one shared outcome per event type, held
@@ -64,9 +50,20 @@ _NONE = Status.NONE
 _PASSED = {EVENT_TYPES[s.name]: NoHooks(name=s.name) for s in SPECS}
 # The same outcomes, ready for ``await`` without a coroutine (see _settled).
 _SETTLED = {cls: Settled(outcome) for cls, outcome in _PASSED.items()}
-_EMPTY_USER_INPUT = Plan(spec=EVENT_TYPES["user_input"].spec, modifiers=(), checks=(), shadows=(),
-                         background=(), may_suspend=False, containers=(), gate=True,
-                         stop_event=False, lean=False)
+
+def _event_names(event: str | type[Event] | Iterable[str | type[Event]]) -> tuple[str, ...]:
+    """Event names from names or event classes (``BeforeToolCall``)."""
+    items = (event,) if isinstance(event, str | type) else tuple(event)
+    names = []
+    for item in items:
+        if isinstance(item, str):
+            names.append(item)
+        elif isinstance(item, type) and issubclass(item, Event):
+            names.append(item.spec.name)
+        else:
+            raise TypeError(f"Engine.on() takes event names or event classes from "
+                            f"interlock.events (for example BeforeToolCall), not {item!r}")
+    return tuple(names)
 
 
 def _not_an_event(method: str, event: object) -> TypeError:
@@ -88,17 +85,7 @@ class Handle:
         self._engine.unregister(self.hook)
 
 
-def _failure_block_reason(hook: Hook, failure: HookFailure) -> str:
-    # Fixed engine text, never the hook's own output: a block reason can become
-    # the model's next instruction (docs/engine.md, Failures).
-    reason = (f"blocked by the engine: fail-closed hook {hook.qualified_name!r} "
-              f"did not answer ({failure.mode.value})")
-    if failure.mode is FailureMode.DRIFTED:  # the engine's own text: which file changed
-        reason += f": {failure}"
-    return reason
-
-
-class Engine:
+class Engine(DispatchLoop):
     """The hook engine: register hooks, emit events, get outcomes.
 
     ``await engine.emit(event)`` is the async API; ``engine.emit_sync(event)``
@@ -138,31 +125,63 @@ class Engine:
 
     def add_sink(self, sink: Sink) -> None:
         """Attach a sink (audit log, dead letters, metrics); turns on hook timing."""
-        self._sinks = (*self._sinks, sink)
-        self._timed = True
+        with self._lock:
+            self._sinks = (*self._sinks, sink)
+            self._timed = True
+            self._install(self._set)  # the timed loop, which hands outcomes to sinks
 
     def remove_sink(self, sink: Sink) -> None:
-        self._sinks = tuple(s for s in self._sinks if s is not sink)
-        self._timed = bool(self._sinks) or self._always_timed
+        with self._lock:
+            self._sinks = tuple(s for s in self._sinks if s is not sink)
+            self._timed = bool(self._sinks) or self._always_timed
+            self._install(self._set)
 
     # -- registry -------------------------------------------------------------
     def _install(self, hookset: HookSet) -> None:
-        entries: dict[type[Event], Any] = dict(hookset.entries)
-        if any(cls.spec.name in STOP_EVENTS for cls in entries):
-            # user_input resets the stop-loop counters, so it must reach the
-            # dispatcher even with no hooks of its own (rule 7).
-            entries.setdefault(EVENT_TYPES["user_input"], dataclasses.replace(
-                _EMPTY_USER_INPUT, revision=hookset.revision))
+        events = hookset.events
         # Every event type maps to its shared no-hook outcome, or to None when
         # it has hooks: one dict read and an `is None` decide the hot path.
         passed: dict[type[Event], Outcome | None] = {
-            cls: (None if cls in entries else outcome) for cls, outcome in _PASSED.items()}
+            cls: (None if cls in events else outcome) for cls, outcome in _PASSED.items()}
         settled: dict[type[Event], Settled | None] = {
-            cls: (None if cls in entries else done) for cls, done in _SETTLED.items()}
+            cls: (None if cls in events else done) for cls, done in _SETTLED.items()}
+        runners: dict[type[Event], Runner] = {}
+        for cls in events:
+            runners[cls] = self._first_runner(hookset, cls, runners)
         self._set = hookset
-        self._entries = entries
+        self._runners = runners
         self._passed = passed
         self._settled = settled
+
+    @property
+    def _entries(self) -> dict[type[Event], Plan | Resolver]:
+        return self._set.entries
+
+    def _first_runner(self, hookset: HookSet, cls: type[Event],
+                      runners: dict[type[Event], Runner]) -> Runner:
+        """The runner of ``cls`` until its first emit, which builds the real one
+        and puts it in the table (that revision's table: a newer one is left alone)."""
+        def first(event: Event) -> Outcome:
+            entry = hookset.entry(cls)
+            if entry is None:  # pragma: no cover - events with hooks have an entry
+                return _PASSED[cls]
+            runner = runners[cls] = self._runner(entry)
+            return runner(event)
+        return first
+
+    def _runner(self, entry: Plan | Resolver) -> Runner:
+        """What emit_sync calls for an event with hooks: for a plan of plain sync
+        checks on an untimed engine, the fast path itself."""
+        if isinstance(entry, Plan):
+            plan = entry
+            if plan.lean and not self._timed:
+                if not plan.compiled:
+                    plan.compiled.append(self._compile_fast(plan))
+                return plan.compiled[0]
+            run = self._run_sync
+            return lambda event: run(event, plan)
+        resolve, run = entry.resolve, self._run_sync
+        return lambda event: run(event, resolve(event))
 
     @property
     def revision(self) -> int:
@@ -191,7 +210,9 @@ class Engine:
             hook.matcher.check(hook.name, hook.events)
         with self._lock:
             hook.order = next(self._order)
-            self.replace_hooks([*self._set.hooks, hook])
+            # The latest registered hook sorts after every hook of its priority
+            # and source: insert it, do not sort them all (docs/engine.md, Order).
+            self._install(self._set.with_hook(hook, self._set.revision + 1))
         return Handle(self, hook)
 
     def unregister(self, hook: Hook) -> None:
@@ -199,24 +220,36 @@ class Engine:
             self.replace_hooks([h for h in self._set.hooks if h is not hook])
 
     @overload
-    def on(self, event: str | Iterable[str], fn: HookFn, **options: Unpack[HookOptions]
-           ) -> Handle: ...
+    def on(self, event: type[E], fn: Callable[[E], HookAnswer],
+           **options: Unpack[HookOptions]) -> Handle: ...
 
     @overload
-    def on(self, event: str | Iterable[str], fn: None = None,
+    def on(self, event: type[E], fn: None = None, **options: Unpack[HookOptions]
+           ) -> Callable[[Callable[[E], R]], Callable[[E], R]]: ...
+
+    @overload
+    def on(self, event: str | Iterable[str | type[Event]], fn: HookFn,
+           **options: Unpack[HookOptions]) -> Handle: ...
+
+    @overload
+    def on(self, event: str | Iterable[str | type[Event]], fn: None = None,
            **options: Unpack[HookOptions]) -> Callable[[F], F]: ...
 
     def on(
-        self, event: str | Iterable[str], fn: HookFn | None = None,
+        self, event: str | type[Event] | Iterable[str | type[Event]], fn: HookFn | None = None,
         **options: Unpack[HookOptions],
-    ) -> Handle | Callable[[F], F]:
-        """Register ``fn`` for ``event``; usable as ``@engine.on("before_tool_call")``.
+    ) -> Handle | Callable[[Any], Any]:
+        """Register ``fn`` for ``event``; usable as a decorator.
+
+        ``event`` is an event class, ``@engine.on(BeforeToolCall)``, which
+        types the handler's ``event`` for type checkers; or its name,
+        ``@engine.on("before_tool_call")``; or several of either.
 
         Returns a :class:`Handle` when ``fn`` is given, else a decorator that
         registers and returns the function unchanged. Options are those of
         :class:`HookOptions`.
         """
-        events = (event,) if isinstance(event, str) else tuple(event)
+        events = _event_names(event)
 
         def make(f: HookFn) -> Handle:
             opts: dict[str, Any] = dict(options)
@@ -250,23 +283,29 @@ class Engine:
     # -- emitting -------------------------------------------------------------
     def emit_sync(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome (sync hosts)."""
+        cls = event.__class__
         try:
-            passed = self._passed[event.__class__]
+            passed = self._passed[cls]
         except KeyError:
             raise _not_an_event("emit_sync", event) from None
         if passed is not None:
             return passed
-        # .get: a concurrent replace_hooks may have dropped this event's hooks
-        # between the two reads; then it has none, as the new revision says.
-        entry = self._entries.get(event.__class__)
-        plan = entry if entry is None or entry.__class__ is Plan else entry.resolve(event)
+        try:
+            runner = self._runners[cls]
+        except KeyError:
+            # A concurrent replace_hooks dropped this event's hooks between
+            # the two reads; then it has none, as the new revision says.
+            return _PASSED[cls]
+        return runner(event)
+
+    def _run_sync(self, event: Event, plan: Plan | None) -> Outcome:
         if plan is None:
             return _PASSED[event.__class__]
-        if plan.lean:
-            return self._dispatch_lean(event, plan)
+        if plan.lean and not self._timed:
+            return self._fast(event, plan)
         if plan.may_suspend:
-            return self._loop.run(self._dispatch(event, plan))
-        return self._dispatch_sync(event, plan)
+            return self._loop.run(drive(self._steps(event, plan)))
+        return drive_sync(self._steps(event, plan))
 
     def emit(self, event: Event) -> Coroutine[Any, Any, Outcome]:
         """Dispatch ``event``; ``await`` it for the merged outcome.
@@ -288,7 +327,10 @@ class Engine:
             return settled
         # .get: a concurrent replace_hooks may have dropped this event's hooks
         # between the two reads; then it has none, as the new revision says.
-        return self._emit(event, self._entries.get(event.__class__))
+        hookset = self._set
+        cls = event.__class__
+        entry = hookset.built.get(cls)  # built on its first emit, then one read
+        return self._emit(event, entry if entry is not None else hookset.entry(cls))
 
     # emit is a plain method that returns a coroutine: mark it, so tools that
     # ask (asyncio.iscoroutinefunction, AsyncMock(spec=Engine)) still see an
@@ -298,16 +340,20 @@ class Engine:
     else:  # 3.11: the marker asyncio.iscoroutinefunction reads
         emit._is_coroutine = asyncio.coroutines._is_coroutine  # type: ignore[attr-defined]
 
-    async def _emit(self, event: Event, entry: Any) -> Outcome:
+    async def _emit(self, event: Event, entry: Plan | Resolver | None) -> Outcome:
         # entry: this event's Plan or Resolver when emit() was called, or None.
-        plan = entry if entry is None or entry.__class__ is Plan else entry.resolve(event)
+        if type(entry) is Plan:
+            plan: Plan | None = entry
+        elif isinstance(entry, Resolver):
+            plan = entry.resolve(event)
+        else:
+            plan = None
         if plan is None:
             return _PASSED[event.__class__]
-        if plan.lean:
-            return self._dispatch_lean(event, plan)
-        if plan.may_suspend:
-            return await self._dispatch(event, plan)
-        return self._dispatch_sync(event, plan)
+        if plan.lean and not self._timed:
+            compiled = plan.compiled
+            return compiled[0](event) if compiled else self._fast(event, plan)
+        return await drive(self._steps(event, plan))
 
     def notify(self, event: Event) -> None:
         """Hand an observe event to the background queues; never waits."""
@@ -319,450 +365,6 @@ class Engine:
         for hook in (*plan.checks, *plan.shadows, *plan.background):
             self._background.submit(hook, event)
 
-    # -- the dispatch core ----------------------------------------------------
-    # Two drivers run the same steps: _dispatch_sync for plans of plain sync
-    # hooks (no coroutine, no loop: the hot path), _dispatch for plans where a
-    # hook may suspend. They differ only in awaiting; every step is shared.
-    def _dispatch_lean(self, event: Event, plan: Plan) -> Outcome:
-        """A gate plan of plain sync checks only (``plan.lean``): the hot path.
-
-        It decides exactly as _dispatch_sync does (tests/test_lean.py holds the
-        two equal on random hook mixes) without building a Run; anything
-        unusual (a mutated payload) hands over to the general driver.
-        """
-        containers = plan.containers
-        if len(containers) == 1:  # the usual case (tool args): one copy, no list
-            field: str | None = containers[0]
-            snap = copy_payload(getattr(event, containers[0]))
-            snaps = None
-        else:
-            field = snap = None
-            snaps = snapshot(event, containers)
-        spec = plan.spec
-        revision = plan.revision  # the hooks in force when emit was called
-        raw: list[RawResult] = []
-        decided = failed = False
-        timed = self._timed
-        perf = monotonic_ns
-        t = perf() if timed else 0
-        lat = 0
-        none, ending = _NONE, ENDING
-        for hook in plan.checks:
-            try:
-                decision = hook.fn(event)  # type: ignore[misc]
-                if decision is not None:
-                    decision = check_answer(hook, decision, spec)
-                failure = None
-            except HookFailure as exc:  # includes ContractError from check_answer
-                decision, failure = None, exc
-            except HOOK_ERRORS as exc:
-                decision, failure = None, crash(hook, exc)
-            if timed:
-                now = perf()
-                lat = now - t
-                t = now
-            if failure is None:
-                raw.append((hook, decision, None, lat, none))
-                if decision is not None:
-                    decided = True
-                    if decision.verdict in ending:
-                        break
-            else:
-                # Recorded below, once the payload is known untouched: a rerun
-                # would run (and record) this hook again.
-                res = self._result(hook, event, spec, None, failure, lat, record=False)
-                raw.append(res)
-                failed = True
-                if res[1] is not None:
-                    decided = True
-                    break
-        if field is not None:
-            if getattr(event, field) != snap:
-                snaps = [(field, snap)]
-        elif snaps is not None and not mutated(event, snaps):
-            snaps = None
-        if snaps is not None:
-            # The general driver runs the checks again on the restored
-            # payload, comparing after every hook (see _dispatch_sync).
-            restored = rebuilt(event, snaps)
-            outcome = self._dispatch_sync(restored, plan, strict=True)
-            outcome.event = event
-            if outcome.payload is None:
-                outcome.payload = restored
-            return outcome
-        if failed:
-            self._record_failures(event, raw)
-        if decided:
-            outcome = merge_raw(event, event, raw, _NO_CHANGES, revision)
-        else:
-            outcome = Outcome(name=spec.name, event=event, raw=raw, revision=revision)
-        if self._sinks:
-            self._dispatched(outcome)
-        return outcome
-
-    def _dispatch_sync(self, event: Event, plan: Plan, *, strict: bool = False) -> Outcome:
-        if not plan.gate:
-            return self._observed_outcome(event, plan, [
-                (h, *timed(call_sync, h, event, plan.spec)) for h in plan.checks])
-        run = self._begin(event, plan)
-        for hook in plan.modifiers:
-            t0 = monotonic_ns()
-            if self._modified(run, hook, call_sync(hook, run.current, plan.spec), t0):
-                break
-        else:
-            if plan.checks:
-                mark = len(run.raw)
-                self._run_checks(run, each=strict, record=strict)
-                if not strict:
-                    if run.snaps is not None and mutated(run.current, run.snaps):
-                        # Some check mutated the payload in place, so the checks
-                        # after it judged the wrong payload: restore it and run the
-                        # check phase again, comparing after every hook to find the
-                        # culprit. The first pass's failures are dropped with it.
-                        self._recheck(run, mark)
-                    else:
-                        self._record_failures(run.current, run.raw[mark:])
-        for hook in plan.shadows:
-            t0 = monotonic_ns()
-            self._shadowed(run, hook, call_sync(hook, run.current, plan.spec), t0)
-        return self._finish(run)
-
-    async def _dispatch(self, event: Event, plan: Plan) -> Outcome:
-        if not plan.gate:
-            hooks = (*plan.checks, *plan.shadows)
-            answers = await asyncio.gather(*(timed_call(h, event, plan.spec) for h in hooks))
-            return self._observed_outcome(
-                event, plan, [(h, *a) for h, a in zip(hooks, answers, strict=True)])
-        run = self._begin(event, plan)
-        for hook in plan.modifiers:
-            t0 = monotonic_ns()
-            if self._modified(run, hook, await call(hook, run.current, plan.spec), t0):
-                break
-        else:
-            if plan.checks:
-                mark = len(run.raw)
-                try:
-                    pending = self._run_checks(run, record=False)
-                    if pending:
-                        await self._await_checks(run, pending)
-                    if run.tainted:
-                        # A check mutated the payload while others were running
-                        # on it: their answers may be about the wrong payload.
-                        # Run the phase again one hook at a time, restored.
-                        await self._recheck_in_order(run, mark)
-                finally:
-                    # Once, from the pass that counts; also when the host
-                    # cancels the emit or its own timeout fires mid-phase.
-                    self._record_failures(run.current,
-                                          [r for r in run.raw[mark:] if r is not None])
-        for hook in plan.shadows:
-            t0 = monotonic_ns()
-            self._shadowed(run, hook, await call(hook, run.current, plan.spec), t0)
-        return self._finish(run)
-
-    def _begin(self, event: Event, plan: Plan) -> Run:
-        stop_key = None
-        if plan.stop_event:
-            stop_key = (plan.spec.name, event.session_id)
-            count = self._stop_blocks.get(stop_key, 0)
-            event = event.replace(stop_hook_active=count > 0, block_count=count)
-        elif self._stop_blocks and plan.spec.name == "user_input":
-            self._reset_stop_counts(event.session_id)
-        return Run(event, event, plan, snapshot(event, plan.containers), stop_key,
-                   plan.revision)
-
-    def _modified(self, run: Run, hook: Hook, answer: Answer, t0: int) -> bool:
-        """Take one modifier's answer; True when it ended the event."""
-        decision, failure = answer
-        spec = run.plan.spec
-        current = run.current
-        if run.snaps is not None:
-            restored, failure = check_mutation(hook, current, run.snaps, failure)
-            if restored is not current:
-                current, decision = restored, None
-        # An approval may carry the rewrite it approves (a Claude script's allow
-        # with updatedInput): the changes apply and the approval stands.
-        if failure is None and decision is not None and (
-                decision.verdict is Verdict.MODIFY
-                or (decision.verdict is Verdict.APPROVE and decision.changes)):
-            try:
-                current = apply_changes(spec, current, decision.changes or {},
-                                        self._validators.get(spec.name, ()))
-                run.changes.update(decision.changes or {})
-                if run.snaps is not None:
-                    run.snaps = [(n, copy_payload(getattr(current, n)))
-                                 for n in run.plan.containers]
-            except ContractError as exc:
-                failure, decision = exc, None
-        run.current = current
-        res = self._result(hook, current, spec, decision, failure, monotonic_ns() - t0)
-        run.raw.append(res)
-        if res[1] is None:
-            return False
-        run.decided = True
-        return res[1].verdict in ENDING
-
-    def _shadowed(self, run: Run, hook: Hook, answer: Answer, t0: int) -> None:
-        decision, failure = answer
-        run.decided = True  # shadow records are merged as such
-        run.raw.append((hook, decision, failure, monotonic_ns() - t0, Status.SHADOW))
-        if failure is not None:
-            self._record_failure(hook, run.current, failure)
-
-    def _finish(self, run: Run) -> Outcome:
-        for hook in run.plan.background:
-            self._background.submit(hook, run.current)
-            run.raw.append((hook, None, None, 0, Status.QUEUED))
-        if run.decided or run.current is not run.event:
-            outcome = merge(run)
-        else:
-            original = run.event
-            outcome = Outcome(name=original.name, event=original, raw=run.raw,
-                              revision=run.revision)
-        if run.stop_key is not None:
-            self._apply_stop_cap(run.stop_key, outcome)
-        if self._sinks:
-            self._dispatched(outcome)
-        return outcome
-
-    @staticmethod
-    def _rewind(run: Run, mark: int) -> list[tuple[str, Any]]:
-        """Undo the check phase from ``mark``: its results go, the payload is
-        rebuilt from its private copy. Returns the snapshots."""
-        assert run.snaps is not None
-        del run.raw[mark:]
-        run.current = rebuilt(run.current, run.snaps)
-        run.decided = any(r[1] is not None for r in run.raw)
-        return run.snaps
-
-    @staticmethod
-    def _warn_if_not_again(run: Run, mark: int) -> None:
-        if not any(r[2] is not None and "in place" in str(r[2]) for r in run.raw[mark:]):
-            log.warning("a check on %s mutated its payload in place once and not when run "
-                        "again; the payload was restored", run.plan.spec.name)
-
-    def _recheck(self, run: Run, mark: int) -> None:
-        """The check phase again, on the restored payload, comparing after every hook."""
-        self._rewind(run, mark)
-        self._run_checks(run)
-        self._warn_if_not_again(run, mark)
-
-    async def _recheck_in_order(self, run: Run, mark: int) -> None:
-        """The check phase again, one hook at a time on the restored payload,
-        comparing after every hook: exactly what running them one by one gives."""
-        snaps = self._rewind(run, mark)
-        spec = run.plan.spec
-        for hook in run.plan.checks:
-            t0 = monotonic_ns()
-            decision, failure = await call(hook, run.current, spec)
-            restored, failure = check_mutation(hook, run.current, snaps, failure)
-            if restored is not run.current:
-                run.current, decision = restored, None
-            res = self._result(hook, run.current, spec, decision, failure,
-                               monotonic_ns() - t0, record=False)
-            run.raw.append(res)
-            if res[1] is not None:
-                run.decided = True
-                if res[1].verdict in ENDING:
-                    break
-        self._warn_if_not_again(run, mark)
-
-    def _run_checks(self, run: Run, *, each: bool = True, record: bool = True
-                    ) -> dict[asyncio.Future[Answer], tuple[int, Hook, int]]:
-        """Run checks in order: sync ones inline, others started concurrently.
-
-        Appends one result per check that answered (a None placeholder for each
-        one still running, filled by _await_checks) and stops at the first
-        answer that ends the event. Returns the checks still running.
-
-        ``each=False`` (plans of plain sync hooks) skips the per-hook comparison
-        with the payload's private copy; the caller compares once at the end and
-        runs the phase again with ``each=True`` if anything was mutated.
-        ``record=False`` leaves recording failures to the caller, whose pass may
-        yet be thrown away (_record_failures).
-        """
-        spec = run.plan.spec
-        raw = run.raw
-        snaps = run.snaps if each else None
-        current = run.current
-        pending: dict[asyncio.Future[Answer], tuple[int, Hook, int]] = {}
-        timed = self._timed
-        perf = monotonic_ns
-        t = perf() if timed else 0
-        lat = 0
-        sync, none, ending = _SYNC, _NONE, ENDING  # locals: this loop is the hot path
-        for hook in run.plan.checks:
-            if hook.mode is sync:
-                failure = None
-                try:
-                    decision = hook.fn(current)  # type: ignore[misc]
-                    if decision is not None:
-                        decision = check_answer(hook, decision, spec)
-                except HookFailure as exc:  # includes ContractError from check_answer
-                    decision, failure = None, exc
-                except HOOK_ERRORS as exc:
-                    decision, failure = None, crash(hook, exc)
-            else:
-                stepped = start(hook, current, spec)
-                if isinstance(stepped, asyncio.Future):
-                    if snaps is None or not mutated(current, snaps):
-                        pending[stepped] = (len(raw), hook, monotonic_ns())
-                        raw.append(None)  # type: ignore[arg-type]
-                        continue
-                    # It mutated the payload before it first suspended: it is
-                    # the culprit, not whichever check would compare next.
-                    stepped.cancel()
-                    decision, failure = None, None
-                else:
-                    decision, failure = stepped
-            if snaps is not None:
-                for name, snap in snaps:
-                    if getattr(current, name) != snap:
-                        current, failure = restore(hook, current, snaps, name)
-                        decision = None
-                        run.tainted = True
-                        break
-            if timed:
-                now = perf()
-                lat = now - t
-                t = now
-            if failure is None:
-                raw.append((hook, decision, None, lat, none))
-                if decision is not None:
-                    run.decided = True
-                    if decision.verdict in ending:
-                        break  # later checks never start; earlier suspended ones may end first
-            else:
-                res = self._result(hook, current, spec, None, failure, lat, record=record)
-                raw.append(res)
-                if res[1] is not None:
-                    run.decided = True
-                    break  # a fail-closed failure blocks
-        run.current = current
-        return pending
-
-    async def _await_checks(
-        self, run: Run, pending: dict[asyncio.Future[Answer], tuple[int, Hook, int]]
-    ) -> None:
-        """Wait for suspended checks; cancel those after the first ending answer.
-
-        The event ends at the first hook, in order, whose answer ends it, once
-        every hook before it has answered: exactly what running them one by
-        one would give.
-        """
-        try:
-            await self._settle_checks(run, pending)
-        finally:
-            # Cancelled (the host gave up) or tainted: none of these may run on.
-            for fut in pending:
-                fut.cancel()
-
-    async def _settle_checks(
-        self, run: Run, pending: dict[asyncio.Future[Answer], tuple[int, Hook, int]]
-    ) -> None:
-        raw = run.raw
-        spec = run.plan.spec
-        first = min(i for i, _h, _t in pending.values())
-        while pending and not run.tainted:  # tainted: the ordered rerun decides
-            done, _ = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for fut in done:
-                i, hook, t0 = pending.pop(fut)
-                decision, failure = fut.result()
-                if run.snaps is not None:
-                    restored, failure = check_mutation(hook, run.current, run.snaps, failure)
-                    if restored is not run.current:
-                        run.current, decision = restored, None
-                        run.tainted = True
-                raw[i] = self._result(hook, run.current, spec, decision, failure,
-                                      monotonic_ns() - t0, record=False)
-                if raw[i][1] is not None:
-                    run.decided = True
-            for idx in range(first, len(raw)):
-                res = raw[idx]
-                if res is None:
-                    break  # an earlier hook is still out: nothing is decided yet
-                if res[1] is not None and res[1].verdict in ENDING:
-                    for fut, (j, hook, t0) in list(pending.items()):
-                        fut.cancel()
-                        del pending[fut]
-                        raw[j] = (hook, None, None, monotonic_ns() - t0, Status.CANCELLED)
-                    for j in range(idx + 1, len(raw)):
-                        r = raw[j]
-                        if r[4] is not Status.CANCELLED:
-                            raw[j] = (r[0], r[1], r[2], r[3], Status.SUPERSEDED)
-                    break
-
-    def _result(
-        self,
-        hook: Hook,
-        event: Event,
-        spec: EventSpec,
-        decision: Decision | None,
-        failure: HookFailure | None,
-        latency: int,
-        *,
-        record: bool = True,
-    ) -> RawResult:
-        """One hook's effective result: its answer, or what its failure means.
-
-        ``record=False`` leaves recording the failure to the caller, for a
-        pass that may yet be thrown away and run again (_record_failures).
-        """
-        if failure is None:
-            return (hook, decision, None, latency, _NONE)
-        if record:
-            self._record_failure(hook, event, failure)
-        effective = None
-        if hook.fails_closed(spec.name):
-            fc = spec.fail_closed
-            if fc is FailClosed.BLOCK or (
-                fc is FailClosed.BLOCK_UNLESS_OPERATOR and not getattr(event, "operator", False)
-            ):
-                effective = Decision(verdict=Verdict.BLOCK,
-                                     reason=_failure_block_reason(hook, failure))
-        return (hook, effective, failure, latency, Status.FAILED)
-
-    def _apply_stop_cap(self, key: tuple[str, str], outcome: Outcome) -> None:
-        count = self._stop_blocks.get(key, 0)
-        if outcome.verdict is Verdict.BLOCK:
-            if count >= self.stop_loop_cap:
-                # A stop hook can never keep an agent running forever (rule 7).
-                self._stop_blocks.pop(key, None)
-                outcome.verdict = Verdict.NONE
-                outcome.capped = True
-                return
-            self._stop_blocks[key] = count + 1
-        else:
-            self._stop_blocks.pop(key, None)
-
-    def _reset_stop_counts(self, session_id: str) -> None:
-        for name in STOP_EVENTS:
-            self._stop_blocks.pop((name, session_id), None)
-
-    def _observed_outcome(self, event: Event, plan: Plan,
-                          answers: list[tuple[Hook, Decision | None, HookFailure | None, int]]
-                          ) -> Outcome:
-        """Observe events: hooks ran concurrently; decisions are warnings."""
-        raw = [self._observed(h, event, d, f, lat) for h, d, f, lat in answers]
-        for hook in plan.background:
-            self._background.submit(hook, event)
-            raw.append((hook, None, None, 0, Status.QUEUED))
-        outcome = Outcome(name=event.name, event=event, raw=raw, revision=plan.revision)
-        if self._sinks:
-            self._dispatched(outcome)
-        return outcome
-
-    def _observed(self, hook: Hook, event: Event, decision: Decision | None,
-                  failure: HookFailure | None, latency: int = 0) -> RawResult:
-        if failure is not None:
-            self._record_failure(hook, event, failure)
-            return (hook, None, failure, latency, Status.FAILED)
-        if decision is not None and (decision.verdict is not Verdict.NONE or decision.context):
-            log.warning("hook %s returned %s on observe event %s; ignored",
-                        hook.qualified_name, decision.verdict.value, event.name)
-            return (hook, decision, None, latency, Status.IGNORED)
-        return (hook, None, None, latency, _NONE)
-
     # -- lifecycle ----------------------------------------------------------------
     def drain(self, timeout: float | None = 10.0) -> bool:
         """Wait until every queued background invocation has run; False on timeout."""
@@ -772,51 +374,6 @@ class Engine:
         """Drain the background queues (with a deadline) and stop the engine loop."""
         self._background.drain(timeout)
         self._loop.close()
-
-    # -- failures ---------------------------------------------------------------
-    def _record_failures(self, event: Event, raw: Iterable[RawResult]) -> None:
-        for hook, _decision, failure, _lat, _status in raw:
-            if failure is not None:
-                self._record_failure(hook, event, failure)
-
-    def _record_failure(self, hook: Hook, event: Event, failure: HookFailure) -> None:
-        log.warning("hook %s failed on %s (%s): %s", hook.qualified_name, event.name,
-                    failure.mode.value, failure)
-        if not self._sinks:
-            return
-        spec = event.spec
-        subject = getattr(event, spec.subject) if spec.subject else None
-        record = FailureRecord(
-            hook=hook.qualified_name,
-            event=event.name,
-            session_id=event.session_id,
-            subject=subject,
-            mode=failure.mode,
-            error=str(failure),
-            attempts=getattr(failure, "attempts", 1),
-            invocation_id=new_id(),
-            digest=hook.digest,
-            invocation_digest=invocation_digest(hook.qualified_name, event),
-            fail_closed=hook.fails_closed(event.name),
-        )
-        self._failed(record)
-
-    # A sink that raises (a full disk under the audit log, a bug) is logged and
-    # skipped: it must neither take the host down nor change the outcome.
-    def _dispatched(self, outcome: Outcome) -> None:
-        for sink in self._sinks:
-            try:
-                sink.dispatched(outcome)
-            except Exception:
-                log.exception("sink %r failed to take the outcome of %s", sink, outcome.name)
-
-    def _failed(self, record: FailureRecord) -> None:
-        for sink in self._sinks:
-            try:
-                sink.failed(record)
-            except Exception:
-                log.exception("sink %r failed to take the failure of %s on %s", sink,
-                              record.hook, record.event)
 
     def report_failure(self, record: FailureRecord) -> None:
         """Hand a failure outside any dispatch (an extension bus drop, say) to the

@@ -81,9 +81,17 @@ class Invocation:
 
 
 class Executor(Protocol):
-    """Runs a hook out of process. Returns a decision, None, or raises HookFailure."""
+    """Runs a hook out of process. Returns a decision, None, or raises HookFailure.
+
+    Subclass it to get the no-op ``aclose``; whoever retires an executor (a
+    config reload, a shutdown) awaits ``aclose()`` on every one.
+    """
 
     async def __call__(self, invocation: Invocation) -> Decision | None: ...
+
+    async def aclose(self) -> None:
+        """Release what it holds (processes, connection pools); nothing by default."""
+        return None
 
 
 class HookOptions(TypedDict, total=False):
@@ -246,9 +254,6 @@ class Hook:
             self.mode = Mode.BLOCKING
         else:
             self.mode = Mode.SYNC
-        if self.modifies and self.shadow:
-            # A shadow modifier's changes are never applied; it still runs.
-            pass
         if self.modifies and not any(BY_NAME[e].mutable for e in self.events):
             raise RegistrationError(
                 f"hook {self.name!r} is declared modifies=True but none of its events "

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 from interlock.engine.catalog import EventSpec, Kind
-from interlock.engine.decisions import Decision, Verdict
+from interlock.engine.decisions import Decision, Verdict, decode_wire
 from interlock.engine.errors import (
     HOOK_ERRORS,
     HOOK_EXITS,
@@ -199,29 +199,46 @@ def _malformed(answer: Decision) -> str | None:
     return None
 
 
+def _from_dict(hook: Hook, answer: Any) -> Decision | None:
+    """A handler's dict answer read as a wire answer, the one rule that workers,
+    HTTP and command hooks follow too (docs/wire-contract.md); anything else that
+    is not a decision is a contract error."""
+    if not isinstance(answer, dict):
+        raise ContractError(
+            f"hook {hook.qualified_name} returned {type(answer).__name__}; return None, "
+            "a decision (block(...), modify(...), ...) or a wire answer dict")
+    try:
+        return decode_wire(answer)
+    except ValueError as exc:
+        raise ContractError(f"hook {hook.qualified_name} returned a dict that is not a "
+                            f"wire answer: {exc}") from None
+
+
 def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
     """Validate a hook's answer against what its event accepts."""
     if answer is None:
         return None
-    if not isinstance(answer, Decision):
-        raise ContractError(
-            f"hook {hook.qualified_name} returned {type(answer).__name__}; "
-            "return None or a decision (block(...), modify(...), ...)"
-        )
-    verdict = answer.verdict
+    if isinstance(answer, Decision):
+        decision = answer
+    else:
+        decoded = _from_dict(hook, answer)
+        if decoded is None:
+            return None
+        decision = decoded
+    verdict = decision.verdict
     # Decision is not validated when built (block(123) is a Decision too);
     # hosts format these fields, so a wrong type is the hook's error, here.
     if verdict.__class__ is not Verdict or not (
-            (answer.reason is None or answer.reason.__class__ is str)
-            and (answer.hint is None or answer.hint.__class__ is str)
-            and (answer.context is None or answer.context.__class__ is str)
-            and (answer.changes is None or answer.changes.__class__ is dict)):
-        problem = _malformed(answer)
+            (decision.reason is None or decision.reason.__class__ is str)
+            and (decision.hint is None or decision.hint.__class__ is str)
+            and (decision.context is None or decision.context.__class__ is str)
+            and (decision.changes is None or decision.changes.__class__ is dict)):
+        problem = _malformed(decision)
         if problem is not None:
             raise ContractError(f"hook {hook.qualified_name} returned a malformed decision: "
                                 f"{problem}")
     if spec.kind is _OBSERVE:
-        return answer  # a warning, recorded as ignored; never an effect
+        return decision  # a warning, recorded as ignored; never an effect
     if verdict is _MODIFY and not hook.modifies:
         raise ContractError(
             f"hook {hook.qualified_name} returned modify but is a check; declare "
@@ -233,11 +250,11 @@ def check_answer(hook: Hook, answer: Any, spec: EventSpec) -> Decision | None:
             f"{spec.name} does not accept (it accepts: "
             f"{', '.join(sorted(v.value for v in spec.accepts | {Verdict.STOP}))})"
         )
-    if answer.context is not None and not spec.context:
+    if decision.context is not None and not spec.context:
         raise ContractError(
             f"hook {hook.qualified_name} returned context, which {spec.name} does not take"
         )
-    return answer
+    return decision
 
 
 

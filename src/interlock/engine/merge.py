@@ -9,7 +9,7 @@ import msgspec
 
 from interlock.engine.contract import copy_payload
 from interlock.engine.decisions import RANK, Verdict
-from interlock.engine.outcome import Outcome, RawResult, Status
+from interlock.engine.outcome import HookResult, Outcome, Status
 from interlock.engine.plan import Plan
 from interlock.events import Event
 
@@ -23,7 +23,7 @@ class Run(msgspec.Struct, gc=False):
     snaps: list[tuple[str, Any]] | None
     stop_key: tuple[str, str] | None
     revision: int
-    raw: list[RawResult] = []
+    raw: list[HookResult] = []
     changes: dict[str, Any] = {}
     decided: bool = False
     """True once any hook answered or failed (else the merge is trivial)."""
@@ -54,7 +54,7 @@ def merge(run: Run) -> Outcome:
     return merge_raw(run.event, run.current, run.raw, run.changes, run.revision)
 
 
-def merge_raw(original: Event, current: Event, raw: list[RawResult],
+def merge_raw(original: Event, current: Event, raw: list[HookResult],
               changes: Mapping[str, Any], revision: int) -> Outcome:
     """merge() on the parts of a Run (the lean path has no Run to build)."""
     best_i = -1
@@ -63,14 +63,18 @@ def merge_raw(original: Event, current: Event, raw: list[RawResult],
     answered: list[int] = []  # results with a decision, to mark applied or superseded
     rank_of, not_applied = RANK, _NOT_APPLIED
     decided = False
-    for i, (hook, decision, _f, _l, status) in enumerate(raw):
-        if decision is None or status in not_applied:
+    for i, r in enumerate(raw):
+        decision = r.decision
+        if decision is None:
+            continue
+        status = r.status
+        if status is _NONE:  # the usual case: no set lookup
+            answered.append(i)
+        elif status in not_applied:
             continue
         decided = True
-        if status is _NONE:
-            answered.append(i)
         if decision.context is not None:
-            contexts.append((hook.qualified_name, decision.context))
+            contexts.append((r.hook.qualified_name, decision.context))
         rank = rank_of[decision.verdict]
         if rank > best_rank:  # strict: ties go to the earliest hook
             best_rank = rank
@@ -80,13 +84,14 @@ def merge_raw(original: Event, current: Event, raw: list[RawResult],
         return Outcome(name=original.name, event=original, payload=payload, raw=raw,
                        revision=revision)
     for i in answered:
-        hook, decision, failure, latency, _s = raw[i]
-        applied = i == best_i or decision.verdict in _ALWAYS_APPLIED  # type: ignore[union-attr]
-        raw[i] = (hook, decision, failure, latency, _APPLIED if applied else _SUPERSEDED)
+        r = raw[i]
+        applied = i == best_i or r.decision.verdict in _ALWAYS_APPLIED  # type: ignore[union-attr]
+        r.status = _APPLIED if applied else _SUPERSEDED
     if best_i < 0:
         return Outcome(name=original.name, event=original, payload=payload,
                        changes=changes, contexts=contexts, raw=raw, revision=revision)
-    hook, decision, _f, _l, _s = raw[best_i]
+    best = raw[best_i]
+    hook, decision = best.hook, best.decision
     assert decision is not None
     return Outcome(
         name=original.name,

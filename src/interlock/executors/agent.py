@@ -34,7 +34,7 @@ from typing import Any
 from interlock.engine.decisions import Decision
 from interlock.engine.dispatch import Engine
 from interlock.engine.errors import ConfigError, FailureMode, HookFailure, HookTimeout
-from interlock.engine.hooks import Hook, Invocation, OnError
+from interlock.engine.hooks import Executor, Hook, Invocation, OnError
 from interlock.engine.redact import redact
 from interlock.executors.prompt import (
     ANSWER_SCHEMA,
@@ -116,7 +116,7 @@ def read_only_tools() -> list[ToolSpec]:
     return [t for t in builtin_tools() if t.name in ("read_file", "list_dir", "grep")]
 
 
-class AgentExecutor:
+class AgentExecutor(Executor):
     """A read-only sub-agent per invocation; its answer is mapped like a prompt judge's."""
 
     def __init__(self, template: str, provider: ModelProvider, *, model: str = "",

@@ -18,6 +18,7 @@ import msgspec
 
 from interlock.engine.decisions import Decision, block, decode_wire
 from interlock.engine.errors import ConfigError, ContractError, HookCrash
+from interlock.engine.hooks import Executor
 from interlock.engine.strictjson import AmbiguousJSON
 from interlock.engine.strictjson import loads as strict_loads
 from interlock.executors._process import Completed, argv_for, clean_env, host_env, run_once
@@ -30,8 +31,8 @@ DEFAULT_OUTPUT_CAP = 1_048_576
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
-class CommandExecutor:
-    """Runs a hook as one process per call (satisfies ``interlock.engine.hooks.Executor``)."""
+class CommandExecutor(Executor):
+    """Runs a hook as one process per call (an :class:`interlock.engine.hooks.Executor`)."""
 
     def __init__(
         self,

@@ -39,12 +39,9 @@ from interlock.engine.errors import (
     HookFailure,
     HookTimeout,
 )
-from interlock.engine.hooks import Invocation
-from interlock.engine.strictjson import loads as strict_loads
-
-if TYPE_CHECKING:
-    from interlock.engine.hooks import Executor
+from interlock.engine.hooks import Executor, Invocation
 from interlock.engine.redact import redact
+from interlock.engine.strictjson import loads as strict_loads
 from interlock.net import signing
 from interlock.net.pinned import PinnedClient
 from interlock.net.ssrf import Allowlist, Resolver, SSRFError, check_url, parse_url
@@ -72,8 +69,8 @@ class HttpStatusError(HookCrash):
         self.status = status
 
 
-class HttpExecutor:
-    """Runs one HTTP hook. Satisfies :class:`interlock.engine.hooks.Executor`.
+class HttpExecutor(Executor):
+    """Runs one HTTP hook: an :class:`interlock.engine.hooks.Executor`.
 
     ``headers_from_env`` maps a header name to the NAME of an environment
     variable holding its value, so no secret is ever written in config.

@@ -39,7 +39,7 @@ from interlock.engine.errors import (
     HookFailure,
     HookTimeout,
 )
-from interlock.engine.hooks import Hook, Invocation, Matcher, OnError
+from interlock.engine.hooks import Executor, Hook, Invocation, Matcher, OnError
 from interlock.engine.redact import redact
 from interlock.engine.strictjson import AmbiguousJSON
 from interlock.engine.strictjson import loads as strict_loads
@@ -116,7 +116,7 @@ class PromptTemplate:
 
 
 @dataclass
-class PromptExecutor:
+class PromptExecutor(Executor):
     """One model call per invocation, answer mapped to block / ask / context / nothing."""
 
     template: str
@@ -170,12 +170,10 @@ class PromptExecutor:
                           on_error=on_error, timeout=timeout, description=description)
 
 
-class _Judge(Protocol):
+class _Judge(Executor, Protocol):
     timeout: float
 
     def validate(self, events: tuple[str, ...]) -> None: ...
-
-    async def __call__(self, invocation: Invocation) -> Decision | None: ...
 
 
 def judge_hook(executor: _Judge, kind: str, name: str, events: Iterable[str], *,

@@ -33,6 +33,7 @@ import msgspec
 
 from interlock.engine.decisions import Decision, decode_wire
 from interlock.engine.errors import ConfigError, ContractError, HookCrash, HookFailure, HookTimeout
+from interlock.engine.hooks import Executor
 from interlock.engine.loop_thread import LoopThread
 from interlock.engine.strictjson import AmbiguousJSON
 from interlock.engine.strictjson import loads as strict_loads
@@ -136,7 +137,7 @@ class _Worker(asyncio.SubprocessProtocol):
             self.transport.close()
 
 
-class WorkerExecutor:
+class WorkerExecutor(Executor):
     """Runs a hook in one long-lived process per hook (satisfies ``Executor``).
 
     Same keyword arguments as ``CommandExecutor`` minus ``dialect``: workers

@@ -62,7 +62,7 @@ from typing import Any
 from interlock.config.paths import state_dir
 from interlock.engine.dispatch import Engine, Handle
 from interlock.engine.errors import ConfigError, FailureMode, HookFailure, RegistrationError
-from interlock.engine.hooks import Hook, Invocation, OnError, Source
+from interlock.engine.hooks import Executor, Hook, Invocation, OnError, Source
 from interlock.engine.invoke import new_id
 from interlock.engine.sinks import FailureRecord
 from interlock.ext.bus import EventBus, Message, Subscription
@@ -136,7 +136,7 @@ class ExtensionInfo:
                     "enabled": self.pin.enabled}}
 
 
-class _Unavailable:
+class _Unavailable(Executor):
     """Executor of the placeholder hook that stands in for an extension that did not load."""
 
     def __init__(self, message: str) -> None:

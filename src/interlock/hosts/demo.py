@@ -98,30 +98,92 @@ def _workspace(root: Path) -> None:
 
 
 class _Show:
-    """Prints the run as it happens: model turns, tool calls, and every hook decision."""
+    """Prints the run as it happens: model turns, tool calls, and every hook decision.
+
+    Each entry is a label and a text that wraps under itself, so a long line
+    never restarts at column 0. The results of one reply's calls are printed in
+    the order of the calls, each with its tool's name, whatever order they
+    finish in."""
 
     def __init__(self, console: Any) -> None:
         self.console = console
+        self.calls: list[str] = []
+        """Tools of the current reply's calls whose result is not printed yet."""
+        self.results: list[tuple[str, str, str]] = []
+        """(tool, status, result) that arrived before an earlier call's result."""
+
+    def line(self, label: str, style: str, text: Any) -> None:
+        from rich.table import Table
+        from rich.text import Text
+
+        grid = Table.grid(padding=(0, 1))
+        grid.add_column(width=9, no_wrap=True)
+        grid.add_column(overflow="fold")
+        grid.add_row(Text(label, style=style),
+                     text if not isinstance(text, str) else Text(text))
+        self.console.print(grid)
 
     # progress from the agent -------------------------------------------------
     def step(self, kind: str, data: dict[str, Any]) -> None:
-        c = self.console
         if kind == "model":
+            self._flush(everything=True)
             if data["text"]:
-                c.print(f"[bold magenta]model[/]  {data['text']}")
+                self.line("model", "bold magenta", data["text"])
         elif kind == "tool_call":
-            c.print(f"[cyan]  run[/]    {data['tool']} {data['args']}")
+            self.calls.append(data["tool"])
+            self.line("  run", "cyan", f"{data['tool']} {data['args']}")
+        elif kind == "blocked":
+            self.calls.append(data["tool"])
+            if data.get("event") == "protected":
+                self.line("  engine", "bold red", f"refused {data['tool']}: {data['reason']}")
+            elif data.get("event") != "before_tool_call":  # a hook's block names the call
+                self.line("  blocked", "red", f"{data['tool']} {data['args']}")
         elif kind == "tool_result":
-            style = {"ok": "green", "blocked": "red", "error": "yellow"}.get(data["status"],
-                                                                           "white")
-            text = data["result"] if len(data["result"]) < 160 else data["result"][:157] + "..."
-            c.print(f"[{style}]  result[/] [{style}]{data['status']}[/]: {text}",
-                    markup=True, highlight=False)
-        elif kind == "blocked" and data.get("event") == "protected":
-            c.print(f"[bold red]  engine refused[/] {data['tool']}: {data['reason']}")
-        if kind == "tool_result" and "refused by the sandbox" in data["result"]:
-            c.print("[bold red]  sandbox refused[/] the write: the policy folder is read-only "
-                    "for the agent's commands")
+            self.results.append((data["tool"], data["status"], data["result"]))
+            self._flush()
+
+    def _flush(self, *, everything: bool = False) -> None:
+        """Print the waiting results that are next in call order (all with
+        ``everything``: a result of a call never announced is not held back)."""
+        while self.results:
+            index = next((i for i, r in enumerate(self.results)
+                          if self.calls and r[0] == self.calls[0]), None)
+            if index is None:
+                if not everything and self.calls:
+                    return
+                index = 0
+            tool, status, result = self.results.pop(index)
+            if self.calls and self.calls[0] == tool:
+                self.calls.pop(0)
+            self._result(tool, status, result)
+        if everything:
+            self.calls.clear()
+
+    def _result(self, tool: str, status: str, result: str) -> None:
+        import json
+        import textwrap
+
+        from rich.text import Text
+
+        style = {"ok": "green", "blocked": "red", "error": "yellow"}.get(status, "white")
+        text = Text(f"{tool} ", style="bold")
+        text.append(status, style=style)
+        try:
+            data = json.loads(result)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and "reason" in data and status != "ok":
+            # A refusal: its reason and hint in full, not the JSON around them.
+            text.append(f": {data['reason']}")
+            if data.get("hint"):
+                text.append(f" (hint: {data['hint']})")
+        else:
+            text.append(": " + textwrap.shorten(result, 240, placeholder=" ..."))
+        self.line("  result", style, text)
+        if "refused by the sandbox" in result:
+            self.line("  sandbox", "bold red",
+                      "refused the write: the policy folder is read-only for the agent's "
+                      "commands")
 
     # decisions from the engine (a Sink) -----------------------------------------
     def dispatched(self, outcome: Outcome) -> None:
@@ -130,19 +192,21 @@ class _Show:
                 continue
             verdict = decision.verdict.value
             if verdict == "block":
-                self.console.print(f"[bold red]  hook[/]   {hook.qualified_name} "
-                                   f"[red]blocked[/] {outcome.name}: {decision.reason}")
+                event = outcome.event
+                call = (f" of {event.tool_name} {event.args}"
+                        if isinstance(event, BeforeToolCall) else "")
+                self.line("  hook", "bold red", f"{hook.qualified_name} blocked "
+                                                f"{outcome.name}{call}: {decision.reason}")
             elif verdict == "modify":
-                self.console.print(f"[bold yellow]  hook[/]   {hook.qualified_name} "
-                                   f"[yellow]modified[/] {', '.join(decision.changes or {})} "
-                                   f"on {outcome.name} (secret redacted)")
+                self.line("  hook", "bold yellow",
+                          f"{hook.qualified_name} modified {', '.join(decision.changes or {})} "
+                          f"on {outcome.name} (secret redacted)")
             if decision.context:
-                self.console.print(f"[bold green]  hook[/]   {hook.qualified_name} "
-                                   f"[green]added context[/] to the user message: "
-                                   f"{decision.context!r}")
+                self.line("  hook", "bold green", f"{hook.qualified_name} added context to "
+                                                  f"the user message: {decision.context!r}")
 
     def failed(self, record: FailureRecord) -> None:
-        self.console.print(f"[red]hook failure[/] {record.hook}: {record.error}")
+        self.line("  hook", "red", f"failure {record.hook}: {record.error}")
 
 
 async def _run(root: Path, show: _Show) -> tuple[Any, Any]:
@@ -185,15 +249,15 @@ def run_demo() -> int:
 
     console = Console(highlight=False)
     console.rule("[bold]Interlock demo[/bold]: a scripted agent, three hooks, no network")
-    console.print("hooks: [red]no-rm-rf[/] (before_tool_call, terminal) · "
-                  "[yellow]redact-secrets[/] (after_tool_call, modifier) · "
-                  "[green]project-notes[/] (user_input, context)")
+    console.print("hooks: [red]no-rm-rf[/] (before_tool_call, terminal)\n"
+                  "       [yellow]redact-secrets[/] (after_tool_call, modifier)\n"
+                  "       [green]project-notes[/] (user_input, context)")
     console.print("the engine also protects .interlock/, the user, managed and state dirs\n")
     with tempfile.TemporaryDirectory(prefix="interlock-demo-") as tmp:
         root = Path(tmp)
         _workspace(root)
-        console.print(f"[bold]user[/]   {PROMPT}")
         show = _Show(console)
+        show.line("user", "bold", PROMPT)
         result, agent = asyncio.run(_run(root, show))
         leaked = any("sk-live" in str(m.get("content")) for m in agent.session.messages)
         policy = (root / ".interlock" / "config.toml").read_text()

@@ -6,17 +6,18 @@ import random
 from typing import TYPE_CHECKING
 
 from interlock.engine.errors import FailureMode, HookFailure
+from interlock.engine.hooks import Executor
 from interlock.reliability._breaker import BreakerBook, BreakerKey
 from interlock.reliability._policy import SYSTEM_CLOCK, Clock, Policy
 from interlock.reliability._retry import run_with_retries
 
 if TYPE_CHECKING:
     from interlock.engine.decisions import Decision
-    from interlock.engine.hooks import Executor, Invocation
+    from interlock.engine.hooks import Invocation
     from interlock.reliability.metrics import Metrics
 
 
-class Reliable:
+class Reliable(Executor):
     """An :class:`~interlock.engine.hooks.Executor`: breaker ▸ retry ▸ timeout ▸ executor.
 
     The breaker is outermost, so one invocation (with all its retries) counts
@@ -35,6 +36,9 @@ class Reliable:
         self.breakers = breakers
         self.metrics = metrics
         self._rng = rng or random.Random()
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
 
     async def __call__(self, invocation: Invocation) -> Decision | None:
         book = self.breakers

@@ -164,6 +164,8 @@ class AuditQuery:
     """Unix time, exclusive."""
     limit: int = 100
     """The newest ``limit`` entries (returned oldest first); 0 for all."""
+    after: int | None = None
+    """Only entries written after the one with this ``id`` (``audit --follow``)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

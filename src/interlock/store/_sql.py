@@ -291,6 +291,9 @@ class SQLBackend:
         if q.until is not None:
             where.append(f"at < {ph}")
             params.append(q.until)
+        if q.after is not None:
+            where.append(f"id > {ph}")
+            params.append(q.after)
         sql = f"SELECT id, {', '.join(AUDIT_COLS)} FROM {AUDIT}"
         if where:
             sql += " WHERE " + " AND ".join(where)

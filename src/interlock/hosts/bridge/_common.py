@@ -145,7 +145,11 @@ def logs_off_stderr() -> None:
         handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     except OSError:
         handler = logging.NullHandler()
+    handler.set_name("interlock-bridge-log")
     logger = logging.getLogger("interlock")
+    for old in [h for h in logger.handlers if h.get_name() == "interlock-bridge-log"]:
+        logger.removeHandler(old)  # called again in the same process: replace, not stack
+        old.close()
     logger.addHandler(handler)
     logger.propagate = False
 

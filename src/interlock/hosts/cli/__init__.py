@@ -13,10 +13,15 @@ import importlib
 import sys
 
 COMMANDS = ("audit", "bridge_install", "chat", "deadletter", "demo", "events", "ext", "hooks",
-            "init", "policy", "replay", "run", "serve", "status", "store")
+            "init", "mcp", "policy", "replay", "run", "serve", "status", "store")
+NAMES = {"bridge": "bridge_install"}
+"""The command a module registers where its name is not the module's."""
 
 
-def build_app() -> object:
+def build_app(only: str | None = None) -> object:
+    """The whole command tree, or with ``only`` just that top-level command: building
+    typer's parameters costs every start about 5 ms per command module, so a
+    command's run builds only its own (`--help` and completion build them all)."""
     _import_typer_plain()
     import typer
 
@@ -41,7 +46,7 @@ def build_app() -> object:
     ) -> None:
         """Lifecycle hooks for LLM agents: watch, rewrite or stop what agents do."""
 
-    for name in COMMANDS:
+    for name in COMMANDS if only is None else (NAMES.get(only, only),):
         module = importlib.import_module(f"{__name__}.{name}")
         register = getattr(module, "register", None)
         if register is not None:
@@ -72,5 +77,7 @@ def main(argv: list[str] | None = None) -> None:
         from interlock.hosts.cli._fast import run_bridge
 
         sys.exit(run_bridge(args[1:]))
-    app = build_app()
+    first = args[0] if args else ""
+    known = NAMES.get(first, first) in COMMANDS
+    app = build_app(first if known else None)
     app(args=args, prog_name="interlock")  # type: ignore[operator]

@@ -63,16 +63,7 @@ def when(at: float | None) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
-              for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    for row in rows:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
-    return "\n".join(lines)
+    """The rows under ``headers``, fitted to the terminal (cli/_table.py)."""
+    from interlock.hosts.cli._table import render
 
-
-def clip(text: str | None, width: int = 60) -> str:
-    if not text:
-        return "-"
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
+    return render(headers, rows, wrap=(headers[-1],))

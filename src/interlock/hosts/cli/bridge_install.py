@@ -4,8 +4,6 @@
 see cli/__init__.py and interlock.hosts.bridge.)
 """
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 

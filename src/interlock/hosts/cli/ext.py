@@ -1,7 +1,5 @@
 """`interlock ext`: list, install, remove, enable, disable and approve extensions."""
 
-from __future__ import annotations
-
 import os
 import sys
 from pathlib import Path
@@ -32,102 +30,109 @@ def _consent(what: str, yes: bool) -> None:
         raise typer.Exit(1)
 
 
+def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
+             = False) -> None:
+    """List extensions, where they come from, and whether they load (approved ones
+    are imported to find out, as a host would)."""
+    from interlock.hosts.cli._common import print_json, user_errors
+
+    with user_errors():
+        rows = _status_rows()
+        if as_json:
+            print_json(rows)
+            return
+        if not rows:
+            typer.echo("no extensions")
+        for r in rows:
+            pin = r.get("pin") or ""
+            typer.echo(f"{r['name']:<24} {r['source']:<8} {r['status']:<11} "
+                       f"{pin:<24} {r['origin']}"
+                       + (f"\n    {r['message']}" if r["message"] else ""))
+
+
+def install_cmd(
+    source: Annotated[str, typer.Argument(help="A folder, a git URL, a wheel or a package.")],
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent without asking.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Replace an installed copy.")] = False,
+) -> None:
+    """Install an extension and pin it (content hash, commit or version)."""
+    from interlock.ext.install import Installer
+    from interlock.hosts.cli._common import user_errors
+    from interlock.policies._common import interlock_home
+
+    with user_errors():
+        installer = Installer(interlock_home())
+        _consent(installer.plan(source), yes)
+        for pin in installer.install(source, force=force):
+            ref = pin.commit or pin.version or ""
+            typer.echo(f"installed {pin.name} ({pin.kind}{' ' + ref if ref else ''}, "
+                       f"{pin.digest[:23]}...)")
+
+
+def remove_cmd(
+    name: str,
+    yes: Annotated[bool, typer.Option(
+        "--yes", "-y", help="Accepted as in install; removing runs no code, so it "
+                            "never asks.")] = False,
+) -> None:
+    """Remove an installed extension (and its pin)."""
+    from interlock.ext.install import Installer
+    from interlock.hosts.cli._common import user_errors
+    from interlock.policies._common import interlock_home
+
+    with user_errors():
+        pin = Installer(interlock_home()).remove(name)
+        typer.echo(f"removed {pin.name}")
+
+
+def enable_cmd(name: str) -> None:
+    """Let an extension load again."""
+    from interlock.ext.install import Installer
+    from interlock.hosts.cli._common import user_errors
+    from interlock.policies._common import interlock_home
+
+    with user_errors():
+        Installer(interlock_home()).set_enabled(name, True)
+        typer.echo(f"enabled {name}")
+
+
+def disable_cmd(name: str) -> None:
+    """Stop an extension from loading (its files stay)."""
+    from interlock.ext.install import Installer
+    from interlock.hosts.cli._common import user_errors
+    from interlock.policies._common import interlock_home
+
+    with user_errors():
+        Installer(interlock_home()).set_enabled(name, False)
+        typer.echo(f"disabled {name}")
+
+
+def approve_cmd(
+    name: str,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent without asking.")] = False,
+) -> None:
+    """Approve an extension's current content (after a change, or a project extension)."""
+    from interlock.ext.install import Installer
+    from interlock.hosts.cli._common import user_errors
+    from interlock.policies._common import interlock_home
+
+    with user_errors():
+        _consent(f"approve extension {name!r} as it is now", yes)
+        pin = Installer(interlock_home()).approve(name, project=_project())
+        typer.echo(f"approved {pin.name} ({pin.digest[:23]}...)")
+
+
 def register(app: typer.Typer) -> None:
     ext = typer.Typer(help="Install and manage extensions (hooks, tools, commands, providers).",
                       no_args_is_help=True)
     app.add_typer(ext, name="ext")
 
-    @ext.command("list")
-    def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
-                 = False) -> None:
-        """List extensions, where they come from, and whether they load (approved ones
-        are imported to find out, as a host would)."""
-        from interlock.hosts.cli._common import print_json, user_errors
-
-        with user_errors():
-            rows = _status_rows()
-            if as_json:
-                print_json(rows)
-                return
-            if not rows:
-                typer.echo("no extensions")
-            for r in rows:
-                pin = r.get("pin") or ""
-                typer.echo(f"{r['name']:<24} {r['source']:<8} {r['status']:<11} "
-                           f"{pin:<24} {r['origin']}"
-                           + (f"\n    {r['message']}" if r["message"] else ""))
-
-    @ext.command("install")
-    def install_cmd(
-        source: Annotated[str, typer.Argument(help="A folder, a git URL, a wheel or a package.")],
-        yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent without asking.")] = False,
-        force: Annotated[bool, typer.Option("--force", help="Replace an installed copy.")] = False,
-    ) -> None:
-        """Install an extension and pin it (content hash, commit or version)."""
-        from interlock.ext.install import Installer
-        from interlock.hosts.cli._common import user_errors
-        from interlock.policies._common import interlock_home
-
-        with user_errors():
-            installer = Installer(interlock_home())
-            _consent(installer.plan(source), yes)
-            for pin in installer.install(source, force=force):
-                ref = pin.commit or pin.version or ""
-                typer.echo(f"installed {pin.name} ({pin.kind}{' ' + ref if ref else ''}, "
-                           f"{pin.digest[:23]}...)")
-
-    @ext.command("remove")
-    def remove_cmd(
-        name: str,
-        yes: Annotated[bool, typer.Option(
-            "--yes", "-y", help="Accepted as in install; removing runs no code, so it "
-                                "never asks.")] = False,
-    ) -> None:
-        """Remove an installed extension (and its pin)."""
-        from interlock.ext.install import Installer
-        from interlock.hosts.cli._common import user_errors
-        from interlock.policies._common import interlock_home
-
-        with user_errors():
-            pin = Installer(interlock_home()).remove(name)
-            typer.echo(f"removed {pin.name}")
-
-    @ext.command("enable")
-    def enable_cmd(name: str) -> None:
-        """Let an extension load again."""
-        from interlock.ext.install import Installer
-        from interlock.hosts.cli._common import user_errors
-        from interlock.policies._common import interlock_home
-
-        with user_errors():
-            Installer(interlock_home()).set_enabled(name, True)
-            typer.echo(f"enabled {name}")
-
-    @ext.command("disable")
-    def disable_cmd(name: str) -> None:
-        """Stop an extension from loading (its files stay)."""
-        from interlock.ext.install import Installer
-        from interlock.hosts.cli._common import user_errors
-        from interlock.policies._common import interlock_home
-
-        with user_errors():
-            Installer(interlock_home()).set_enabled(name, False)
-            typer.echo(f"disabled {name}")
-
-    @ext.command("approve")
-    def approve_cmd(
-        name: str,
-        yes: Annotated[bool, typer.Option("--yes", "-y", help="Consent without asking.")] = False,
-    ) -> None:
-        """Approve an extension's current content (after a change, or a project extension)."""
-        from interlock.ext.install import Installer
-        from interlock.hosts.cli._common import user_errors
-        from interlock.policies._common import interlock_home
-
-        with user_errors():
-            _consent(f"approve extension {name!r} as it is now", yes)
-            pin = Installer(interlock_home()).approve(name, project=_project())
-            typer.echo(f"approved {pin.name} ({pin.digest[:23]}...)")
+    ext.command("list")(list_cmd)
+    ext.command("install")(install_cmd)
+    ext.command("remove")(remove_cmd)
+    ext.command("enable")(enable_cmd)
+    ext.command("disable")(disable_cmd)
+    ext.command("approve")(approve_cmd)
 
 
 def _status_rows() -> list[dict[str, object]]:

@@ -1,7 +1,5 @@
 """`interlock init`: a commented starter config for this project."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated
 
@@ -43,25 +41,27 @@ enabled = true                    # its options: docs/guard.md
 """
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("init")
-    def init_cmd(
-        directory: Annotated[Path, typer.Argument(
-            help="Project root to write .interlock/config.toml in.", file_okay=False)]
-        = Path("."),
-        force: Annotated[bool, typer.Option(
-            "--force", help="Overwrite an existing .interlock/config.toml.")] = False,
-    ) -> None:
-        """Write a commented .interlock/config.toml: two safe starter hooks and the
-        bundled destructive-command guard."""
-        from interlock.engine.errors import ConfigError
-        from interlock.hosts.cli._common import user_errors
+def init_cmd(
+    directory: Annotated[Path, typer.Argument(
+        help="Project root to write .interlock/config.toml in.", file_okay=False)]
+    = Path("."),
+    force: Annotated[bool, typer.Option(
+        "--force", help="Overwrite an existing .interlock/config.toml.")] = False,
+) -> None:
+    """Write a commented .interlock/config.toml: two safe starter hooks and the
+    bundled destructive-command guard."""
+    from interlock.engine.errors import ConfigError
+    from interlock.hosts.cli._common import user_errors
 
-        target = directory / ".interlock" / "config.toml"
-        with user_errors():
-            if target.exists() and not force:
-                raise ConfigError("a config already exists here", file=str(target),
-                                  fix="edit it, or pass --force to replace it")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(STARTER, encoding="utf-8")
-        typer.echo(f"wrote {target}\nnext: interlock hooks approve --all")
+    target = directory / ".interlock" / "config.toml"
+    with user_errors():
+        if target.exists() and not force:
+            raise ConfigError("a config already exists here", file=str(target),
+                              fix="edit it, or pass --force to replace it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(STARTER, encoding="utf-8")
+    typer.echo(f"wrote {target}\nnext: interlock hooks approve --all")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("init")(init_cmd)

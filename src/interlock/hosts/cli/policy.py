@@ -81,58 +81,60 @@ def _diff(cache: Any, a: str, b: str, transcript: Path | None) -> dict[str, Any]
     return report
 
 
+def diff(
+    a: Annotated[str, typer.Argument(help="The revision served now (commit, tag, branch).")],
+    b: Annotated[str, typer.Argument(help="The revision to compare it with.")],
+    repo: Annotated[str, typer.Option(
+        help="The policy repository (a path or git+https URL).")] = ".",
+    transcript: Annotated[Path | None, typer.Option(
+        help="Replay this transcript's gate events (`interlock run --export`) through "
+             "both revisions and list the decisions that differ.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+) -> None:
+    """Hooks added, removed and changed, permission rules, and replayed decisions."""
+    import os
+    import shutil
+    import tempfile
+
+    from interlock.hosts.cli._common import print_json, user_errors
+    from interlock.hosts.fleet.policy import PolicyRepo, parse
+
+    with user_errors():
+        url, _ = parse(repo)
+        work = Path(tempfile.mkdtemp(prefix="interlock-policy-diff-"))
+        # Approvals given for this look go to a throwaway state dir, not the user's.
+        saved = os.environ.get("INTERLOCK_STATE_DIR")
+        os.environ["INTERLOCK_STATE_DIR"] = str(work / "state")
+        try:
+            report = _diff(PolicyRepo(url, work / "cache"), a, b, transcript)
+        finally:
+            if saved is None:
+                os.environ.pop("INTERLOCK_STATE_DIR", None)
+            else:
+                os.environ["INTERLOCK_STATE_DIR"] = saved
+            shutil.rmtree(work, ignore_errors=True)
+    if as_json:
+        print_json(report)
+        return
+    typer.echo(f"policy {report['a'][:12]} -> {report['b'][:12]}")
+    for key, mark in (("hooks_added", "+"), ("hooks_removed", "-"), ("hooks_changed", "~")):
+        for name in report[key]:
+            typer.echo(f"  {mark} hook {name}")
+    for key, mark in (("rules_added", "+"), ("rules_removed", "-")):
+        for tool, pattern, action in report[key]:
+            typer.echo(f"  {mark} rule {action} {tool} {pattern!r}")
+    if transcript is not None:
+        for d in report["decisions_changed"]:
+            subject = f" {d['subject']}" if d["subject"] else ""
+            typer.echo(f"  line {d['line']} {d['event']}{subject}: {d['a']} -> {d['b']}"
+                       + (f" by {d['hook_b']}" if d["b"] != d["a"] and d["hook_b"] else ""))
+        typer.echo(f"{report['replayed']} gate events replayed, "
+                   f"{len(report['decisions_changed'])} decided differently")
+
+
 def register(app: typer.Typer) -> None:
     policy_app = typer.Typer(help="Policies served from a git repository (docs/fleet.md).",
                              no_args_is_help=True)
     app.add_typer(policy_app, name="policy")
 
-    @policy_app.command("diff")
-    def diff(
-        a: Annotated[str, typer.Argument(help="The revision served now (commit, tag, branch).")],
-        b: Annotated[str, typer.Argument(help="The revision to compare it with.")],
-        repo: Annotated[str, typer.Option(
-            help="The policy repository (a path or git+https URL).")] = ".",
-        transcript: Annotated[Path | None, typer.Option(
-            help="Replay this transcript's gate events (`interlock run --export`) through "
-                 "both revisions and list the decisions that differ.")] = None,
-        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
-    ) -> None:
-        """Hooks added, removed and changed, permission rules, and replayed decisions."""
-        import os
-        import shutil
-        import tempfile
-
-        from interlock.hosts.cli._common import print_json, user_errors
-        from interlock.hosts.fleet.policy import PolicyRepo, parse
-
-        with user_errors():
-            url, _ = parse(repo)
-            work = Path(tempfile.mkdtemp(prefix="interlock-policy-diff-"))
-            # Approvals given for this look go to a throwaway state dir, not the user's.
-            saved = os.environ.get("INTERLOCK_STATE_DIR")
-            os.environ["INTERLOCK_STATE_DIR"] = str(work / "state")
-            try:
-                report = _diff(PolicyRepo(url, work / "cache"), a, b, transcript)
-            finally:
-                if saved is None:
-                    os.environ.pop("INTERLOCK_STATE_DIR", None)
-                else:
-                    os.environ["INTERLOCK_STATE_DIR"] = saved
-                shutil.rmtree(work, ignore_errors=True)
-        if as_json:
-            print_json(report)
-            return
-        typer.echo(f"policy {report['a'][:12]} -> {report['b'][:12]}")
-        for key, mark in (("hooks_added", "+"), ("hooks_removed", "-"), ("hooks_changed", "~")):
-            for name in report[key]:
-                typer.echo(f"  {mark} hook {name}")
-        for key, mark in (("rules_added", "+"), ("rules_removed", "-")):
-            for tool, pattern, action in report[key]:
-                typer.echo(f"  {mark} rule {action} {tool} {pattern!r}")
-        if transcript is not None:
-            for d in report["decisions_changed"]:
-                subject = f" {d['subject']}" if d["subject"] else ""
-                typer.echo(f"  line {d['line']} {d['event']}{subject}: {d['a']} -> {d['b']}"
-                           + (f" by {d['hook_b']}" if d["b"] != d["a"] and d["hook_b"] else ""))
-            typer.echo(f"{report['replayed']} gate events replayed, "
-                       f"{len(report['decisions_changed'])} decided differently")
+    policy_app.command("diff")(diff)

@@ -1,7 +1,5 @@
 """`interlock serve`: the HTTP API on loopback and a Unix socket; `serve token ...`."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -159,6 +157,10 @@ def register(app: typer.Typer) -> None:
                  "docs/reliability.md.", envvar="INTERLOCK_AUDIT")] = "strict",
         no_console: Annotated[bool, typer.Option(
             "--no-console", help="Do not serve the web console at /ui/.")] = False,
+        log_format: Annotated[str | None, typer.Option(
+            "--log-format", help="Write one line per request to stderr: text or json "
+                                 "(method, path, status, time, decision and hook; never a "
+                                 "body or a token). Off by default.")] = None,
         tls_cert: Annotated[Path | None, typer.Option(
             help="Serve HTTPS with this certificate (PEM; with --tls-key; no Unix socket). "
                  "See docs/fleet.md.")] = None,
@@ -207,6 +209,11 @@ def register(app: typer.Typer) -> None:
 
                 raise ConfigError(f"the server needs extra packages ({exc.name})",
                                   fix="pip install 'interlock[server]'") from None
+            if log_format not in (None, "text", "json"):
+                from interlock.engine.errors import ConfigError
+
+                raise ConfigError(f"unknown log format {log_format!r}", field="--log-format",
+                                  fix="use --log-format text or --log-format json")
             if audit not in ("strict", "fast"):
                 from interlock.engine.errors import ConfigError
 
@@ -291,8 +298,25 @@ def register(app: typer.Typer) -> None:
                     service = _policy_service(repo, policy or "", registry,
                                               policy_secret_file, policy_refresh)
                     app.add_route("/v1/runtime/policy", service.handler(), methods=["POST"])
-                serving = Serving(app, host=host, port=port, socket_path=sock,
-                                  tcp=not no_tcp, tls_cert=tls_cert, tls_key=tls_key)
+                served: Any = app
+                if log_format is not None:
+                    from interlock.hosts.server.request_log import RequestLog
+
+                    served = RequestLog(app, log_format)
+                try:
+                    serving = Serving(served, host=host, port=port, socket_path=sock,
+                                      tcp=not no_tcp, tls_cert=tls_cert, tls_key=tls_key)
+                except OSError as exc:
+                    from interlock.hosts.cli._listen_errors import listen_error
+
+                    raise listen_error(exc, host=host, port=port, socket_path=sock,
+                                       tcp=not no_tcp) from None
+                except ValueError as exc:  # TLS with a Unix socket
+                    from interlock.engine.errors import ConfigError
+
+                    raise ConfigError(str(exc), field="--tls-cert",
+                                      fix="add --no-socket, or run a second, local serve "
+                                          "for the bridges (docs/fleet.md)") from None
                 if gateway is not None:
                     gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
                                        else f"unix:{sock}")

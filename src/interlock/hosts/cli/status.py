@@ -3,8 +3,6 @@ and the store's health: the file's, and (when `interlock serve` runs for the
 project) the server's writer: write errors, backlog, last commit. Exits 1 when
 the store is unhealthy."""
 
-from __future__ import annotations
-
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,42 +11,44 @@ import typer
 from interlock.hosts.cli._store import STORE_HELP
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("status")
-    def status_cmd(
-        since: Annotated[str, typer.Option(
-            help="Window for hook activity: 30m, 24h, 7d, or an ISO time.")] = "24h",
-        as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
-        store: Annotated[str | None, typer.Option(help=STORE_HELP,
-                                                  envvar="INTERLOCK_STORE")] = None,
-        project: Annotated[Path, typer.Option(
-            help="Project whose running `interlock serve` is asked for its store's "
-                 "health (over its Unix socket).")] = Path("."),
-    ) -> None:
-        """Summarise the store: unresolved dead letters, open breakers, hook activity,
-        and its health; exit 1 when it is unhealthy."""
-        from interlock.hosts.cli._common import print_json, user_errors
-        from interlock.hosts.cli._store import missing, open_backend, parse_time
+def status_cmd(
+    since: Annotated[str, typer.Option(
+        help="Window for hook activity: 30m, 24h, 7d, or an ISO time.")] = "24h",
+    as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    store: Annotated[str | None, typer.Option(help=STORE_HELP,
+                                              envvar="INTERLOCK_STORE")] = None,
+    project: Annotated[Path, typer.Option(
+        help="Project whose running `interlock serve` is asked for its store's "
+             "health (over its Unix socket).")] = Path("."),
+) -> None:
+    """Summarise the store: unresolved dead letters, open breakers, hook activity,
+    and its health; exit 1 when it is unhealthy."""
+    from interlock.hosts.cli._common import print_json, user_errors
+    from interlock.hosts.cli._store import missing, open_backend, parse_time
 
-        with user_errors():
-            window = parse_time(since, "--since")
-            assert window is not None
-            backend = open_backend(store)
-            if backend is None:
-                summary: dict[str, Any] = {"store": None, "note": missing(store)}
-            else:
-                try:
-                    summary = _summary(backend, window)
-                finally:
-                    backend.close()
-            summary["server_store"] = _server_store(project)
-        if as_json:
-            print_json(summary)
+    with user_errors():
+        window = parse_time(since, "--since")
+        assert window is not None
+        backend = open_backend(store)
+        if backend is None:
+            summary: dict[str, Any] = {"store": None, "note": missing(store)}
         else:
-            typer.echo(_render(summary, since))
-        health = summary["server_store"]
-        if health is not None and not health.get("ok", True):
-            raise typer.Exit(1)
+            try:
+                summary = _summary(backend, window)
+            finally:
+                backend.close()
+        summary["server_store"] = _server_store(project)
+    if as_json:
+        print_json(summary)
+    else:
+        typer.echo(_render(summary, since))
+    health = summary["server_store"]
+    if health is not None and not health.get("ok", True):
+        raise typer.Exit(1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("status")(status_cmd)
 
 
 def _server_store(project: Path) -> dict[str, Any] | None:

@@ -11,8 +11,6 @@ start a damaged one afresh without losing the evidence.
   is started anew, knowingly.
 """
 
-from __future__ import annotations
-
 import json
 import sqlite3
 import sys
@@ -30,96 +28,100 @@ _GIVE_UP = 64
 """Consecutive unreadable or empty chunks past the last known row before a scan stops."""
 
 
+def check_cmd(
+    store: Annotated[str | None, typer.Option(help=STORE_HELP,
+                                              envvar="INTERLOCK_STORE")] = None,
+) -> None:
+    """Check the store's integrity and count its records; exit 1 when damaged."""
+    from interlock.hosts.cli._common import user_errors
+
+    with user_errors():
+        where = _where(store)
+        if isinstance(where, Path):
+            problems = _sqlite_problems(where)
+            counts = _counts(where)
+        else:
+            problems, counts = [], _pg_counts(where)
+    label = str(where) if isinstance(where, Path) else _safe(where)
+    if problems:
+        typer.echo(f"damaged: {label}")
+        for p in problems[:20]:
+            typer.echo(f"  {p}")
+        typer.echo(f"readable: {_describe(counts)}")
+        typer.echo("keep what can be read: `interlock store export --out FILE`; start "
+                   "afresh with it: `interlock store repair`")
+        raise typer.Exit(1)
+    typer.echo(f"ok: {label}: {_describe(counts)}")
+
+
+def export_cmd(
+    out: Annotated[Path | None, typer.Option(help="Write here (default: stdout).")] = None,
+    store: Annotated[str | None, typer.Option(help=STORE_HELP,
+                                              envvar="INTERLOCK_STORE")] = None,
+) -> None:
+    """Every readable record as JSON lines: {"table": ..., "row": {...}}."""
+    from interlock.hosts.cli._common import user_errors
+
+    with user_errors():
+        where = _where(store)
+        rows = _sqlite_rows(where) if isinstance(where, Path) else _pg_rows(where)
+        fh = open(out, "w") if out is not None else sys.stdout  # noqa: SIM115
+        n = 0
+        try:
+            for table, row in rows:
+                fh.write(json.dumps({"table": table, "row": row}, default=str) + "\n")
+                n += 1
+        finally:
+            if out is not None:
+                fh.close()
+    if out is not None:
+        typer.echo(f"exported {n} records to {out}", err=True)
+
+
+def repair_cmd(
+    store: Annotated[str | None, typer.Option(help=STORE_HELP,
+                                              envvar="INTERLOCK_STORE")] = None,
+    force: Annotated[bool, typer.Option(help="Rebuild even if the check passes.")] = False,
+) -> None:
+    """Move a damaged SQLite store aside (kept) and start afresh with its readable
+    records."""
+    from interlock.engine.errors import ConfigError
+    from interlock.hosts.cli._common import user_errors
+
+    with user_errors():
+        gone = _gone(store)
+        if gone is not None:
+            from interlock.store import _ledger
+            from interlock.store._sqlite import SQLiteBackend
+
+            _ledger.forget(gone)
+            SQLiteBackend(gone).close()
+            typer.echo(f"{gone} was gone; started a new store there (its earlier "
+                       "records are not in it)")
+            return
+        where = _where(store)
+        if not isinstance(where, Path):
+            raise ConfigError("repair is for SQLite stores", field="--store",
+                              fix="for PostgreSQL use its own tools (pg_dump, a "
+                                  "restore); `interlock store export` reads it")
+        if where.stat().st_size and not _sqlite_problems(where) and not force:
+            typer.echo(f"ok: {where} is not damaged; nothing to repair (--force "
+                       "rebuilds it anyway)")
+            return
+        kept = _repair(where)
+    counts = kept.pop("_moved_to")
+    typer.echo(f"moved the damaged store to {counts}")
+    typer.echo(f"started {where} afresh with the readable records: {_describe(kept)}")
+
+
 def register(app: typer.Typer) -> None:
     group = typer.Typer(help="Check, export and repair the audit and dead-letter store.",
                         no_args_is_help=True)
     app.add_typer(group, name="store")
 
-    @group.command("check")
-    def check_cmd(
-        store: Annotated[str | None, typer.Option(help=STORE_HELP,
-                                                  envvar="INTERLOCK_STORE")] = None,
-    ) -> None:
-        """Check the store's integrity and count its records; exit 1 when damaged."""
-        from interlock.hosts.cli._common import user_errors
-
-        with user_errors():
-            where = _where(store)
-            if isinstance(where, Path):
-                problems = _sqlite_problems(where)
-                counts = _counts(where)
-            else:
-                problems, counts = [], _pg_counts(where)
-        label = str(where) if isinstance(where, Path) else _safe(where)
-        if problems:
-            typer.echo(f"damaged: {label}")
-            for p in problems[:20]:
-                typer.echo(f"  {p}")
-            typer.echo(f"readable: {_describe(counts)}")
-            typer.echo("keep what can be read: `interlock store export --out FILE`; start "
-                       "afresh with it: `interlock store repair`")
-            raise typer.Exit(1)
-        typer.echo(f"ok: {label}: {_describe(counts)}")
-
-    @group.command("export")
-    def export_cmd(
-        out: Annotated[Path | None, typer.Option(help="Write here (default: stdout).")] = None,
-        store: Annotated[str | None, typer.Option(help=STORE_HELP,
-                                                  envvar="INTERLOCK_STORE")] = None,
-    ) -> None:
-        """Every readable record as JSON lines: {"table": ..., "row": {...}}."""
-        from interlock.hosts.cli._common import user_errors
-
-        with user_errors():
-            where = _where(store)
-            rows = _sqlite_rows(where) if isinstance(where, Path) else _pg_rows(where)
-            fh = open(out, "w") if out is not None else sys.stdout  # noqa: SIM115
-            n = 0
-            try:
-                for table, row in rows:
-                    fh.write(json.dumps({"table": table, "row": row}, default=str) + "\n")
-                    n += 1
-            finally:
-                if out is not None:
-                    fh.close()
-        if out is not None:
-            typer.echo(f"exported {n} records to {out}", err=True)
-
-    @group.command("repair")
-    def repair_cmd(
-        store: Annotated[str | None, typer.Option(help=STORE_HELP,
-                                                  envvar="INTERLOCK_STORE")] = None,
-        force: Annotated[bool, typer.Option(help="Rebuild even if the check passes.")] = False,
-    ) -> None:
-        """Move a damaged SQLite store aside (kept) and start afresh with its readable
-        records."""
-        from interlock.engine.errors import ConfigError
-        from interlock.hosts.cli._common import user_errors
-
-        with user_errors():
-            gone = _gone(store)
-            if gone is not None:
-                from interlock.store import _ledger
-                from interlock.store._sqlite import SQLiteBackend
-
-                _ledger.forget(gone)
-                SQLiteBackend(gone).close()
-                typer.echo(f"{gone} was gone; started a new store there (its earlier "
-                           "records are not in it)")
-                return
-            where = _where(store)
-            if not isinstance(where, Path):
-                raise ConfigError("repair is for SQLite stores", field="--store",
-                                  fix="for PostgreSQL use its own tools (pg_dump, a "
-                                      "restore); `interlock store export` reads it")
-            if where.stat().st_size and not _sqlite_problems(where) and not force:
-                typer.echo(f"ok: {where} is not damaged; nothing to repair (--force "
-                           "rebuilds it anyway)")
-                return
-            kept = _repair(where)
-        counts = kept.pop("_moved_to")
-        typer.echo(f"moved the damaged store to {counts}")
-        typer.echo(f"started {where} afresh with the readable records: {_describe(kept)}")
+    group.command("check")(check_cmd)
+    group.command("export")(export_cmd)
+    group.command("repair")(repair_cmd)
 
 
 def _gone(store: str | None) -> Path | None:

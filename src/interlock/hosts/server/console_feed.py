@@ -207,7 +207,7 @@ def _row(seq: int, at: float, outcome: Outcome) -> dict[str, Any]:
     verdict = outcome.verdict.value
     if verdict == "none" and outcome.changes:
         verdict = "modify"
-    total = sum(r[3] for r in outcome.raw) / 1e6 if outcome.raw else None
+    total = sum(r.latency for r in outcome.raw) / 1e6 if outcome.raw else None
     return {
         "seq": seq, "at": at, "event": outcome.name,
         "tool": subject if spec.subject == "tool_name" else None,
