@@ -24,7 +24,9 @@ PACKAGE = Path(interlock.__file__).parent
 
 def test_the_top_of_the_package_has_at_most_20_entries() -> None:
     entries = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
-    assert len(entries) <= 20, entries
+    # 21: `adapters` holds the public interlock.adapters.<framework> modules
+    # (docs/adapters.md), whose import paths users write.
+    assert len(entries) <= 21, entries
 
 
 def test_the_installed_bridge_line_runs_this_version(tmp_path: Path) -> None:

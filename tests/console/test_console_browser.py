@@ -152,10 +152,21 @@ def test_resolving_a_dead_letter_in_the_page(
         browser.find_element(By.ID, "dl-all").click()
         return browser.find_elements(By.CSS_SELECTOR, "[data-resolve]")
 
-    button = until(browser, listed, "the dead letter")
+    until(browser, listed, "the dead letter")
     shots(browser, "deadletters")
     browser.find_element(By.ID, "dl-note").send_keys("hook fixed")
-    button[0].click()
+
+    def resolve() -> bool:
+        # The list may still be redrawing from the last reload: find the button anew.
+        from selenium.common.exceptions import StaleElementReferenceException
+
+        try:
+            browser.find_elements(By.CSS_SELECTOR, "[data-resolve]")[0].click()
+        except (StaleElementReferenceException, IndexError):
+            return False
+        return True
+
+    until(browser, resolve, "a resolve button that stays put")
     until(browser, lambda: not browser.find_elements(By.CSS_SELECTOR, "[data-resolve]"),
           "the resolve")
     browser.find_element(By.ID, "dl-all").click()

@@ -1,0 +1,287 @@
+"""What every framework adapter shares: the project's policy, events, and decisions.
+
+An adapter turns its framework's hook points into catalog events, emits them
+on one :class:`Policy`, and applies the outcome the way its framework can
+(docs/adapters.md). The policy is the project's: :meth:`Policy.engine` opens
+the host assembly (:class:`interlock.hosts.assembly.Host`) for the nearest folder
+holding ``.interlock/``, so the same hooks, consent, audit and dead letters
+apply as in ``interlock run`` and ``serve``.
+
+The rules every adapter keeps:
+
+- ``stop`` ends the run: :class:`PolicyStopped` propagates out of the
+  framework's run call.
+- A decision the framework cannot express at that point raises
+  :class:`DecisionNotSupported`: it is never dropped (a ``modify`` nobody
+  applies would let the original through).
+- A blocked tool call returns :meth:`Outcome.tool_block_error` to the model
+  as the tool's result; the tool does not run.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from interlock.engine.decisions import Verdict
+from interlock.engine.errors import InterlockError
+
+if TYPE_CHECKING:
+    from interlock.engine.dispatch import Engine
+    from interlock.engine.outcome import Outcome
+    from interlock.events import Event
+    from interlock.hosts.assembly import Host
+
+__all__ = ["AfterTool", "DecisionNotSupported", "Policy", "PolicyStopped", "ToolGate"]
+
+
+class PolicyStopped(InterlockError):
+    """A hook answered ``stop``: the run ends here."""
+
+    def __init__(self, event: str, reason: str | None, hook: str | None) -> None:
+        self.event = event
+        self.reason = reason
+        self.hook = hook
+        super().__init__(f"stopped by {hook or 'a hook'} on {event}: "
+                         f"{reason or 'no reason given'}")
+
+
+class DecisionNotSupported(InterlockError):
+    """A hook decided something this framework cannot carry out at this point.
+
+    Raised rather than ignored: the run ends, as a failing fail-closed hook would.
+    """
+
+    def __init__(self, framework: str, event: str, decision: str, hook: str | None,
+                 fix: str) -> None:
+        self.framework = framework
+        self.event = event
+        self.decision = decision
+        self.hook = hook
+        super().__init__(f"{framework} cannot apply {decision!r} on {event} (from "
+                         f"{hook or 'a hook'}); the run is ended instead of ignoring it "
+                         f"(fix: {fix})")
+
+
+@dataclass(slots=True)
+class ToolGate:
+    """What to do with one tool call, from its before_tool_call outcome."""
+
+    action: Literal["run", "block", "respond", "ask"]
+    args: dict[str, Any]
+    """The arguments to run with (changed by a modify)."""
+    value: Any
+    """block: the structured error for the model; respond: the result to return."""
+    reason: str | None
+    context: str
+    """Hook context to add to the tool's result ('' when none)."""
+    outcome: Outcome
+
+
+@dataclass(slots=True)
+class AfterTool:
+    result: Any
+    """The result to give the model (changed, or a block error)."""
+    context: str
+
+
+_hosts: dict[Path, Host] = {}
+_hosts_lock = threading.Lock()
+
+
+def close_hosts() -> None:
+    """Close every host the adapters opened (at exit, or when a test ends)."""
+    with _hosts_lock:
+        hosts = list(_hosts.values())
+        _hosts.clear()
+    for host in hosts:
+        host.close()
+
+
+atexit.register(close_hosts)
+
+
+class Policy:
+    """The project's policy for one framework's runs.
+
+    ``project``: the project root, else found from the working folder up, as
+    ``interlock run`` finds it. ``engine``: an engine to use as it is instead
+    (tests, benchmarks, an application that assembles its own). The host is
+    opened on first use and shared by every Policy of the same project in this
+    process; it stays live (edits and ``hooks approve``/``revoke`` apply within
+    about half a second) and is closed at exit.
+    """
+
+    def __init__(self, framework: str, *, project: str | os.PathLike[str] | None = None,
+                 engine: Engine | None = None, session_id: str | None = None,
+                 live: bool = True) -> None:
+        self.framework = framework
+        """Reported as every event's ``platform``."""
+        self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
+        self._project = Path(project) if project is not None else None
+        self._engine = engine
+        self._live = live
+        self._cwd = os.getcwd()
+        from interlock.events import EVENT_TYPES
+
+        self._types = EVENT_TYPES
+
+    @property
+    def engine(self) -> Engine:
+        """The engine of the project's host, opened on first use."""
+        if self._engine is None:
+            self._engine = self._open_host().engine
+        return self._engine
+
+    def _open_host(self) -> Host:
+        from interlock.hosts.assembly import Host, Project
+
+        project = Project.discover(self._project.resolve() if self._project else None)
+        with _hosts_lock:
+            host = _hosts.get(project.root)
+            if host is None:
+                host = Host.open(project, extensions=None)
+                host.warn_if_unguarded()
+                if self._live:
+                    host.start_live()
+                _hosts[project.root] = host
+        return host
+
+    # -- events -------------------------------------------------------------------
+    def event(self, name: str, **fields: Any) -> Event:
+        return self._types[name](session_id=self.session_id, platform=self.framework,
+                                 cwd=self._cwd, **fields)
+
+    def listens(self, name: str) -> bool:
+        """Whether any hook is on event ``name`` now: when none is, an adapter may
+        skip building costly fields (a conversation) for it; it still emits it."""
+        # The engine's own hot-path read: a no-hook event maps to its settled outcome.
+        return self.engine._settled.get(self._types[name]) is None
+
+    async def emit(self, name: str, **fields: Any) -> Outcome:
+        return await self.engine.emit(self.event(name, **fields))
+
+    def emit_sync(self, name: str, **fields: Any) -> Outcome:
+        return self.engine.emit_sync(self.event(name, **fields))
+
+    def notify(self, name: str, **fields: Any) -> None:
+        """An observe event: hooks run, nothing waits for them."""
+        self.engine.notify(self.event(name, **fields))
+
+    def apply(self, outcome: Outcome, *, can: Iterable[str] = (), fix: str = "") -> None:
+        """Raise on ``stop``, and on any decision not in ``can`` (modify and context
+        included: a change nobody applies would let the original through)."""
+        verdict = outcome.verdict
+        if verdict is _NONE and not outcome.changes and not outcome.contexts:
+            return  # the common case, first
+        if verdict is Verdict.STOP:
+            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        allowed = set(can)
+        if verdict is not Verdict.NONE and verdict.value not in allowed:
+            raise DecisionNotSupported(self.framework, outcome.name, verdict.value,
+                                       _hook(outcome), fix or _FIX)
+        if outcome.changes and "modify" not in allowed:
+            raise DecisionNotSupported(self.framework, outcome.name, "modify",
+                                       _hook(outcome), fix or _FIX)
+        if outcome.contexts and "context" not in allowed:
+            raise DecisionNotSupported(self.framework, outcome.name, "context",
+                                       _hook(outcome), fix or _FIX)
+
+    # -- tool calls ---------------------------------------------------------------
+    async def before_tool(self, name: str, args: dict[str, Any], call_id: str = "",
+                          *, can_ask: bool = True) -> ToolGate:
+        outcome = await self.emit("before_tool_call", tool_call_id=call_id, tool_name=name,
+                                  args=args)
+        return self._gate(outcome, args, can_ask=can_ask)
+
+    def before_tool_sync(self, name: str, args: dict[str, Any], call_id: str = "",
+                         *, can_ask: bool = True) -> ToolGate:
+        outcome = self.emit_sync("before_tool_call", tool_call_id=call_id, tool_name=name,
+                                 args=args)
+        return self._gate(outcome, args, can_ask=can_ask)
+
+    def _gate(self, outcome: Outcome, args: dict[str, Any], *, can_ask: bool) -> ToolGate:
+        self.apply(outcome, can=_TOOL_CAN if can_ask else _TOOL_CAN_NO_ASK, fix=_ASK_FIX)
+        new_args: dict[str, Any] = getattr(outcome.payload, "args", args)
+        context = outcome.context_text()
+        verdict = outcome.verdict
+        if verdict is Verdict.BLOCK:
+            return ToolGate("block", new_args, outcome.tool_block_error(), outcome.reason,
+                            context, outcome)
+        if verdict is Verdict.RESPOND:
+            return ToolGate("respond", new_args, outcome.value, outcome.reason, context,
+                            outcome)
+        if verdict is Verdict.ASK:
+            return ToolGate("ask", new_args, None, outcome.reason, context, outcome)
+        return ToolGate("run", new_args, None, None, context, outcome)
+
+    async def after_tool(self, name: str, args: dict[str, Any], result: Any,
+                         call_id: str = "", *, status: str = "ok",
+                         duration_ms: float = 0.0) -> AfterTool:
+        outcome = await self.emit("after_tool_call", tool_call_id=call_id, tool_name=name,
+                                  args=args, result=_jsonable(result), status=status,
+                                  duration_ms=duration_ms)
+        return self._after(outcome, result)
+
+    def after_tool_sync(self, name: str, args: dict[str, Any], result: Any,
+                        call_id: str = "", *, status: str = "ok",
+                        duration_ms: float = 0.0) -> AfterTool:
+        outcome = self.emit_sync("after_tool_call", tool_call_id=call_id, tool_name=name,
+                                 args=args, result=_jsonable(result), status=status,
+                                 duration_ms=duration_ms)
+        return self._after(outcome, result)
+
+    def _after(self, outcome: Outcome, result: Any) -> AfterTool:
+        self.apply(outcome, can=("block", "modify", "context"))
+        if outcome.blocked:
+            error = outcome.tool_block_error()
+            error["error"] = "tool result blocked"
+            return AfterTool(error, outcome.context_text())
+        if "result" in outcome.changes:
+            result = outcome.changes["result"]
+        return AfterTool(result, outcome.context_text())
+
+
+def with_context(result: Any, context: str) -> Any:
+    """``result`` with hook context added where the model reads it: appended to
+    text, or beside a structured result under ``hook_context``."""
+    if not context:
+        return result
+    if isinstance(result, str):
+        return f"{result}\n\n{context}" if result else context
+    return {"result": result, "hook_context": context}
+
+
+def as_text(value: Any) -> str:
+    """A tool result as the text a model reads (JSON for structured values)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if value is None or isinstance(value, (str, int, float, bool, list, dict)):
+        return value
+    return as_text(value)
+
+
+def _hook(outcome: Outcome) -> str | None:
+    return outcome.hook.qualified_name if outcome.hook is not None else None
+
+
+_NONE = Verdict.NONE
+_TOOL_CAN_NO_ASK = ("block", "respond", "approve", "modify", "context")
+_TOOL_CAN = (*_TOOL_CAN_NO_ASK, "ask")
+_ASK_FIX = ("approve the call in a hook, or give the tool an approval step this framework "
+            "supports (docs/adapters.md)")
+_FIX = "see which decisions this adapter applies in docs/adapters.md"

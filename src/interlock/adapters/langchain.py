@@ -1,0 +1,326 @@
+"""The project's Interlock policy on a LangChain 1.x agent, as one middleware.
+
+    from interlock.adapters.langchain import InterlockMiddleware
+    agent = create_agent(model, tools=[...], middleware=[InterlockMiddleware()])
+
+What maps where (docs/adapters.md, LangChain):
+
+- ``before_agent``/``after_agent``: ``before_agent_start`` (block or stop end
+  the run before it starts) and ``agent_end``;
+- ``wrap_model_call``: ``before_llm_call`` (block/stop end the run; respond
+  answers without the model; context is added as a message; modify may drop
+  offered tools) and ``after_llm_call`` (modify of text and tool calls);
+- ``wrap_tool_call``: ``before_tool_call`` (block returns the structured
+  reason as the ``ToolMessage``; modify changes the args; respond returns a
+  result without running the tool; ask pauses the graph with LangGraph's
+  ``interrupt``, so a checkpointer is needed, and the run resumes with
+  ``Command(resume=True)`` or ``{"approved": False, "reason": ...}``) and
+  ``after_tool_call`` (modify or block of the result; context beside it).
+
+Both the sync (``invoke``) and async (``ainvoke``) paths apply the policy.
+Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+
+from interlock.adapters._core import (
+    DecisionNotSupported,
+    Policy,
+    PolicyStopped,
+    ToolGate,
+    as_text,
+    with_context,
+)
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+    from langgraph.runtime import Runtime
+    from langgraph.types import Command
+
+    from interlock.engine.outcome import Outcome
+
+__all__ = ["InterlockMiddleware"]
+
+FRAMEWORK = "langchain"
+
+
+class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """The project's policy as LangChain agent middleware.
+
+    ``project``: the project root (default: found from the working folder up).
+    ``policy``: a :class:`~interlock.adapters.Policy` to share.
+    """
+
+    def __init__(self, *, project: str | os.PathLike[str] | None = None,
+                 policy: Policy | None = None) -> None:
+        super().__init__()
+        self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
+
+    # -- the run ------------------------------------------------------------------
+    def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        self._started(self.policy.emit_sync("before_agent_start", prompt=_prompt(state)))
+        return None
+
+    async def abefore_agent(self, state: AgentState[Any],
+                            runtime: Runtime[Any]) -> dict[str, Any] | None:
+        self._started(await self.policy.emit("before_agent_start", prompt=_prompt(state)))
+        return None
+
+    def _started(self, outcome: Outcome) -> None:
+        self.policy.apply(outcome, can=("block",))
+        if outcome.blocked:
+            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        self.policy.notify("agent_end", status="completed", final_text=_last_text(state))
+        return None
+
+    async def aafter_agent(self, state: AgentState[Any],
+                           runtime: Runtime[Any]) -> dict[str, Any] | None:
+        return self.after_agent(state, runtime)
+
+    # -- model calls ----------------------------------------------------------------
+    def wrap_model_call(self, request: ModelRequest[Any],
+                        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
+                        ) -> ModelResponse[Any]:
+        before = self.policy.emit_sync("before_llm_call", **_llm_fields(
+            request, self.policy.listens("before_llm_call")))
+        request, answer = self._before_model(before, request)
+        response = answer if answer is not None else handler(request)
+        if not self.policy.listens("after_llm_call"):
+            return response
+        after = self.policy.emit_sync("after_llm_call", **_reply_fields(request, response,
+                                                                        answer is not None))
+        return self._after_model(after, response)
+
+    async def awrap_model_call(self, request: ModelRequest[Any],
+                               handler: Callable[[ModelRequest[Any]],
+                                                 Awaitable[ModelResponse[Any]]]
+                               ) -> ModelResponse[Any]:
+        before = await self.policy.emit("before_llm_call", **_llm_fields(
+            request, self.policy.listens("before_llm_call")))
+        request, answer = self._before_model(before, request)
+        response = answer if answer is not None else await handler(request)
+        if not self.policy.listens("after_llm_call"):
+            return response
+        after = await self.policy.emit("after_llm_call", **_reply_fields(request, response,
+                                                                         answer is not None))
+        return self._after_model(after, response)
+
+    def _before_model(self, outcome: Outcome, request: ModelRequest[Any]
+                      ) -> tuple[ModelRequest[Any], ModelResponse[Any] | None]:
+        self.policy.apply(outcome, can=("block", "respond", "modify", "context"))
+        if outcome.blocked:
+            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        unsupported = set(outcome.changes) - {"tools"}
+        if unsupported:
+            raise DecisionNotSupported(FRAMEWORK, outcome.name, "modify", _hook(outcome),
+                                       f"LangChain's adapter changes only 'tools' here, not "
+                                       f"{sorted(unsupported)}")
+        if "tools" in outcome.changes:
+            kept = set(outcome.changes["tools"])
+            request = request.override(tools=[t for t in request.tools
+                                              if _tool_name(t) in kept])
+        if outcome.contexts:
+            request = request.override(messages=[*request.messages,
+                                                 HumanMessage(outcome.context_text())])
+        if outcome.verdict.value == "respond":
+            return request, ModelResponse(result=[_ai_message(outcome.value)])
+        return request, None
+
+    def _after_model(self, outcome: Outcome, response: ModelResponse[Any]) -> ModelResponse[Any]:
+        self.policy.apply(outcome, can=("block", "modify"))
+        if outcome.blocked:
+            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        if not outcome.changes:
+            return response
+        old = _ai(response)
+        text = outcome.changes.get("text", as_text(old.content) if old else "")
+        calls = outcome.changes.get("tool_calls", [
+            {"id": c.get("id"), "name": c["name"], "args": c["args"]}
+            for c in (old.tool_calls if old else [])])
+        new = _ai_message({"text": text, "tool_calls": calls})
+        rest = [m for m in response.result if m is not old]
+        return ModelResponse(result=[new, *rest], structured_response=response.structured_response)
+
+    # -- tool calls -----------------------------------------------------------------
+    def wrap_tool_call(self, request: ToolCallRequest,
+                       handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
+                       ) -> ToolMessage | Command[Any]:
+        name, args, call_id = _call(request)
+        gate = self.policy.before_tool_sync(name, args, call_id)
+        early = self._gated(gate, name, call_id)
+        if early is not None:
+            return early
+        result = handler(_with_args(request, args, gate.args))
+        if not isinstance(result, ToolMessage):
+            return result
+        content = _content(result)
+        after = self.policy.after_tool_sync(name, gate.args, content, call_id,
+                                            status=result.status)
+        return _with_result(result, content, after.result, gate.context, after.context)
+
+    async def awrap_tool_call(self, request: ToolCallRequest,
+                              handler: Callable[[ToolCallRequest],
+                                                Awaitable[ToolMessage | Command[Any]]]
+                              ) -> ToolMessage | Command[Any]:
+        name, args, call_id = _call(request)
+        gate = await self.policy.before_tool(name, args, call_id)
+        early = self._gated(gate, name, call_id)
+        if early is not None:
+            return early
+        result = await handler(_with_args(request, args, gate.args))
+        if not isinstance(result, ToolMessage):
+            return result
+        content = _content(result)
+        after = await self.policy.after_tool(name, gate.args, content, call_id,
+                                             status=result.status)
+        return _with_result(result, content, after.result, gate.context, after.context)
+
+    def _gated(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
+        """The ToolMessage to answer with instead of running the tool, if any."""
+        if gate.action == "block":
+            return _message(with_context(gate.value, gate.context), name, call_id, "error")
+        if gate.action == "respond":
+            return _message(with_context(gate.value, gate.context), name, call_id, "success")
+        if gate.action == "ask":
+            from langgraph.types import interrupt
+
+            # LangGraph's human-in-the-loop step: the graph pauses here (its
+            # checkpointer keeps the state); Command(resume=...) answers.
+            answer = interrupt({"type": "interlock_approval", "tool_name": name,
+                                "tool_call_id": call_id, "args": gate.args,
+                                "reason": gate.reason, "hook": _hook(gate.outcome)})
+            approved, why = _approval(answer)
+            if not approved:
+                refusal = {"error": "tool call refused", "tool_name": name,
+                           "reason": why or "a person refused the call"}
+                return _message(refusal, name, call_id, "error")
+        return None
+
+
+def _with_args(request: ToolCallRequest, old: dict[str, Any],
+               new: dict[str, Any]) -> ToolCallRequest:
+    """The request to run: the same one unless a hook changed the arguments."""
+    if new is old:
+        return request
+    return request.override(tool_call={**request.tool_call, "args": new})
+
+
+def _approval(answer: Any) -> tuple[bool, str | None]:
+    if isinstance(answer, bool):
+        return answer, None
+    if isinstance(answer, dict) and isinstance(answer.get("approved"), bool):
+        reason = answer.get("reason")
+        return answer["approved"], reason if isinstance(reason, str) else None
+    # An answer in no shape we know is not a yes.
+    return False, f"unrecognised approval answer {answer!r}; resume with True or " \
+                  "{'approved': bool, 'reason': str}"
+
+
+def _hook(outcome: Outcome) -> str | None:
+    return outcome.hook.qualified_name if outcome.hook is not None else None
+
+
+def _call(request: ToolCallRequest) -> tuple[str, dict[str, Any], str]:
+    call = request.tool_call
+    return call["name"], dict(call.get("args") or {}), call.get("id") or ""
+
+
+def _content(message: ToolMessage) -> Any:
+    content = message.content
+    if isinstance(content, str) and content[:1] in ("{", "["):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def _message(value: Any, name: str, call_id: str, status: str) -> ToolMessage:
+    return ToolMessage(content=as_text(value), name=name, tool_call_id=call_id,
+                       status="error" if status == "error" else "success")
+
+
+def _with_result(message: ToolMessage, content: Any, result: Any,
+                 *contexts: str) -> ToolMessage:
+    context = "\n".join(c for c in contexts if c)
+    if result is content and not context:
+        return message
+    return _message(with_context(result, context), message.name or "", message.tool_call_id,
+                    message.status)
+
+
+def _prompt(state: AgentState[Any]) -> str:
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, HumanMessage):
+            return as_text(message.content)
+    return ""
+
+
+def _last_text(state: AgentState[Any]) -> str | None:
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, AIMessage):
+            return as_text(message.content)
+    return None
+
+
+def _tool_name(tool: Any) -> str:
+    return tool.get("name", "") if isinstance(tool, dict) else str(getattr(tool, "name", ""))
+
+
+def _openai_shape(messages: list[AnyMessage]) -> list[dict[str, Any]]:
+    roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        entry: dict[str, Any] = {"role": roles.get(m.type, m.type), "content": as_text(m.content)}
+        if isinstance(m, AIMessage) and m.tool_calls:
+            entry["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
+                "name": c["name"], "arguments": json.dumps(c["args"])}} for c in m.tool_calls]
+        if isinstance(m, ToolMessage):
+            entry["tool_call_id"] = m.tool_call_id
+        out.append(entry)
+    return out
+
+
+def _llm_fields(request: ModelRequest[Any], full: bool = True) -> dict[str, Any]:
+    messages = _openai_shape(request.messages) if full else []
+    if full and request.system_message is not None:
+        messages.insert(0, {"role": "system", "content": as_text(request.system_message.content)})
+    model = getattr(request.model, "model_name", None) or getattr(request.model, "model", None)
+    return {"model": str(model or type(request.model).__name__), "messages": messages,
+            "tools": [_tool_name(t) for t in request.tools]}
+
+
+def _ai(response: ModelResponse[Any]) -> AIMessage | None:
+    return next((m for m in response.result if isinstance(m, AIMessage)), None)
+
+
+def _reply_fields(request: ModelRequest[Any], response: ModelResponse[Any],
+                  synthetic: bool) -> dict[str, Any]:
+    ai = _ai(response)
+    calls = [{"id": c.get("id"), "name": c["name"], "args": c["args"]}
+             for c in (ai.tool_calls if ai else [])]
+    return {"model": _llm_fields(request, False)["model"],
+            "text": as_text(ai.content) if ai else "",
+            "tool_calls": calls, "synthetic": synthetic,
+            "finish_reason": "tool_calls" if calls else "stop"}
+
+
+def _ai_message(value: Any) -> AIMessage:
+    """A respond (or modified) reply: text, or ``{"text", "tool_calls"}``."""
+    if isinstance(value, str):
+        return AIMessage(content=value)
+    data = value if isinstance(value, dict) else {}
+    calls = [{"id": c.get("id") or f"interlock-{i}", "name": c["name"],
+              "args": c.get("args") or {}, "type": "tool_call"}
+             for i, c in enumerate(data.get("tool_calls") or [])]
+    return AIMessage(content=data.get("text") or "", tool_calls=calls)

@@ -1,0 +1,212 @@
+"""The project's Interlock policy on a pydantic-ai agent, as one capability.
+
+    from interlock.adapters.pydantic_ai import Interlock
+    agent = Agent(model, tools=[...], capabilities=[Interlock()])
+
+What maps where (docs/adapters.md, pydantic-ai):
+
+- the run: ``before_agent_start`` (block or stop end it before it starts),
+  ``agent_end`` when it ends;
+- each model request: ``before_llm_call`` (block/stop end the run; respond
+  answers without the model; context is added to the conversation; modify
+  may drop offered tools) and ``after_llm_call`` (modify of text and tool
+  calls; block/stop end the run);
+- each tool execution: ``before_tool_call`` (block returns the structured
+  reason as the tool result; modify changes the args; respond returns a
+  result without running the tool; ask raises pydantic-ai's
+  ``ApprovalRequired``, so the run ends with ``DeferredToolRequests`` and a
+  person approves with ``DeferredToolResults``) and ``after_tool_call``
+  (modify or block of the result; context beside it).
+
+Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_ai import ApprovalRequired, RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities.abstract import (
+    WrapModelRequestHandler,
+    WrapRunHandler,
+    WrapToolExecuteHandler,
+)
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    SystemPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
+from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.run import AgentRunResult
+from pydantic_ai.tools import ToolDefinition
+
+from interlock.adapters._core import (
+    DecisionNotSupported,
+    Policy,
+    PolicyStopped,
+    as_text,
+    with_context,
+)
+
+__all__ = ["Interlock"]
+
+FRAMEWORK = "pydantic-ai"
+
+
+@dataclass(init=False)
+class Interlock(AbstractCapability[Any]):
+    """The project's policy as a pydantic-ai capability.
+
+    ``project``: the project root (default: found from the working folder up).
+    ``policy``: a :class:`~interlock.adapters.Policy` to share (for example one
+    built on your own engine).
+    """
+
+    policy: Policy = field(repr=False)
+
+    def __init__(self, *, project: str | os.PathLike[str] | None = None,
+                 policy: Policy | None = None) -> None:
+        self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
+
+    # -- the run ------------------------------------------------------------------
+    async def wrap_run(self, ctx: RunContext[Any], *,
+                       handler: WrapRunHandler) -> AgentRunResult[Any]:
+        prompt = ctx.prompt if isinstance(ctx.prompt, str) else as_text(ctx.prompt or "")
+        outcome = await self.policy.emit("before_agent_start", prompt=prompt)
+        self.policy.apply(outcome, can=("block",))
+        if outcome.blocked:
+            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        status, final = "error", None
+        try:
+            result = await handler()
+            status, final = "completed", as_text(result.output)
+            return result
+        except PolicyStopped:
+            status = "stopped"
+            raise
+        finally:
+            self.policy.notify("agent_end", status=status, final_text=final)
+
+    # -- model requests -------------------------------------------------------------
+    async def wrap_model_request(self, ctx: RunContext[Any], *,
+                                 request_context: ModelRequestContext,
+                                 handler: WrapModelRequestHandler) -> ModelResponse:
+        model = request_context.model.model_name
+        params = request_context.model_request_parameters
+        offered = [t.name for t in params.function_tools]
+        messages = (_messages(request_context.messages)
+                    if self.policy.listens("before_llm_call") else [])
+        before = await self.policy.emit("before_llm_call", model=model, messages=messages,
+                                        tools=offered)
+        self.policy.apply(before, can=("block", "respond", "modify", "context"))
+        if before.blocked:
+            raise PolicyStopped(before.name, before.reason, _hook(before))
+        unsupported = set(before.changes) - {"tools"}
+        if unsupported:
+            raise DecisionNotSupported(FRAMEWORK, before.name, "modify", _hook(before),
+                                       f"pydantic-ai's adapter changes only 'tools' here, "
+                                       f"not {sorted(unsupported)}")
+        if "tools" in before.changes:
+            kept = set(before.changes["tools"])
+            params.function_tools = [t for t in params.function_tools if t.name in kept]
+        if before.contexts:
+            request_context.messages = [*request_context.messages, ModelRequest(
+                parts=[UserPromptPart(before.context_text())])]
+        if before.verdict.value == "respond":
+            response = _response(before.value, model)
+            synthetic = True
+        else:
+            response = await handler(request_context)
+            synthetic = False
+        return await self._after_model(response, model, synthetic)
+
+    async def _after_model(self, response: ModelResponse, model: str,
+                           synthetic: bool) -> ModelResponse:
+        if not self.policy.listens("after_llm_call"):
+            return response
+        calls = [{"id": p.tool_call_id, "name": p.tool_name, "args": p.args_as_dict()}
+                 for p in response.parts if isinstance(p, ToolCallPart)]
+        after = await self.policy.emit("after_llm_call", model=model, text=response.text or "",
+                                       tool_calls=calls, finish_reason=response.finish_reason,
+                                       synthetic=synthetic)
+        self.policy.apply(after, can=("block", "modify"))
+        if after.blocked:
+            raise PolicyStopped(after.name, after.reason, _hook(after))
+        if after.changes:
+            text = after.changes.get("text", response.text or "")
+            new_calls = after.changes.get("tool_calls", calls)
+            parts: list[Any] = [TextPart(text)] if text else []
+            parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
+                      for c in new_calls]
+            response = ModelResponse(parts=parts, model_name=response.model_name,
+                                     usage=response.usage, finish_reason=response.finish_reason)
+        return response
+
+    # -- tools ----------------------------------------------------------------------
+    async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart,
+                                tool_def: ToolDefinition, args: dict[str, Any],
+                                handler: WrapToolExecuteHandler) -> Any:
+        gate = await self.policy.before_tool(call.tool_name, args, call.tool_call_id)
+        if gate.action == "block":
+            return with_context(gate.value, gate.context)
+        if gate.action == "respond":
+            return with_context(gate.value, gate.context)
+        if gate.action == "ask" and not ctx.tool_call_approved:
+            # pydantic-ai's human-in-the-loop step: the run ends with this call in
+            # DeferredToolRequests.approvals; a person's DeferredToolResults resumes it.
+            raise ApprovalRequired(metadata={"reason": gate.reason or "",
+                                             "hook": _hook(gate.outcome) or ""})
+        result = await handler(gate.args)
+        after = await self.policy.after_tool(call.tool_name, gate.args, result,
+                                             call.tool_call_id)
+        context = "\n".join(c for c in (gate.context, after.context) if c)
+        return with_context(after.result, context)
+
+
+def _hook(outcome: Any) -> str | None:
+    return outcome.hook.qualified_name if outcome.hook is not None else None
+
+
+def _messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
+    """The conversation in the catalog's OpenAI shape (role, content)."""
+    out: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, ModelResponse):
+            entry: dict[str, Any] = {"role": "assistant", "content": message.text or ""}
+            calls = [{"id": p.tool_call_id, "type": "function",
+                      "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
+                     for p in message.parts if isinstance(p, ToolCallPart)]
+            if calls:
+                entry["tool_calls"] = calls
+            out.append(entry)
+            continue
+        if message.instructions:
+            out.append({"role": "system", "content": message.instructions})
+        for part in message.parts:
+            if isinstance(part, SystemPromptPart):
+                out.append({"role": "system", "content": part.content})
+            elif isinstance(part, UserPromptPart):
+                out.append({"role": "user", "content": as_text(part.content)})
+            elif isinstance(part, ToolReturnPart):
+                out.append({"role": "tool", "tool_call_id": part.tool_call_id,
+                            "content": part.model_response_str()})
+    return out
+
+
+def _response(value: Any, model: str) -> ModelResponse:
+    """A respond decision's synthetic reply: ``{"text", "tool_calls"}`` or text."""
+    if isinstance(value, str):
+        return ModelResponse(parts=[TextPart(value)], model_name=model)
+    data = value if isinstance(value, dict) else {}
+    parts: list[Any] = [TextPart(data["text"])] if data.get("text") else []
+    parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
+              for c in data.get("tool_calls") or []]
+    return ModelResponse(parts=parts or [TextPart("")], model_name=model)

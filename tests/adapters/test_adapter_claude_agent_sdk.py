@@ -1,0 +1,169 @@
+"""The Claude Agent SDK's own session: the Claude Code CLI it bundles, talking to the
+fake Anthropic server of the real-client tests, under the project's policy."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("claude_agent_sdk")
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "realclients"))
+
+from adapter_project import audit
+from claude_agent_sdk import (
+    ClaudeAgentOptions,
+    PermissionResultAllow,
+    PermissionResultDeny,
+    ResultMessage,
+    ToolPermissionContext,
+    query,
+)
+from fake_models import FakeModels, Turn
+from realclient_agents import tool_results
+
+from interlock.adapters.claude_agent_sdk import interlock_hooks
+
+pytestmark = pytest.mark.e2e
+
+POLICY = '''
+from interlock import ask, block, context, modify
+
+
+def handle(event):
+    command = event.args.get("command", "")
+    if command.startswith("rm "):
+        return block("deleting files is not allowed", hint="move it to archive/ instead")
+    if command == "echo hello":
+        return modify(args={**event.args, "command": "echo HELLO"})
+    if command == "date":
+        return context("the clock is UTC")
+    if command.startswith("deploy"):
+        return ask("deploys need a person")
+    if command == "explode":
+        raise RuntimeError("the policy hook has a bug")
+    return None
+'''
+
+CONFIG = '''
+[[hooks]]
+name = "policy"
+events = ["before_tool_call"]
+matcher = "terminal"
+handler = "policy.py"
+modifies = true
+'''
+
+
+@pytest.fixture
+def claude_project(project: Path) -> Path:
+    (project / ".interlock" / "config.toml").write_text(CONFIG)
+    (project / ".interlock" / "policy.py").write_text(POLICY)
+    return project
+
+
+class Session:
+    def __init__(self, fake: FakeModels, messages: list[Any]) -> None:
+        self.fake = fake
+        self.messages = messages
+
+    @property
+    def session_id(self) -> str:
+        (result,) = [m for m in self.messages if isinstance(m, ResultMessage)]
+        return str(result.session_id)
+
+    def returned(self) -> str:
+        """What the model was sent back as the tool's result."""
+        for req in self.fake.main_requests():
+            if results := tool_results(req):
+                return "\n".join(results)
+        raise AssertionError("no tool result reached the model")
+
+    def sent(self) -> str:
+        return "\n".join(r.text() for r in self.fake.main_requests())
+
+
+async def run(project: Path, command: str, *, can_use_tool: Any = None) -> Session:
+    home = project.parent / "claude-home"
+    home.mkdir(exist_ok=True)
+    with FakeModels() as fake:
+        fake.turn = Turn(command)
+        env = {"ANTHROPIC_BASE_URL": fake.base_url, "ANTHROPIC_API_KEY": "sk-ant-fake",
+               "HOME": str(home), "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+               "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1",
+               "DISABLE_ERROR_REPORTING": "1", "HTTPS_PROXY": fake.base_url,
+               "HTTP_PROXY": fake.base_url, "NO_PROXY": "127.0.0.1,localhost"}
+        options = ClaudeAgentOptions(cwd=str(project), env=env, hooks=interlock_hooks(),
+                                     can_use_tool=can_use_tool, max_turns=4)
+
+        async def prompt() -> AsyncIterator[dict[str, Any]]:
+            yield {"type": "user", "message": {"role": "user",
+                                                "content": "Run the command, please."}}
+
+        messages = [m async for m in query(prompt=prompt(), options=options)]
+        assert not [r for r in fake.requests if r.wire == "escape"]
+        return Session(fake, messages)
+
+
+async def test_a_blocked_command_returns_the_reason_and_is_audited(claude_project):
+    target = claude_project / "a.txt"
+    target.write_text("keep me")
+    s = await run(claude_project, f"rm {target}")
+    assert target.exists()
+    assert "deleting files is not allowed" in s.returned()
+    assert "move it to archive/ instead" in s.returned()
+    assert ("before_tool_call", "block", "terminal", "project:policy") in audit(s.session_id)
+
+
+async def test_a_modifier_rewrites_the_command_once_approved(claude_project):
+    # A rewrite is not an approval: Claude asks, and can_use_tool answers.
+    seen: list[dict[str, Any]] = []
+
+    async def approve(tool: str, args: dict[str, Any],
+                      ctx: ToolPermissionContext) -> PermissionResultAllow:
+        seen.append(args)
+        return PermissionResultAllow()
+
+    s = await run(claude_project, "echo hello", can_use_tool=approve)
+    assert seen == [{"command": "echo HELLO"}]
+    assert "HELLO" in s.returned()
+
+
+async def test_context_reaches_the_model(claude_project):
+    s = await run(claude_project, "date")
+    assert "the clock is UTC" in s.sent()
+
+
+async def test_ask_goes_to_can_use_tool_and_a_refusal_stands(claude_project):
+    asked: list[str] = []
+
+    async def refuse(tool: str, args: dict[str, Any],
+                     ctx: ToolPermissionContext) -> PermissionResultDeny:
+        asked.append(args["command"])
+        return PermissionResultDeny(message="not on a Friday")
+
+    marker = claude_project / "deployed"
+    s = await run(claude_project, f"deploy; touch {marker}", can_use_tool=refuse)
+    assert asked == [f"deploy; touch {marker}"]
+    assert not marker.exists()
+    assert "not on a Friday" in s.returned()
+
+
+async def test_a_crashing_fail_closed_hook_blocks_the_command(claude_project):
+    s = await run(claude_project, "explode")
+    assert "fail-closed hook 'project:policy' did not answer (crash)" in s.returned()
+    assert audit(s.session_id) == [("before_tool_call", "block", "terminal", "project:policy")]
+
+
+async def test_a_policy_that_cannot_load_blocks_the_command(claude_project):
+    # The adapter itself raises (no good config revision): on_failure="block"
+    # refuses the prompt (UserPromptSubmit) before any tool could run.
+    (claude_project / ".interlock" / "config.toml").write_text("[[hooks]]\nname = 3\n")
+    marker = claude_project / "ran"
+    s = await run(claude_project, f"touch {marker}")
+    assert not marker.exists()
+    assert not [r for r in s.fake.main_requests() if tool_results(r)]

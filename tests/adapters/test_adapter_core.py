@@ -1,0 +1,79 @@
+"""The rules every adapter shares (interlock.adapters._core): no decision dropped,
+stop ends the run, and `import interlock` stays free of every framework."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from interlock import Engine, ask, block, context, modify, respond, stop
+from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
+
+ENGINES: list[Engine] = []
+
+
+@pytest.fixture(autouse=True)
+def _close_engines():
+    yield
+    while ENGINES:
+        ENGINES.pop().close(timeout=2)
+
+
+def policy(event: str, decision, **options) -> Policy:
+    engine = Engine()
+    ENGINES.append(engine)
+    engine.on(event, lambda e: decision, name="p", **options)
+    return Policy("testing", engine=engine)
+
+
+async def test_block_gives_the_structured_error_for_the_model():
+    gate = await policy("before_tool_call", block("no", hint="try x")).before_tool("t", {})
+    assert gate.action == "block"
+    assert gate.value == {"error": "tool call blocked", "tool_name": "t", "reason": "no",
+                          "hint": "try x", "hook": "code:p"}
+
+
+async def test_modify_respond_ask_and_context_reach_the_gate():
+    p = policy("before_tool_call", modify(args={"a": 2}, context="note"), modifies=True)
+    gate = await p.before_tool("t", {"a": 1})
+    assert (gate.action, gate.args) == ("run", {"a": 2})
+    assert "note" in gate.context
+    assert (await policy("before_tool_call", respond(7)).before_tool("t", {})).value == 7
+    assert (await policy("before_tool_call", ask("why")).before_tool("t", {})).action == "ask"
+
+
+async def test_ask_where_nobody_can_answer_is_not_dropped():
+    with pytest.raises(DecisionNotSupported, match="'ask'"):
+        await policy("before_tool_call", ask("why")).before_tool("t", {}, can_ask=False)
+
+
+def test_stop_raises_policy_stopped_with_the_reason():
+    with pytest.raises(PolicyStopped, match="enough") as err:
+        policy("before_tool_call", stop("enough")).before_tool_sync("t", {})
+    assert err.value.hook == "code:p"
+
+
+@pytest.mark.parametrize("decision", [context("x"), block("b")])
+def test_a_decision_the_point_cannot_apply_raises(decision):
+    p = policy("before_llm_call", decision)
+    outcome = p.emit_sync("before_llm_call")
+    with pytest.raises(DecisionNotSupported, match="testing cannot apply"):
+        p.apply(outcome, can=())
+
+
+async def test_after_tool_modify_and_block():
+    p = policy("after_tool_call", modify(result="clean"), modifies=True)
+    assert (await p.after_tool("t", {}, "dirty")).result == "clean"
+    blocked = await policy("after_tool_call", block("secret")).after_tool("t", {}, "x")
+    assert blocked.result["error"] == "tool result blocked"
+
+
+def test_importing_interlock_and_its_adapters_package_imports_no_framework():
+    code = ("import sys, interlock, interlock.adapters; "
+            "bad = [m for m in ('agents', 'langchain', 'langgraph', 'pydantic_ai', "
+            "'claude_agent_sdk') if m in sys.modules]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

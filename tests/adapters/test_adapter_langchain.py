@@ -1,0 +1,170 @@
+"""LangChain's own agent loop (create_agent on LangGraph), driven by its fake chat
+model, under the project's policy."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain")
+
+from adapter_project import audit, session
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+
+from interlock import stop
+from interlock.adapters import Policy, PolicyStopped
+from interlock.adapters.langchain import InterlockMiddleware
+
+RAN: list[tuple[str, dict[str, Any]]] = []
+
+
+class ToolCallingFake(GenericFakeChatModel):
+    """LangChain's scripted chat model, with the tool binding create_agent asks for."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolCallingFake:  # type: ignore[override]
+        return self
+
+
+def _record(name: str, **kwargs: Any) -> str:
+    RAN.append((name, kwargs))
+    return "token=abc123" if name == "read_secret" else f"{name} ran with {kwargs}"
+
+
+@tool
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return _record("delete_file", path=path)
+
+
+@tool
+def shout(text: str) -> str:
+    """Say it loudly."""
+    return _record("shout", text=text)
+
+
+@tool
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return _record("weather", city=city)
+
+
+@tool
+def deploy(env: str) -> str:
+    """Deploy to an environment."""
+    return _record("deploy", env=env)
+
+
+@tool
+def explode() -> str:
+    """A tool whose policy hook crashes."""
+    return _record("explode")
+
+
+@tool
+def read_secret() -> str:
+    """Read a secret."""
+    return _record("read_secret")
+
+
+TOOLS = [delete_file, shout, weather, deploy, explode, read_secret]
+
+
+def agent(name: str, args: dict[str, Any], sid: str, **options: Any) -> Any:
+    model = ToolCallingFake(messages=iter([
+        AIMessage(content="", tool_calls=[{"id": "call-1", "name": name, "args": args}]),
+        AIMessage(content="done"),
+    ]))
+    return create_agent(model, tools=TOOLS, middleware=[
+        InterlockMiddleware(policy=Policy("langchain", session_id=sid))], **options)
+
+
+def tool_message(result: dict[str, Any]) -> ToolMessage:
+    (message,) = [m for m in result["messages"] if isinstance(m, ToolMessage)]
+    return message
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    RAN.clear()
+
+
+def test_a_blocked_call_never_runs_and_the_model_reads_the_reason(project):
+    sid = session()
+    result = agent("delete_file", {"path": "a.txt"}, sid).invoke(
+        {"messages": [{"role": "user", "content": "delete a.txt"}]})
+    assert RAN == []
+    message = tool_message(result)
+    assert message.status == "error"
+    error = json.loads(message.content)
+    assert (error["error"], error["reason"], error["hook"]) == (
+        "tool call blocked", "deleting files is not allowed", "project:policy")
+    assert ("before_tool_call", "block", "delete_file", "project:policy") in audit(sid)
+
+
+async def test_a_modifier_changes_the_args_on_the_async_path(project):
+    await agent("shout", {"text": "hello"}, session()).ainvoke(
+        {"messages": [{"role": "user", "content": "shout"}]})
+    assert RAN == [("shout", {"text": "HELLO"})]
+
+
+def test_after_tool_call_rewrites_the_result(project):
+    result = agent("read_secret", {}, session()).invoke(
+        {"messages": [{"role": "user", "content": "read it"}]})
+    content = tool_message(result).content
+    assert RAN == [("read_secret", {})]
+    assert "abc123" not in content
+    assert "[redacted by policy]" in content
+
+
+def test_context_reaches_the_model_beside_the_result(project):
+    result = agent("weather", {"city": "Oslo"}, session()).invoke(
+        {"messages": [{"role": "user", "content": "weather?"}]})
+    content = tool_message(result).content
+    assert content.startswith("weather ran with")
+    assert '<hook-context hook="project:policy">' in content
+
+
+def test_ask_pauses_the_graph_and_a_person_answers(project):
+    config = {"configurable": {"thread_id": "t1"}}
+    a = agent("deploy", {"env": "prod"}, session(), checkpointer=InMemorySaver())
+    paused = a.invoke({"messages": [{"role": "user", "content": "deploy"}]}, config)
+    (interrupt,) = paused["__interrupt__"]
+    assert interrupt.value["reason"] == "deploys need a person"
+    assert interrupt.value["tool_name"] == "deploy"
+    assert RAN == []
+    a.invoke(Command(resume=True), config)
+    assert RAN == [("deploy", {"env": "prod"})]
+
+
+def test_a_refusal_is_returned_to_the_model(project):
+    config = {"configurable": {"thread_id": "t2"}}
+    a = agent("deploy", {"env": "prod"}, session(), checkpointer=InMemorySaver())
+    a.invoke({"messages": [{"role": "user", "content": "deploy"}]}, config)
+    done = a.invoke(Command(resume={"approved": False, "reason": "not on a Friday"}), config)
+    assert RAN == []
+    assert json.loads(tool_message(done).content)["reason"] == "not on a Friday"
+
+
+def test_a_crashing_fail_closed_hook_blocks_the_call(project):
+    sid = session()
+    result = agent("explode", {}, sid).invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert RAN == []
+    assert json.loads(tool_message(result).content)["error"] == "tool call blocked"
+    assert any(e == "before_tool_call" and v == "block" and s == "explode"
+               for e, v, s, _ in audit(sid))
+
+
+def test_stop_ends_the_run(project):
+    engine_policy = Policy("langchain", session_id=session())
+    engine_policy.engine.on("before_llm_call", lambda e: stop("enough"))
+    model = ToolCallingFake(messages=iter([AIMessage(content="hi")]))
+    a = create_agent(model, tools=TOOLS, middleware=[InterlockMiddleware(policy=engine_policy)])
+    with pytest.raises(PolicyStopped, match="enough"):
+        a.invoke({"messages": [{"role": "user", "content": "hi"}]})

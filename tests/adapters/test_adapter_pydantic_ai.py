@@ -1,0 +1,121 @@
+"""pydantic-ai's own agent loop, driven by its FunctionModel, under the project's policy."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from adapter_project import audit, session
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from interlock.adapters import Policy
+from interlock.adapters.pydantic_ai import Interlock
+
+RAN: list[tuple[str, dict[str, Any]]] = []
+
+
+def calls(tool: str, args: dict[str, Any]) -> FunctionModel:
+    """A model that calls ``tool`` once, then answers with what the tool returned."""
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        returned = [p for m in messages for p in getattr(m, "parts", [])
+                    if isinstance(p, ToolReturnPart)]
+        if returned:
+            return ModelResponse(parts=[TextPart(returned[-1].model_response_str())])
+        return ModelResponse(parts=[ToolCallPart(tool, args, tool_call_id="call-1")])
+
+    return FunctionModel(model)
+
+
+def agent(tool: str, args: dict[str, Any], sid: str) -> Agent[None, Any]:
+    a: Agent[None, Any] = Agent(calls(tool, args), output_type=[str, DeferredToolRequests],
+                                capabilities=[Interlock(policy=Policy("pydantic-ai",
+                                                                      session_id=sid))])
+
+    def make(name: str) -> None:
+        def tool_fn(**kwargs: Any) -> str:
+            RAN.append((name, kwargs))
+            return "token=abc123" if name == "read_secret" else f"{name} ran with {kwargs}"
+
+        tool_fn.__name__ = name
+        a.tool_plain(name=name)(tool_fn)
+
+    for name in ("delete_file", "shout", "weather", "deploy", "explode", "read_secret"):
+        make(name)
+    return a
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    RAN.clear()
+
+
+async def test_a_blocked_call_never_runs_and_the_model_reads_the_reason(project):
+    sid = session()
+    out = (await agent("delete_file", {"path": "a.txt"}, sid).run("delete a.txt")).output
+    assert RAN == []
+    error = json.loads(out)
+    assert error["error"] == "tool call blocked"
+    assert error["reason"] == "deleting files is not allowed"
+    assert error["hint"] == "move it to archive/ instead"
+    assert error["hook"] == "project:policy"
+    rows = audit(sid)
+    assert ("before_tool_call", "block", "delete_file", "project:policy") in rows
+
+
+async def test_a_modifier_changes_the_args_the_tool_runs_with(project):
+    await agent("shout", {"text": "hello"}, session()).run("shout hello")
+    assert RAN == [("shout", {"text": "HELLO"})]
+
+
+async def test_after_tool_call_rewrites_the_result_the_model_reads(project):
+    out = (await agent("read_secret", {}, session()).run("read it")).output
+    assert RAN == [("read_secret", {})]
+    assert "abc123" not in out
+    assert "[redacted by policy]" in out
+
+
+async def test_context_reaches_the_model_beside_the_result(project):
+    out = (await agent("weather", {"city": "Oslo"}, session()).run("weather?")).output
+    assert "weather ran with" in out
+    assert '<hook-context hook="project:policy">' in out
+    assert "Celsius" in out
+
+
+async def test_ask_defers_to_a_person_and_runs_once_approved(project):
+    a = agent("deploy", {"env": "prod"}, session())
+    first = await a.run("deploy prod")
+    assert isinstance(first.output, DeferredToolRequests)
+    (pending,) = first.output.approvals
+    assert pending.tool_name == "deploy"
+    assert first.output.metadata[pending.tool_call_id]["reason"] == "deploys need a person"
+    assert RAN == []
+    second = await a.run(message_history=first.all_messages(),
+                        deferred_tool_results=DeferredToolResults(
+                            approvals={pending.tool_call_id: True}))
+    assert RAN == [("deploy", {"env": "prod"})]
+    assert "deploy ran with" in second.output
+
+
+async def test_a_crashing_fail_closed_hook_blocks_the_call(project):
+    sid = session()
+    out = (await agent("explode", {}, sid).run("go")).output
+    assert RAN == []
+    error = json.loads(out)
+    assert error["error"] == "tool call blocked"
+    assert error["hook"] == "project:policy"
+    rows = audit(sid)
+    assert any(e == "before_tool_call" and v == "block" and s == "explode"
+               for e, v, s, _ in rows)
