@@ -21,7 +21,7 @@ import pytest
 
 from _wheels import extension_wheel
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from interlock.config.paths import state_dir
+from interlock.store.paths import state_dir
 
 MODULE = textwrap.dedent('''
     from interlock import block

@@ -23,11 +23,10 @@ from interlock.agent.loop import Gate, RunStopped
 from interlock.agent.options import PermissionPrompt
 from interlock.agent.permissions import Action, PermissionPolicy
 from interlock.agent.tools import ToolContext, ToolError, call_handler
-from interlock.config.model import PermissionRule
 from interlock.engine.decisions import Verdict
 from interlock.engine.redact import redact, redact_data
 from interlock.models.openai import MALFORMED
-from interlock.models.tooling import ModelResponse, ToolCall, ToolSpec
+from interlock.models.tooling import ModelResponse, PermissionRule, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent

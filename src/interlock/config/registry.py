@@ -42,7 +42,6 @@ from interlock.config.drift import checked
 from interlock.config.imports import import_problem, pin_imports
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
-from interlock.config.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 from interlock.config.pins import hook_files
 from interlock.config.refs import digest, digest_and_pins, resolve_command, unmet_requirements
 from interlock.config.revision import (
@@ -72,6 +71,7 @@ from interlock.engine.hooks import Executor, Hook, OnError, Source
 from interlock.engine.sinks import Sink
 from interlock.reliability import BreakerBook, BreakerKey, harden
 from interlock.reliability.metrics import Metrics
+from interlock.store.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 
 if TYPE_CHECKING:
     from interlock.reliability.sinks import Attached

@@ -31,6 +31,7 @@ from interlock.engine.contract import (
 )
 from interlock.engine.decisions import ENDING, Decision, Verdict
 from interlock.engine.errors import HOOK_ERRORS, ContractError, FailureMode, HookFailure
+from interlock.engine.events import EVENT_TYPES, Event
 from interlock.engine.hooks import Hook, HookFn, HookOptions, Matcher, Mode, OnError
 from interlock.engine.invoke import (
     Answer,
@@ -49,7 +50,6 @@ from interlock.engine.outcome import _NO_CHANGES, NoHooks, Outcome, RawResult, S
 from interlock.engine.plan import STOP_EVENTS, HookSet, Plan
 from interlock.engine.settled import Settled
 from interlock.engine.sinks import FailureRecord, Sink, invocation_digest
-from interlock.events import EVENT_TYPES, Event
 
 log = logging.getLogger("interlock")
 

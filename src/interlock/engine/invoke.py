@@ -26,9 +26,9 @@ from interlock.engine.errors import (
     HookFailure,
     HookTimeout,
 )
+from interlock.engine.events import Event
 from interlock.engine.hooks import Hook, Invocation, Mode
 from interlock.engine.loop_thread import Resume
-from interlock.events import Event
 
 Answer = tuple[Decision | None, HookFailure | None]
 

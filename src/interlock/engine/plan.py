@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 from interlock.engine.catalog import EventSpec, Kind
 from interlock.engine.contract import container_fields
+from interlock.engine.events import EVENT_TYPES, Event
 from interlock.engine.hooks import Hook, Mode
-from interlock.events import EVENT_TYPES, Event
 
 STOP_EVENTS = frozenset({"before_stop", "subagent_stop"})
 

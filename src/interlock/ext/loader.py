@@ -59,7 +59,6 @@ from importlib.metadata import EntryPoint, distribution, entry_points
 from pathlib import Path
 from typing import Any
 
-from interlock.config.paths import state_dir
 from interlock.engine.dispatch import Engine, Handle
 from interlock.engine.errors import ConfigError, FailureMode, HookFailure, RegistrationError
 from interlock.engine.hooks import Hook, Invocation, OnError, Source
@@ -94,6 +93,7 @@ from interlock.ext.pins import (
 from interlock.ext.ui import UIState
 from interlock.models.tooling import CommandSpec, ModelProvider, ProviderFactory, ToolSpec
 from interlock.policies._common import interlock_home
+from interlock.store.paths import state_dir
 
 __all__ = [
     "ENTRY_POINT_GROUP",

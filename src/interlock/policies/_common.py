@@ -11,8 +11,8 @@ REPLAY_ENV = "INTERLOCK_REPLAY"
 
 
 def interlock_home() -> Path:
-    """The user folder: :func:`interlock.config.paths.user_dir` (one definition for everyone)."""
-    from interlock.config.paths import user_dir
+    """The user folder: :func:`interlock.store.paths.user_dir` (one definition for everyone)."""
+    from interlock.store.paths import user_dir
 
     return user_dir()
 
