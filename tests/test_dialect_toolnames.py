@@ -12,7 +12,7 @@ from fixtures.helpers import invocation
 from interlock import Engine, Verdict, block
 from interlock.executors._process import Completed
 from interlock.executors.dialects import DIALECTS
-from interlock.executors.dialects.toolnames import args_to_host, args_to_ours, to_ours
+from interlock.executors.toolnames import args_to_host, args_to_ours, to_ours
 from interlock.hosts.bridge._events import build_event
 
 # The names each agent's current source uses, and Interlock's name for each.

@@ -30,7 +30,7 @@ from interlock.config.model import MAX_TIMEOUT
 from interlock.config.parse import split_front_matter
 from interlock.engine.catalog import BY_NAME, from_alias
 from interlock.engine.errors import ConfigError
-from interlock.executors.dialects.toolnames import HOST_TOOLS
+from interlock.executors.toolnames import HOST_TOOLS
 
 SYSTEMS = ("claude", "codex", "gemini", "hermes", "moltis")
 _EXACT_LIST = re.compile(r"^[A-Za-z0-9_\- ,|]+$")

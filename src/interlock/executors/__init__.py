@@ -4,10 +4,31 @@ lines), ``http`` and ``prompt``.
 
 Each satisfies ``interlock.engine.hooks.Executor``: an async callable taking an
 ``Invocation`` and returning a decision, ``None``, or raising ``HookFailure``.
+
+Names load on first use (PEP 562): the bridges read ``executors.toolnames`` on
+every hook call and must not pay for asyncio and the process executors.
 """
 
-from interlock.executors._process import Completed
-from interlock.executors.command import CommandExecutor
-from interlock.executors.worker import WorkerExecutor
+_TYPE_CHECKING = False
+if _TYPE_CHECKING:
+    from interlock.executors._process import Completed
+    from interlock.executors.command import CommandExecutor
+    from interlock.executors.worker import WorkerExecutor
+
+_LAZY = {"Completed": "interlock.executors._process",
+         "CommandExecutor": "interlock.executors.command",
+         "WorkerExecutor": "interlock.executors.worker"}
+
+
+def __getattr__(name: str) -> object:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'interlock.executors' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = ["CommandExecutor", "Completed", "WorkerExecutor"]

@@ -14,7 +14,7 @@ from interlock.engine.decisions import RANK, Decision, Verdict, context, modify
 from interlock.engine.errors import ContractError
 from interlock.engine.strictjson import AmbiguousJSON
 from interlock.engine.strictjson import loads as strict_loads
-from interlock.executors.dialects.toolnames import (
+from interlock.executors.toolnames import (
     args_to_host,
     args_to_ours,
     host_names,
@@ -47,15 +47,15 @@ class BaseDialect:
 
     @property
     def tools(self) -> dict[str, str]:
-        """Interlock built-in tool name -> the host's name for it (dialects.toolnames)."""
+        """Interlock built-in tool name -> the host's name for it (executors.toolnames)."""
         return host_names(self.system)
 
     def tool_name(self, tool: str) -> str:
-        """The host's name for one of Interlock's tools (interlock.executors.dialects.toolnames)."""
+        """The host's name for one of Interlock's tools (interlock.executors.toolnames)."""
         return to_host(self.system, tool)
 
     def tool_from_host(self, tool: str) -> str:
-        """Interlock's name for a host tool name (interlock.executors.dialects.toolnames)."""
+        """Interlock's name for a host tool name (interlock.executors.toolnames)."""
         return to_ours(self.system, tool)
 
     def host_args(self, invocation: Invocation) -> dict[str, Any]:

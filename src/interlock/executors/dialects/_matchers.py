@@ -3,7 +3,7 @@
 A hook copied from Claude settings keeps ``matcher = "Bash"`` with ``dialect =
 "claude"``; the events it sees name the tool ``terminal``. :func:`for_dialect`
 widens such a matcher with Interlock's name of every tool the host's names it
-matches, from the one table in :mod:`interlock.executors.dialects.toolnames`. :func:`check`
+matches, from the one table in :mod:`interlock.executors.toolnames`. :func:`check`
 refuses a plain name list that no tool can match when a known name is close
 (``Bash`` without a dialect, ``termnal``), so a matcher never silently matches
 nothing.
@@ -16,7 +16,7 @@ import re
 from typing import Any
 
 from interlock.engine.hooks import compile_matcher
-from interlock.executors.dialects.toolnames import HOST_TOOLS, OURS, aliases
+from interlock.executors.toolnames import HOST_TOOLS, OURS, aliases
 
 BUILTIN = frozenset({"terminal", "read_file", "write_file", "edit_file", "list_dir", "grep",
                      "todo", "delegate"})

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from interlock.executors.dialects.toolnames import to_ours
+from interlock.executors.toolnames import to_ours
 
 # typing and dataclasses are not imported at run time: together they cost the
 # bridge ~10 ms at start-up (dataclasses pulls in inspect and ast).

@@ -7,7 +7,7 @@ reference, code.claude.com/docs/en/hooks).
 
 from __future__ import annotations
 
-from interlock.executors.dialects.toolnames import to_suggestions, to_updates
+from interlock.executors.toolnames import to_suggestions, to_updates
 from interlock.hosts.bridge._common import (
     Reply,
     Result,
@@ -66,7 +66,7 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
     if "tool_name" in p:
         out["tool_name"] = tool_name(system, p["tool_name"])
         if system == "gemini" and "mcp_context" in p:  # mcp_<server>_<tool> is ambiguous
-            from interlock.executors.dialects.toolnames import gemini_mcp_name
+            from interlock.executors.toolnames import gemini_mcp_name
 
             out["tool_name"] = gemini_mcp_name(out["tool_name"], p["mcp_context"])
         out["args"] = as_args(p.get("tool_input"))
