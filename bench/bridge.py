@@ -9,7 +9,7 @@ this build has no registry, a stand-in that builds the same 3-hook engine is
 injected via ``sitecustomize``, and the figure says so). ``python -c pass``
 is the floor no Python bridge can beat.
 
-Target (DESIGN.md): median <= 30 ms with the server.
+Target: median <= 30 ms with the server.
 Run: ``python bench/bridge.py``.
 """
 

@@ -1,4 +1,4 @@
-"""Issue 7, must show: an extension that registers a tool, a command, a bus
+"""An extension that registers a tool, a command, a bus
 listener (and a hook and a model provider) is installed from a local folder and
 from a wheel, used in a scripted `interlock run`, then removed.
 

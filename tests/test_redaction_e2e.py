@@ -1,4 +1,4 @@
-"""Issue 7, must show: in an end-to-end scripted run, planted secrets of at
+"""In an end-to-end scripted run, planted secrets of at
 least 10 formats never reach the model, the transcript or the logs.
 
 The run goes through the reference agent as `interlock run` builds it: the

@@ -186,7 +186,7 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str],
                                   args=args, error=error, attempt=attempt)
         contexts.append(failed.context(cap))
         if failed.verdict is Verdict.RETRY and attempt <= agent.options.tool_retry_cap:
-            attempt += 1  # back through before_tool_call and permissions (rule 8)
+            attempt += 1  # back through before_tool_call and permissions (docs/agent.md)
             continue
         return "error", {"error": failed.payload.error}, args
 

@@ -246,9 +246,6 @@ class Hook:
             self.mode = Mode.BLOCKING
         else:
             self.mode = Mode.SYNC
-        if self.modifies and self.shadow:
-            # A shadow modifier's changes are never applied; it still runs.
-            pass
         if self.modifies and not any(BY_NAME[e].mutable for e in self.events):
             raise RegistrationError(
                 f"hook {self.name!r} is declared modifies=True but none of its events "
