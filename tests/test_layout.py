@@ -68,3 +68,29 @@ def test_the_installed_bridge_line_runs_this_version(tmp_path: Path) -> None:
     guarded = subprocess.run(argv, input=payload("rm x"), capture_output=True, text=True, env=env,
                              timeout=60)
     assert (guarded.returncode, guarded.stdout) == (2, ran.stdout), guarded.stderr
+
+
+def test_folders_found_from_a_module_s_own_file_exist(monkeypatch) -> None:
+    """Modules that find package folders from ``__file__`` moved with the layout."""
+    from interlock.config.paths import bundled_dir
+
+    monkeypatch.delenv("INTERLOCK_BUNDLED", raising=False)
+    assert bundled_dir() == PACKAGE / "bundled"
+    assert (bundled_dir() / "secret_redaction").is_dir()
+
+
+def test_a_crash_site_skips_every_frame_inside_the_package() -> None:
+    """A crash is reported at the deepest frame outside Interlock, wherever in
+    the package (not only engine/) the exception was raised."""
+    from interlock.engine.errors import ConfigError
+    from interlock.engine.invoke import crash_site
+    from interlock.store import backend_for
+
+    try:
+        backend_for("mysql://db/x")  # raises inside interlock/store/
+    except ConfigError as exc:
+        where = crash_site(exc)
+    else:
+        raise AssertionError("backend_for accepted an unknown scheme")
+    assert where is not None
+    assert where.startswith(f"{__file__}:")

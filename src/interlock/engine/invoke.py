@@ -176,7 +176,8 @@ def crash_site(exc: BaseException, hook_file: str | None = None) -> str | None:
     import sysconfig
     import traceback
 
-    skip = (__file__.rpartition("/")[0] + "/", sysconfig.get_paths()["stdlib"], "<")
+    package = __file__.rpartition("/")[0].rpartition("/")[0] + "/"  # src/interlock/
+    skip = (package, sysconfig.get_paths()["stdlib"], "<")
     for frame in reversed(traceback.extract_tb(exc.__traceback__)):
         if frame.filename == hook_file if hook_file else \
                 not frame.filename.startswith(skip):

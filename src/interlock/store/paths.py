@@ -45,7 +45,7 @@ def state_dir(home: Path | None = None) -> Path:
 
 def bundled_dir() -> Path:
     env = os.environ.get("INTERLOCK_BUNDLED")
-    return Path(env).expanduser() if env else Path(__file__).parent / "bundled"
+    return Path(env).expanduser() if env else Path(__file__).parent.parent / "bundled"
 
 
 def project_dir(project_root: Path) -> Path:
