@@ -4,7 +4,7 @@ The same scripted run (turns of 5 concurrent calls to an in-process no-op
 tool) goes through the agent twice: with hooks off (an engine with no hooks)
 and with 10 in-process policy hooks (8 on before_tool_call, one of them a
 modifier, and 2 on after_tool_call). The difference, per tool call, is what
-the hooks cost the loop. Target (issue 4): at most 1 ms added per tool call.
+the hooks cost the loop. Target: at most 1 ms added per tool call.
 
 Run: ``python bench/agent_loop.py``.
 """

@@ -7,7 +7,7 @@ executors (``CommandExecutor``, ``WorkerExecutor``) from an asyncio loop,
 and for the worker also through ``Engine.emit_sync``. Run:
 ``python bench/command_hooks.py`` (no extra dependencies).
 
-Target (DESIGN.md): the worker is >= 20x faster than the spawn-per-call
+Target: the worker is >= 20x faster than the spawn-per-call
 Python script, with p50 <= 1 ms per call.
 """
 

@@ -16,7 +16,7 @@ from agent_helpers import (
     tool_messages,
 )
 from interlock import Engine
-from interlock.config.paths import managed_dir, state_dir
+from interlock.store.paths import managed_dir, state_dir
 
 
 async def _results(tmp_path: Path, *calls: dict, **options: object) -> list[dict]:

@@ -14,9 +14,9 @@ from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
 from interlock import ConfigError, block
 from interlock.agent.permissions import PermissionPolicy, rule
 from interlock.config.model import PermissionRule
-from interlock.config.paths import protected_paths, state_dir, user_dir
 from interlock.hosts.assembly import open_host
 from interlock.hosts.terminal.runner import parse_rules
+from interlock.store.paths import protected_paths, state_dir, user_dir
 
 
 def _config(root, text):
@@ -125,7 +125,7 @@ def test_the_agent_protects_the_paths_the_engine_names_and_its_own_package(tmp_p
     import interlock
     from interlock import Engine
     from interlock.agent import Agent, AgentOptions
-    from interlock.config.paths import managed_dir
+    from interlock.store.paths import managed_dir
     from interlock.testing import ScriptedModel
 
     engine = Engine()

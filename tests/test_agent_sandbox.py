@@ -20,8 +20,8 @@ from agent_helpers import (
 from interlock import Engine
 from interlock.agent import Agent, AgentOptions
 from interlock.agent.sandbox import status
-from interlock.config.paths import managed_dir, state_dir
 from interlock.engine.errors import ConfigError
+from interlock.store.paths import managed_dir, state_dir
 from interlock.testing import ScriptedModel
 
 needs_bwrap = pytest.mark.skipif(not status().available,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from interlock.config.paths import bundled_dir
+from interlock.store.paths import bundled_dir
 
 
 def test_the_package_bundled_folder_holds_the_bundled_hooks(

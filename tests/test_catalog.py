@@ -17,7 +17,7 @@ from interlock.events import EVENT_TYPES, BeforeToolCall, make, schema
 
 ROOT = Path(__file__).resolve().parents[1]
 
-DESIGN_EVENTS = """session_start session_end session_reset session_finalize
+EXPECTED_EVENTS = """session_start session_end session_reset session_finalize
 before_agent_start agent_end user_input turn_start turn_end before_stop before_llm_call
 after_llm_call llm_error before_tool_call after_tool_call tool_error tool_result_persist
 permission_request permission_denied before_compaction after_compaction subagent_start
@@ -32,7 +32,7 @@ OBSERVE = {"session_end", "session_reset", "session_finalize", "agent_end", "tur
 
 def test_every_design_event_is_in_the_table_once():
     names = [s.name for s in SPECS]
-    assert sorted(names) == sorted(DESIGN_EVENTS)
+    assert sorted(names) == sorted(EXPECTED_EVENTS)
     assert len(names) == len(set(names)) == 36
 
 
@@ -65,7 +65,7 @@ def test_payloads_are_immutable_and_typed():
 
 
 def test_every_event_has_a_json_schema_and_a_class():
-    for name in DESIGN_EVENTS:
+    for name in EXPECTED_EVENTS:
         sch = schema(name)
         assert "$defs" in sch or "properties" in sch
         assert EVENT_TYPES[name].name == name

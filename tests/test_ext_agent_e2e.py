@@ -1,4 +1,4 @@
-"""Issue 7, must show: an extension that registers a tool, a command, a bus
+"""An extension that registers a tool, a command, a bus
 listener (and a hook and a model provider) is installed from a local folder and
 from a wheel, used in a scripted `interlock run`, then removed.
 
@@ -21,7 +21,7 @@ import pytest
 
 from _wheels import extension_wheel
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from interlock.config.paths import state_dir
+from interlock.store.paths import state_dir
 
 MODULE = textwrap.dedent('''
     from interlock import block

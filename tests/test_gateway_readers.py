@@ -17,12 +17,12 @@ import pytest
 from agent_helpers import isolated_home
 from interlock import Engine
 from interlock.agent.permissions import PermissionRule, rule
-from interlock.config.paths import state_dir
 from interlock.hosts.server.app import create_app
 from interlock.hosts.server.auth import Role, TokenStore
 from interlock.hosts.server.gateway import Gateway
 from interlock.hosts.server.listen import Serving
 from interlock.models.tooling import ModelRequest, ModelResponse, ToolCall
+from interlock.store.paths import state_dir
 from interlock.testing import ScriptedModel
 
 __all__ = ["isolated_home"]

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from interlock.config.paths import user_dir
 from interlock.events import make
 from interlock.ext.install import Installer
 from interlock.hosts.assembly import RESERVED_COMMANDS, RESERVED_TOOLS, Host, Project
+from interlock.store.paths import user_dir
 
 
 def _decide(host: Host, command: str) -> tuple[str, str]:

@@ -74,7 +74,7 @@ def test_the_installed_bridge_line_runs_this_version(tmp_path: Path) -> None:
 
 def test_folders_found_from_a_module_s_own_file_exist(monkeypatch) -> None:
     """Modules that find package folders from ``__file__`` moved with the layout."""
-    from interlock.config.paths import bundled_dir
+    from interlock.store.paths import bundled_dir
 
     monkeypatch.delenv("INTERLOCK_BUNDLED", raising=False)
     assert bundled_dir() == PACKAGE / "bundled"

@@ -66,7 +66,7 @@ def test_stop_before_block_wins(engine):
 
 
 def test_later_hook_can_still_block_after_approve(engine):
-    # more hooks means more coverage, never more bypass (rule 3)
+    # more hooks means more coverage, never more bypass (docs/engine.md, Phases)
     engine.on("before_tool_call", lambda ev: approve("fine"), name="a", priority=-5)
     engine.on("before_tool_call", lambda ev: block("not fine"), name="b")
     out = tool(engine)

@@ -1,4 +1,4 @@
-"""Issue 7, must show: in an end-to-end scripted run, planted secrets of at
+"""In an end-to-end scripted run, planted secrets of at
 least 10 formats never reach the model, the transcript or the logs.
 
 The run goes through the reference agent as `interlock run` builds it: the
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from interlock.config.paths import user_dir
 from interlock.hosts.terminal.runner import RunSpec, _print_step, build_agent
+from interlock.store.paths import user_dir
 from test_redaction_hook import SECRETS, _leaks, _texts
 
 ENABLE = textwrap.dedent("""\

@@ -161,8 +161,8 @@ def test_bad_store_urls_are_clear(tmp_path):
 
 
 def test_default_location_is_the_one_state_dir(tmp_path, monkeypatch):
-    from interlock.config.paths import state_dir as interlock_state_dir
     from interlock.store import default_url, state_dir
+    from interlock.store.paths import state_dir as interlock_state_dir
 
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
     monkeypatch.delenv("INTERLOCK_STORE", raising=False)

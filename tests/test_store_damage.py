@@ -186,7 +186,7 @@ def test_a_moved_store_and_its_ledger_are_protected(tmp_path: Path,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent's tools may not delete a store moved out of the state dir, nor the
     ledger that makes its deletion noticed."""
-    from interlock.config.paths import protected_paths, secret_paths
+    from interlock.store.paths import protected_paths, secret_paths
 
     db = tmp_path / "evidence" / "audit.db"
     monkeypatch.setenv("INTERLOCK_STORE", str(db))

@@ -148,9 +148,9 @@ async def test_the_main_agent_has_grep(tmp_path: Path, monkeypatch) -> None:
 
 async def test_the_agent_cannot_write_the_server_token_store(tmp_path: Path,
                                                               monkeypatch) -> None:
-    from interlock.config.paths import protected_paths
     from interlock.hosts.server.auth import TOKENS_FILE
     from interlock.hosts.server.paths import state_dir
+    from interlock.store.paths import protected_paths
 
     monkeypatch.setenv("INTERLOCK_HOME", str(tmp_path / "home"))
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
@@ -206,7 +206,7 @@ async def test_a_store_moved_out_of_the_state_dir_is_protected_too(tmp_path: Pat
     finally:
         engine.close()
     monkeypatch.setenv("INTERLOCK_STORE", "postgresql://u@db/x")
-    from interlock.config.paths import protected_paths
+    from interlock.store.paths import protected_paths
 
     assert not any("postgresql" in str(p) for p in protected_paths(tmp_path))
 

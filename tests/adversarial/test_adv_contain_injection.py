@@ -20,7 +20,7 @@ from agent_helpers import call, isolated_home
 from interlock import Engine
 from interlock.agent import Agent, AgentOptions, SessionStore
 from interlock.agent.sandbox import status
-from interlock.config.paths import managed_dir, state_dir, user_dir
+from interlock.store.paths import managed_dir, state_dir, user_dir
 from interlock.testing import ScriptedModel
 
 __all__ = ["isolated_home"]

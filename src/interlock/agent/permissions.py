@@ -1,6 +1,6 @@
 """Declarative permission rules: the policy of non-interactive runs.
 
-There is one rule type, :class:`interlock.config.model.PermissionRule`: the
+There is one rule type, :class:`interlock.models.tooling.PermissionRule`: the
 one ``[[permissions]]`` in a config file becomes, the one ``--allow``/``--deny``
 flags and hooks' ``permission_updates`` produce. A rule names a tool (a glob on
 the tool name, so ``mcp__github__*`` works) and a glob on the call's subject
@@ -28,8 +28,8 @@ from typing import Any
 
 import msgspec
 
-from interlock.config.model import PermissionRule
 from interlock.engine.errors import ConfigError
+from interlock.models.tooling import PermissionRule
 from interlock.shell.split import CommandLine, split
 
 __all__ = ["Action", "PermissionPolicy", "PermissionRule", "rule", "rule_from_dict",

@@ -3,7 +3,7 @@
 ``.interlock/`` of the project, the user, managed and state dirs, the stores
 and every file pinned by an approval hold the policy that guards the agent
 (docs/agent.md, Protected paths). The folders are
-:func:`interlock.config.paths.protected_paths`, the same list the registry and the
+:func:`interlock.store.paths.protected_paths`, the same list the registry and the
 CLI use, so the agent cannot drift from where policy actually lives. The file
 tools may not write there (nor read the state dir's secrets), and a terminal
 command that names such a path is refused, whatever the hooks say. That scan
@@ -20,7 +20,7 @@ import sys
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from interlock.config.paths import protected_paths, secret_paths
+from interlock.store.paths import protected_paths, secret_paths
 
 _SPLIT = re.compile(r"[=:,]")
 _REDIRECT = re.compile(r"^(?:\d*>>?|<|&>|\d*>&)")

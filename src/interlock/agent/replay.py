@@ -103,7 +103,7 @@ def replay(engine: Engine, records: Iterable[tuple[int, dict[str, Any]]], *,
             report.skipped_observe += 1
             continue
         event = make(name, record["payload"], source=f"{source}:{lineno}")
-        with replay_mode():  # hooks see Invocation.replay / interlock.is_replay()
+        with replay_mode():  # hooks see Invocation.replay / engine.invoke.is_replay()
             outcome = engine.emit_sync(event)
         now = outcome.to_record(event)
         old = record.get("outcome") or {}

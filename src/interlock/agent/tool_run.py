@@ -23,11 +23,10 @@ from interlock.agent.loop import Gate, RunStopped
 from interlock.agent.options import PermissionPrompt
 from interlock.agent.permissions import Action, PermissionPolicy
 from interlock.agent.tools import ToolContext, ToolError, call_handler
-from interlock.config.model import PermissionRule
 from interlock.engine.decisions import Verdict
 from interlock.engine.redact import redact, redact_data
 from interlock.models.openai import MALFORMED
-from interlock.models.tooling import ModelResponse, ToolCall, ToolSpec
+from interlock.models.tooling import ModelResponse, PermissionRule, ToolCall, ToolSpec
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent
@@ -187,7 +186,7 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str],
                                   args=args, error=error, attempt=attempt)
         contexts.append(failed.context(cap))
         if failed.verdict is Verdict.RETRY and attempt <= agent.options.tool_retry_cap:
-            attempt += 1  # back through before_tool_call and permissions (rule 8)
+            attempt += 1  # back through before_tool_call and permissions (docs/agent.md)
             continue
         return "error", {"error": failed.payload.error}, args
 

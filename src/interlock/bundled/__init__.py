@@ -7,7 +7,7 @@ is its documentation) and a ``handler.py`` defining ``handle(event)`` and,
 optionally, ``configure(options)``. The policy logic itself lives in
 :mod:`interlock.policies`, so it is testable without any loader.
 
-The registry (issue 3) discovers these folders like any other hook folder;
+The registry (docs/configuration.md) discovers these folders like any other hook folder;
 :func:`manifests` and :func:`load_handler` are the small helpers it and the
 tests share.
 """

@@ -9,10 +9,11 @@ line, the field and the fix.
 from __future__ import annotations
 
 import enum
-import fnmatch
 from typing import Any, Literal
 
 import msgspec
+
+from interlock.models.tooling import PermissionRule as PermissionRule
 
 MAX_TIMEOUT = 600.0
 DEFAULT_TIMEOUT = 60.0
@@ -140,35 +141,6 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
             self, events=self.event_list, kind=self.effective_kind))
         data.pop("enabled", None)  # turning a hook on or off is not an edit of it
         return dict(sorted(data.items()))
-
-
-class PermissionRule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A declarative permission rule: the policy of non-interactive runs."""
-
-    tool: str
-    """Tool name, or a glob such as ``mcp__github__*``."""
-    action: Literal["allow", "ask", "deny"]
-    pattern: str = "*"
-    """A glob on the call's main argument (a terminal command, a path). On a
-    command line it is tried on each simple command
-    (:class:`interlock.agent.permissions.PermissionPolicy`)."""
-    source: str = ""
-    """Where it was declared (filled in by the loader)."""
-
-    @property
-    def any_argument(self) -> bool:
-        """True when the pattern matches every argument, even one that cannot be read."""
-        return self.pattern in ("", "*")
-
-    def matches_tool(self, tool_name: str) -> bool:
-        return fnmatch.fnmatchcase(tool_name, self.tool)
-
-    def matches(self, tool_name: str, argument: str | None = None) -> bool:
-        if not self.matches_tool(tool_name):
-            return False
-        if self.any_argument:
-            return True
-        return argument is not None and fnmatch.fnmatchcase(argument, self.pattern)
 
 
 class ConfigDoc(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -30,19 +30,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interlock.config.activate import hook_for
 from interlock.config.build import (
-    guarded_events,
-    load_handler,
-    make_executor,
-    make_hook,
-    policy_for,
     refusal_hook,
 )
-from interlock.config.drift import checked
-from interlock.config.imports import import_problem, pin_imports
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
-from interlock.config.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 from interlock.config.pins import hook_files
 from interlock.config.refs import digest, digest_and_pins, resolve_command, unmet_requirements
 from interlock.config.revision import (
@@ -68,10 +61,11 @@ from interlock.engine.catalog import SPECS, FailClosed, Kind
 from interlock.engine.decisions import Verdict
 from interlock.engine.dispatch import Engine
 from interlock.engine.errors import ConfigError, FailureMode, RegistrationError
-from interlock.engine.hooks import Executor, Hook, OnError, Source
+from interlock.engine.hooks import Executor, Hook, Source
 from interlock.engine.sinks import Sink
-from interlock.reliability import BreakerBook, BreakerKey, harden
+from interlock.reliability import BreakerBook, BreakerKey
 from interlock.reliability.metrics import Metrics
+from interlock.store.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 
 if TYPE_CHECKING:
     from interlock.reliability.sinks import Attached
@@ -245,7 +239,7 @@ class Registry:
         reuse = previous.executors() if previous is not None else {}
         hooks: list[Hook] = []
         for e in entries:
-            e.hook = self._hook_for(e, reuse)
+            e.hook = hook_for(self, e, reuse)
             if e.hook is not None:
                 hooks.append(e.hook)
         guards = {e.qualified_name: guard_record(e) for e in entries
@@ -269,63 +263,6 @@ class Registry:
             return self._build(operator=operator, previous=previous)
         except RegistrationError as exc:
             raise ConfigError(str(exc), fix="see docs/configuration.md") from None
-
-    def _hook_for(self, e: HookEntry, reuse: dict[tuple[str, str], Executor]) -> Hook | None:
-        d = e.definition
-        if not e.enabled:
-            e.state = "disabled"
-            return None
-        if e.shadowed_by is not None:
-            e.state = f"shadowed by {e.shadowed_by}"
-            return None
-        problem: tuple[FailureMode, str] | None = None
-        if not e.eligible:
-            problem = (FailureMode.INELIGIBLE,
-                       f"hook {e.qualified_name} is not eligible here ({e.why})")
-        elif not e.approved:
-            problem = (FailureMode.UNAPPROVED,
-                       f"hook {e.qualified_name} is not approved; run "
-                       f"`interlock hooks approve {e.qualified_name}`")
-        elif (why := import_problem(self.trust, e, accept=self.accept_hooks)) is not None:
-            problem = (FailureMode.UNAPPROVED, why)
-        if problem is not None:
-            label = "ineligible" if problem[0] is FailureMode.INELIGIBLE else "unapproved"
-            guarded = guarded_events(e.declared.events,
-                                     None if d.on_error is None else OnError(d.on_error))
-            if not guarded or d.shadow or d.background:
-                e.state = f"skipped ({label}, fails open)"
-                return None
-            e.state = f"blocking ({label}, fails closed)"
-            return refusal_hook(d.name, e.source, guarded, d.matcher, problem[0], problem[1],
-                                e.digest)
-        meta = {"file": str(e.declared.file), "line": e.declared.line}
-        if e.shadows:
-            meta["shadows"] = e.shadows
-        if d.effective_kind is HookKind.PYTHON:
-            e.state = "active"
-            imported: list[Path] = []
-            fn = load_handler(e.declared, e.digest, e.options, root=self.project_root,
-                              imported=imported)
-            pin_imports(self.trust, e, imported)
-            # The breaker inside, the pin check outside (as for executors below).
-            return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta),
-                                  policy_for(d), breakers=self.breakers), e.pins)
-        executor = reuse.get((e.qualified_name, e.digest))
-        if executor is None:
-            try:
-                executor = make_executor(e.declared, e.command, self.project_root,
-                                         protected=(self.home, self.state_dir, self.managed),
-                                         pycache=self.state_dir / "pycache")
-            except ConfigError as exc:
-                field = exc.field or ("command" if e.command is not None else "kind")
-                raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
-                                  line=e.declared.line, field=field, fix=exc.fix) from None
-        e.state = "active"
-        hook = make_hook(e.declared, e.digest, executor=executor, meta=meta)
-        # Outside the breaker: a drifted file is no outage to count, and the
-        # block names the file.
-        return checked(harden(hook, policy_for(d), breakers=self.breakers,
-                              metrics=self.metrics), e.pins)
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:

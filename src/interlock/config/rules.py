@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from interlock.config.model import PermissionRule
-from interlock.config.paths import project_dir
 from interlock.config.trust import TrustStore, hook_key
+from interlock.store.paths import project_dir
 
 log = logging.getLogger("interlock.registry")
 

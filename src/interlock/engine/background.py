@@ -17,10 +17,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from interlock.engine.errors import FailureMode, HookFailure
+from interlock.engine.events import Event
 from interlock.engine.hooks import Hook
 from interlock.engine.invoke import call
 from interlock.engine.loop_thread import LoopThread
-from interlock.events import Event
 
 log = logging.getLogger("interlock")
 

@@ -6,8 +6,8 @@ from typing import Any
 
 from interlock.engine.catalog import BY_NAME, SPECS, SYSTEMS, EventSpec, spec
 from interlock.engine.decisions import Verdict
+from interlock.engine.events import schema
 from interlock.engine.outcome import outcome_schema
-from interlock.events import schema
 
 
 def accepted(s: EventSpec) -> list[str]:

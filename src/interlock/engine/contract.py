@@ -15,8 +15,8 @@ import msgspec
 
 from interlock.engine.catalog import TYPES, EventSpec
 from interlock.engine.errors import ContractError, HookFailure
+from interlock.engine.events import Event
 from interlock.engine.hooks import Hook
-from interlock.events import Event
 
 Validator = Callable[[Event], None]
 """Raises ValueError when a changed payload is invalid (e.g. args vs a tool schema)."""

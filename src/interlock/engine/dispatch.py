@@ -24,6 +24,7 @@ from interlock.engine.catalog import SPECS, Kind
 from interlock.engine.catalog import spec as catalog_spec
 from interlock.engine.contract import Validator
 from interlock.engine.decisions import Decision
+from interlock.engine.events import EVENT_TYPES, Event
 from interlock.engine.hooks import Hook, HookFn, HookOptions, Matcher, OnError
 from interlock.engine.loop import DispatchLoop, drive, drive_sync
 from interlock.engine.loop_thread import LoopThread
@@ -31,7 +32,6 @@ from interlock.engine.outcome import NoHooks, Outcome
 from interlock.engine.plan import HookSet, Plan, Resolver
 from interlock.engine.settled import Settled
 from interlock.engine.sinks import FailureRecord, Sink
-from interlock.events import EVENT_TYPES, Event
 
 log = logging.getLogger("interlock")
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from interlock.events import Event
+    from interlock.engine.events import Event
 
 
     class SessionStart(Event, frozen=True, kw_only=True):

@@ -14,7 +14,7 @@ from interlock.engine.errors import RegistrationError
 
 if TYPE_CHECKING:
     from interlock.engine.decisions import Decision
-    from interlock.events import Event
+    from interlock.engine.events import Event
 
 
 class Source(enum.IntEnum):

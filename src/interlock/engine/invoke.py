@@ -26,9 +26,9 @@ from interlock.engine.errors import (
     HookFailure,
     HookTimeout,
 )
+from interlock.engine.events import Event
 from interlock.engine.hooks import Hook, Invocation, Mode
 from interlock.engine.loop_thread import Resume
-from interlock.events import Event
 
 Answer = tuple[Decision | None, HookFailure | None]
 
@@ -36,10 +36,16 @@ _REPLAY: contextvars.ContextVar[bool] = contextvars.ContextVar("interlock_replay
 """True while `interlock replay` re-evaluates a recorded session."""
 
 
+REPLAY_ENV = "INTERLOCK_REPLAY"
+"""An extra signal: set to 1, hooks with side effects skip them as in a replay
+(for a host replaying events through its own loop)."""
+
+
 def is_replay() -> bool:
-    """True when the current dispatch is a replay: hooks with side effects
-    (checkpoints, loggers) should skip them."""
-    return _REPLAY.get()
+    """True during `interlock replay` (this context's flag) or with $INTERLOCK_REPLAY
+    set: hooks with side effects (checkpoints, loggers, memory) skip them then, as
+    a replay re-judges a recorded session and does not redo it."""
+    return _REPLAY.get() or os.environ.get(REPLAY_ENV, "") not in ("", "0", "false")
 
 
 @contextlib.contextmanager
@@ -74,7 +80,8 @@ def start(hook: Hook, event: Event, spec: EventSpec) -> Answer | asyncio.Future[
             return None, exc
         except HOOK_ERRORS as exc:
             return None, crash(hook, exc)
-        # It suspended: only now does it get a timer (~20 us each, issue 2).
+        # It suspended: only now does it get a timer (~20 us each, bench/dispatch.py;
+        # docs/engine.md, Timers).
         deadline = None
         if hook.timeout is not None:
             deadline = asyncio.get_running_loop().time() + hook.timeout

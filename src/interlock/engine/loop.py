@@ -42,6 +42,7 @@ from interlock.engine.contract import (
 )
 from interlock.engine.decisions import ENDING, Decision, Verdict
 from interlock.engine.errors import HOOK_ERRORS, ContractError, FailureMode, HookFailure
+from interlock.engine.events import Event
 from interlock.engine.hooks import Hook, Mode
 from interlock.engine.invoke import (
     Answer,
@@ -59,7 +60,6 @@ from interlock.engine.merge import Run, merge, merge_raw, mutated, snapshot
 from interlock.engine.outcome import _NO_CHANGES, HookResult, Outcome, Status
 from interlock.engine.plan import STOP_EVENTS, Plan
 from interlock.engine.sinks import FailureRecord, Sink, invocation_digest
-from interlock.events import Event
 
 if TYPE_CHECKING:
     Steps = Generator[Awaitable[Any], Any, Outcome]

@@ -19,9 +19,9 @@ class Resume:
 
     The dispatcher steps an async hook's coroutine inline with ``send(None)``;
     most hooks finish there and never need a timer (an ``asyncio.timeout``
-    costs ~20 us, issue 2). Only a hook that actually suspended is resumed
-    through this object, under a timer. The future it yielded is handed on to
-    whichever task awaits us, unchanged.
+    costs ~20 us in bench/dispatch.py; docs/engine.md, Timers). Only a hook
+    that actually suspended is resumed through this object, under a timer.
+    The future it yielded is handed on to whichever task awaits us, unchanged.
     """
 
     __slots__ = ("coro", "first")

@@ -9,9 +9,9 @@ import msgspec
 
 from interlock.engine.contract import copy_payload
 from interlock.engine.decisions import RANK, Verdict
+from interlock.engine.events import Event
 from interlock.engine.outcome import HookResult, Outcome, Status
 from interlock.engine.plan import Plan
-from interlock.events import Event
 
 
 class Run(msgspec.Struct, gc=False):

@@ -18,8 +18,8 @@ from interlock.engine.redact import redact
 
 if TYPE_CHECKING:
     from interlock.engine.errors import HookFailure
+    from interlock.engine.events import Event
     from interlock.engine.hooks import Hook
-    from interlock.events import Event
 
 
 class Status(enum.StrEnum):

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from interlock.engine.catalog import EventSpec, Kind
 from interlock.engine.contract import container_fields
+from interlock.engine.events import EVENT_TYPES, Event
 from interlock.engine.hooks import Hook, Mode
-from interlock.events import EVENT_TYPES, Event
 
 if TYPE_CHECKING:
     from interlock.engine.outcome import Outcome

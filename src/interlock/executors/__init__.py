@@ -5,7 +5,7 @@ lines), ``http`` and ``prompt``.
 Each satisfies ``interlock.engine.hooks.Executor``: an async callable taking an
 ``Invocation`` and returning a decision, ``None``, or raising ``HookFailure``.
 
-Names load on first use (PEP 562): the bridges read ``dialects.toolnames`` on
+Names load on first use (PEP 562): the bridges read ``executors.toolnames`` on
 every hook call and must not pay for asyncio and the process executors.
 """
 

@@ -133,3 +133,27 @@ def gemini_mcp_name(name: str, context: object) -> str:
         if isinstance(server, str) and isinstance(tool, str) and server and tool:
             return f"mcp__{server}__{tool}"
     return name
+
+
+def to_suggestions(system: str, updates: object) -> list[dict[str, object]]:
+    """Interlock's ``permission_updates`` in Claude's PermissionUpdate shape."""
+    return [{"type": "addRules", "behavior": str(u.get("action") or "allow"),
+             "destination": "session",
+             "rules": [{"toolName": to_host(system, str(u.get("tool") or "")),
+                        "ruleContent": str(u.get("pattern") or "*")}]}
+            for u in (updates if isinstance(updates, list) else ()) if isinstance(u, dict)]
+
+
+def to_updates(system: str, suggestions: object) -> list[dict[str, object]]:
+    """Claude's permission suggestions (``addRules`` entries) as Interlock's
+    ``permission_updates`` ({tool, pattern, action}); other kinds are skipped."""
+    out: list[dict[str, object]] = []
+    for item in suggestions if isinstance(suggestions, list) else ():
+        if not (isinstance(item, dict) and item.get("type") == "addRules"):
+            continue
+        for rule in item.get("rules") or ():
+            if isinstance(rule, dict) and rule.get("toolName"):
+                out.append({"tool": to_ours(system, str(rule["toolName"])),
+                            "pattern": str(rule.get("ruleContent") or "*"),
+                            "action": str(item.get("behavior") or "allow")})
+    return out

@@ -13,7 +13,6 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, TypeVar, Unpack
 
-from interlock.config.paths import state_dir as _state_dir
 from interlock.engine.dispatch import Engine, Handle
 from interlock.engine.errors import RegistrationError
 from interlock.engine.hooks import HookFn, HookOptions, Source
@@ -29,6 +28,7 @@ from interlock.models.tooling import (
     ToolSpec,
 )
 from interlock.policies._common import interlock_home
+from interlock.store.paths import state_dir as _state_dir
 
 log = logging.getLogger("interlock.extensions")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from interlock.config.paths import PROJECT_DIRNAME, user_dir
+from interlock.store.paths import PROJECT_DIRNAME, user_dir
 
 ENTRY_POINT_GROUP = "interlock.extensions"
 

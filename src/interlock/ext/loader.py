@@ -49,23 +49,26 @@ override. Providers clash the same way on their prefix.
 
 from __future__ import annotations
 
-import importlib.util
 import inspect
 import logging
-import sys
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from importlib.metadata import EntryPoint, distribution, entry_points
+from importlib.metadata import distribution, entry_points
 from pathlib import Path
 from typing import Any
 
-from interlock.config.paths import state_dir
 from interlock.engine.dispatch import Engine, Handle
-from interlock.engine.errors import ConfigError, FailureMode, HookFailure, RegistrationError
-from interlock.engine.hooks import Executor, Hook, Invocation, OnError, Source
+from interlock.engine.errors import ConfigError, FailureMode, RegistrationError
+from interlock.engine.hooks import Hook, OnError, Source
 from interlock.engine.invoke import new_id
 from interlock.engine.sinks import FailureRecord
 from interlock.ext.bus import EventBus, Message, Subscription
+from interlock.ext.candidate import (
+    Candidate,
+    ExtensionInfo,
+    Unavailable,
+    import_folder,
+    version_of,
+)
 from interlock.ext.context import (
     ExtensionContext,
     _Names,
@@ -81,7 +84,6 @@ from interlock.ext.deps import (
 )
 from interlock.ext.find import ENTRY_POINT_GROUP, folders, project_folder, user_folder
 from interlock.ext.pins import (
-    Manifest,
     Pin,
     PinStore,
     default_pins,
@@ -94,6 +96,7 @@ from interlock.ext.pins import (
 from interlock.ext.ui import UIState
 from interlock.models.tooling import CommandSpec, ModelProvider, ProviderFactory, ToolSpec
 from interlock.policies._common import interlock_home
+from interlock.store.paths import state_dir
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -107,57 +110,6 @@ __all__ = [
 log = logging.getLogger("interlock.extensions")
 
 # -- the set of extensions of one host ------------------------------------------------
-
-@dataclass
-class ExtensionInfo:
-    """One extension as ``ext list`` and the host see it."""
-
-    name: str
-    source: Source
-    origin: str
-    """Folder path or entry point (module:attr)."""
-    status: str = "loaded"
-    """loaded | failed | disabled | unapproved | changed"""
-    message: str = ""
-    guards: tuple[str, ...] = ()
-    tools: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    providers: tuple[str, ...] = ()
-    pin: Pin | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "source": self.source.label, "origin": self.origin,
-                "status": self.status, "message": self.message, "guards": list(self.guards),
-                "tools": list(self.tools), "commands": list(self.commands),
-                "providers": list(self.providers),
-                "pin": None if self.pin is None else {
-                    "kind": self.pin.kind, "digest": self.pin.digest,
-                    "commit": self.pin.commit, "version": self.pin.version,
-                    "enabled": self.pin.enabled}}
-
-
-class _Unavailable(Executor):
-    """Executor of the placeholder hook that stands in for an extension that did not load."""
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-    async def __call__(self, invocation: Invocation) -> None:
-        raise HookFailure(self.message, mode=FailureMode.INELIGIBLE)
-
-
-@dataclass
-class _Candidate:
-    name: str
-    source: Source
-    origin: str
-    guards: tuple[str, ...] = ()
-    manifest: Manifest | None = None
-    entry_point: EntryPoint | None = None
-    register: Callable[[ExtensionContext], Any] | None = None
-    error: ConfigError | None = None
-    """Why it cannot even be read (a bad extension.toml)."""
-
 
 class ExtensionSet:
     """The extensions of one host: loads them, isolates failures, and collects
@@ -179,7 +131,7 @@ class ExtensionSet:
                              reserved_commands=frozenset(reserved_commands))
         self._loaded: dict[str, ExtensionContext] = {}
         self._placeholders: dict[str, Handle] = {}
-        self._candidates: dict[str, _Candidate] = {}
+        self._candidates: dict[str, Candidate] = {}
         self._marks: dict[str, tuple[str, str]] = {}
         """What each extension was when it was (last) loaded: content and pin."""
         self.infos: dict[str, ExtensionInfo] = {}
@@ -189,12 +141,12 @@ class ExtensionSet:
         """Why an extension cannot load, from the requires of all (load_all)."""
 
     # -- discovery ------------------------------------------------------------------
-    def discover(self) -> list[_Candidate]:
+    def discover(self) -> list[Candidate]:
         """Every extension that could load, without running any of its code."""
-        found: list[_Candidate] = []
+        found: list[Candidate] = []
         if self.use_entry_points:
             for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
-                found.append(_Candidate(ep.name, Source.PACKAGE, ep.value, entry_point=ep))
+                found.append(Candidate(ep.name, Source.PACKAGE, ep.value, entry_point=ep))
         for source, root in ((Source.USER, user_folder(self.home)),
                              (Source.PROJECT, project_folder(self.project)
                               if self.project else None)):
@@ -211,13 +163,13 @@ class ExtensionSet:
             found.extend(self._folder_candidate(folder, source) for folder in listed)
         return found
 
-    def _folder_candidate(self, folder: Path, source: Source) -> _Candidate:
+    def _folder_candidate(self, folder: Path, source: Source) -> Candidate:
         try:
             manifest = read_manifest(folder)
         except ConfigError as exc:
             # Not loadable; reported under the folder's name.
-            return _Candidate(folder.name, source, str(folder), error=exc)
-        return _Candidate(manifest.name, source, str(folder), guards=manifest.guards,
+            return Candidate(folder.name, source, str(folder), error=exc)
+        return Candidate(manifest.name, source, str(folder), guards=manifest.guards,
                           manifest=manifest)
 
     # -- loading --------------------------------------------------------------------
@@ -225,13 +177,13 @@ class ExtensionSet:
         """Discover and load every extension, what one requires first; returns what
         happened to each (docs/extensions.md, Dependencies)."""
         found = self.discover()
-        by_name: dict[str, _Candidate] = {}
+        by_name: dict[str, Candidate] = {}
         for cand in found:
             by_name.setdefault(cand.name, cand)
         requires = {c.name: c.manifest.requires for c in by_name.values()
                     if c.manifest is not None}
         order, broken = load_order(list(by_name), requires,
-                                   {n: _version_of(c) for n, c in by_name.items()})
+                                   {n: version_of(c) for n, c in by_name.items()})
         self._broken = broken
         rank = {name: i for i, name in enumerate(order)}
         for cand in sorted(found, key=lambda c: rank[c.name]):
@@ -241,7 +193,7 @@ class ExtensionSet:
     def load(self, name: str, register: Callable[[ExtensionContext], Any], *,
              source: Source = Source.CODE, guards: Iterable[str] = ()) -> ExtensionInfo:
         """Load an extension given in code (tests, embedding hosts)."""
-        return self._load_candidate(_Candidate(name, source, "code", guards=tuple(guards),
+        return self._load_candidate(Candidate(name, source, "code", guards=tuple(guards),
                                                register=register))
 
     def reload(self, name: str) -> ExtensionInfo:
@@ -262,7 +214,7 @@ class ExtensionSet:
         While one reloads, a fail-closed stand-in holds the events its hooks were on, so
         no call passes in the moment between unloading and loading it again.
         """
-        found: dict[str, _Candidate] = {}
+        found: dict[str, Candidate] = {}
         for cand in self.discover():
             found.setdefault(cand.name, cand)
         changed: list[str] = []
@@ -290,7 +242,7 @@ class ExtensionSet:
                 changed.append(name)
         return changed
 
-    def _mark(self, cand: _Candidate) -> tuple[str, str]:
+    def _mark(self, cand: Candidate) -> tuple[str, str]:
         """(content, pin) of a candidate, compared by :meth:`refresh`."""
         content = ""
         if cand.entry_point is None:
@@ -317,12 +269,12 @@ class ExtensionSet:
             return None
         return self.engine.register(Hook(
             name=f"{name}.reloading", events=tuple(sorted(events)),
-            executor=_Unavailable(f"extension {name!r} is being reloaded"),
+            executor=Unavailable(f"extension {name!r} is being reloaded"),
             on_error=OnError.CLOSED, source=info.source if info is not None else Source.USER,
             kind="extension-guard", timeout=5.0,
             description=f"stands in for {name!r} while it reloads"))
 
-    def _load_candidate(self, cand: _Candidate) -> ExtensionInfo:
+    def _load_candidate(self, cand: Candidate) -> ExtensionInfo:
         if cand.name in self._loaded or (cand.name in self.infos
                                          and self._candidates.get(cand.name) is not cand):
             prev = self.infos[cand.name]
@@ -379,7 +331,7 @@ class ExtensionSet:
         info.providers = tuple(ctx.providers)
         return info
 
-    def consent(self, cand: _Candidate) -> tuple[Pin | None, str | None, str]:
+    def consent(self, cand: Candidate) -> tuple[Pin | None, str | None, str]:
         """(pin, why it may not load, status) for one candidate; runs none of its code."""
         if cand.error is not None:
             return None, str(cand.error), "failed"
@@ -411,7 +363,7 @@ class ExtensionSet:
             return pin, self._check_pin(pin, distribution_digest(dist)), "changed"
         return pin, None, ""
 
-    def _requirements_problem(self, cand: _Candidate) -> str | None:
+    def _requirements_problem(self, cand: Candidate) -> str | None:
         """Why a candidate whose consent holds still cannot load: the Interlock
         version, an extension it requires that did not load, a Python package."""
         manifest = cand.manifest
@@ -450,7 +402,7 @@ class ExtensionSet:
     def _check_pin(pin: Pin, digest: str) -> str | None:
         return pin_mismatch(pin, digest)
 
-    def _register_fn(self, cand: _Candidate) -> Callable[[ExtensionContext], Any]:
+    def _register_fn(self, cand: Candidate) -> Callable[[ExtensionContext], Any]:
         if cand.register is not None:
             return cand.register
         if cand.entry_point is not None:
@@ -463,7 +415,7 @@ class ExtensionSet:
                 raise RegistrationError(f"entry point {cand.origin} has no register(ctx)")
             return register  # type: ignore[no-any-return]
         assert cand.manifest is not None
-        module = _import_folder(cand.manifest)
+        module = import_folder(cand.manifest)
         register = getattr(module, "register", None)
         if not callable(register):
             raise ConfigError("the module defines no register(ctx)",
@@ -471,13 +423,13 @@ class ExtensionSet:
                               fix="add `def register(ctx): ...`")
         return register  # type: ignore[no-any-return]
 
-    def _guard(self, cand: _Candidate, info: ExtensionInfo) -> None:
+    def _guard(self, cand: Candidate, info: ExtensionInfo) -> None:
         """Fail-closed placeholders on the events a failed extension guards."""
         events = tuple(e for e in cand.guards or info.guards if e in _event_names())
         if not events:
             return
         hook = Hook(name=f"{cand.name}.unavailable", events=events,
-                    executor=_Unavailable(f"extension {cand.name!r} is not loaded: "
+                    executor=Unavailable(f"extension {cand.name!r} is not loaded: "
                                           f"{info.message}"),
                     on_error=OnError.CLOSED, source=cand.source, kind="extension-guard",
                     timeout=5.0,
@@ -576,37 +528,7 @@ class ExtensionSet:
             invocation_id=new_id(), fail_closed=False))
 
 
-def _version_of(cand: _Candidate) -> str:
-    if cand.manifest is not None:
-        return cand.manifest.version
-    dist = getattr(cand.entry_point, "dist", None)
-    return str(getattr(dist, "version", "") or "")
-
-
 def _event_names() -> frozenset[str]:
     from interlock.engine.catalog import BY_NAME
 
     return frozenset(BY_NAME)
-
-
-def _import_folder(manifest: Manifest) -> Any:
-    """Import a folder extension's module under a private name."""
-    file = manifest.module_file()
-    mod_name = f"interlock_ext_{manifest.name.replace('-', '_')}"
-    is_pkg = file.name == "__init__.py"
-    spec = importlib.util.spec_from_file_location(
-        mod_name, file, submodule_search_locations=[str(file.parent)] if is_pkg else None)
-    if spec is None or spec.loader is None:
-        raise ConfigError("cannot import the module", file=str(file))
-    module = importlib.util.module_from_spec(spec)
-    old = sys.modules.get(mod_name)
-    sys.modules[mod_name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        if old is None:
-            sys.modules.pop(mod_name, None)
-        else:
-            sys.modules[mod_name] = old
-        raise
-    return module

@@ -350,6 +350,6 @@ class TrustPinStore:
 
 def default_pins(home: Path) -> TrustPinStore:
     """The pin store of a user dir: its state dir's consent store."""
-    from interlock.config.paths import state_dir
+    from interlock.store.paths import state_dir
 
     return TrustPinStore(TrustStore(state_dir(home)), legacy=home / "extensions")

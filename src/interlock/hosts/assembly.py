@@ -80,7 +80,7 @@ class Project:
     def discover(cls, explicit: Path | None = None, *, cwd: Path | None = None) -> Project:
         """``explicit`` (``--project``) as given, else the nearest folder at or above
         ``cwd`` (default: the working folder) holding ``.interlock/``."""
-        from interlock.config.paths import project_dir
+        from interlock.store.paths import project_dir
 
         if explicit is not None:
             root = explicit.resolve()

@@ -32,11 +32,11 @@ from __future__ import annotations
 
 import functools
 import posixpath
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from interlock.shell import words
+from interlock.shell import expand, words
+from interlock.shell.expand import node_text as _text
 from interlock.shell.model import (
     _ASSIGNMENT,
     INSTALL_HINT,
@@ -47,11 +47,9 @@ from interlock.shell.model import (
     ShellParseError,
     apply_state,
     assign,
-    decode_ansi_c,
     find_roots,
     is_shell,
     listed,
-    positional_value,
     read_into,
     read_names,
     require_parser,
@@ -64,8 +62,6 @@ __all__ = ["INSTALL_HINT", "MAX_DEPTH", "SHELLS", "Command", "ShellParseError", 
            "is_shell", "parse", "require_parser", "shell_script_of"]
 
 _ASSIGNING = frozenset({"export", "declare", "typeset", "local", "readonly"})
-_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?(?:(:?[-=?+])([^}]*))?\}"
-                  r"|\$([A-Za-z_][A-Za-z0-9_]*)")
 def parse(script: str, *, env: Mapping[str, str] | None = None, home: str = "~",
           cwd: str = "") -> list[Command]:
     """Every simple command ``script`` would run, in order.
@@ -105,10 +101,6 @@ def _script(script: str, scope: Scope, depth: int, via: str) -> Iterator[Command
     if scope.misread > misread and not root.has_error:
         yield Command(argv=[], opaque=[], cwd=scope.cwd, depth=depth, via=via,
                       unparsed=script, error="misread: an unquoted word spans lines")
-
-
-def _text(node: Any) -> str:
-    return bytes(node.text).decode("utf-8", "surrogateescape")
 
 
 def _syntax_error(node: Any) -> str:
@@ -510,37 +502,6 @@ def _command(node: Any, redirects: list[Any], scope: Scope, depth: int, via: str
     yield from _continue(then, cmd, scope, depth, via)
 
 
-_SPECIAL = re.compile(r"[\\~{}$`'\"\n]")
-_SPLIT_KINDS = frozenset({"simple_expansion", "expansion", "command_substitution"})
-
-
-def _word_fields(node: Any, cmd: Command, scope: Scope, depth: int,
-                 subs: list[Command]) -> None:
-    """Append the words ``node`` becomes to ``cmd``: bash splits an unquoted
-    expansion on IFS (``c="rm -rf ~"; $c``), expands braces (``/{etc,usr}``),
-    and ``"$@"`` / ``"${a[@]}"`` become one word per element."""
-    kind = node.type
-    text = _text(node)
-    if kind == "word" and not _SPECIAL.search(text):
-        cmd.argv.append(text)  # a plain word is itself: most words of most commands
-        cmd.opaque.append(False)
-        return
-    value, unknown = _expand(node, scope, depth, subs)
-    parts = [kind] if kind != "concatenation" else [c.type for c in node.named_children]
-    fields = [value]
-    if any(p in _SPLIT_KINDS for p in parts) and value != UNKNOWN_OUTPUT:
-        fields = words.split_fields(value, scope.env.get("IFS"))
-    elif ("$@" in text or "[@]}" in text or "${@}" in text) and value:
-        fields = value.split()
-    if "{" in text and "}" in text and kind in ("word", "concatenation", "brace_expression"):
-        fields = [words.tilde(b, scope.home) for f in fields for b in words.braces(f)]
-    if not fields and unknown:
-        fields = [""]
-    for f in fields[:words.MAX_WORDS]:
-        cmd.argv.append(f)
-        cmd.opaque.append(unknown)
-
-
 def _finish(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
     """Unwrap ``cmd``, apply what it does to the shell's state, then its nested script."""
     unwrap(cmd)
@@ -606,140 +567,18 @@ def _call(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:
         scope.calling, scope.positional = outer, positional
 
 
-# -- words ---------------------------------------------------------------------
-
-_DQ_ESCAPE = re.compile(r"\\([\"\\$`\n])")
-_UNQUOTED_ESCAPE = re.compile(r"\\(.)", re.S)
-_SIMPLE_VAR = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?")
-
-
 def _expand(word: Any, scope: Scope, depth: int,
             subs: list[Command] | None = None) -> tuple[str, bool]:
-    """A word's value and whether part of it is unknown."""
-    state = _Word(scope, depth, subs if subs is not None else [])
-    value = words.tilde(state.value(word, quoted=False), scope.home)
-    if not value and state.unknown_output:
-        return UNKNOWN_OUTPUT, True
-    return value, state.opaque
+    return expand.expand(word, scope, depth, subs, _node)
 
 
 def _expand_inner(node: Any, scope: Scope, depth: int, subs: list[Command]) -> None:
-    """Walk the substitutions inside ``node`` (a heredoc body) for what they run."""
-    for child in node.named_children:
-        if child.type in ("command_substitution", "process_substitution"):
-            _expand(child, scope, depth, subs)
+    expand.expand_inner(node, scope, depth, subs, _node)
 
 
-class _Word:
-    """One word's expansion: its text, gathered piece by piece."""
-
-    def __init__(self, scope: Scope, depth: int, subs: list[Command]) -> None:
-        self.scope = scope
-        self.depth = depth
-        self.subs = subs
-        self.opaque = False
-        self.unknown_output = False
-        """A command substitution's output was unknown."""
-
-    def value(self, node: Any, *, quoted: bool) -> str:
-        kind = node.type
-        if kind == "word":
-            text = _text(node).replace("\\\n", "")
-            if "\n" in text:
-                # No unquoted word holds a newline: tree-sitter-bash 0.25 reads
-                # a heredoc whose body starts with `\` this way and loses the body.
-                self.scope.misread += 1
-            return _UNQUOTED_ESCAPE.sub(r"\1", text)
-        if kind == "raw_string":
-            return _text(node)[1:-1]
-        if kind == "ansi_c_string":
-            return decode_ansi_c(_text(node)[2:-1])
-        if kind == "string_content":
-            return _DQ_ESCAPE.sub(lambda m: "" if m.group(1) == "\n" else m.group(1),
-                                  _text(node))
-        if kind in ("simple_expansion", "expansion"):
-            return self.variable(node)
-        if kind in ("command_substitution", "process_substitution"):
-            return self.substitution(node)
-        if kind == "arithmetic_expansion":
-            before = len(self.subs)
-            self.pieces(node, quoted=True)
-            if len(self.subs) != before:  # $(( $(cmd) )): output unknown
-                self.opaque = True
-                return ""
-            return "0"
-        if kind == "array":
-            return " ".join(self.value(c, quoted=False) for c in node.named_children
-                            if c.type != "comment")
-        if kind in ("string", "translated_string"):
-            return self.pieces(node, quoted=True)
-        return self.pieces(node, quoted=quoted)
-
-    def pieces(self, node: Any, *, quoted: bool) -> str:
-        """The children's values, with the text between them kept as written."""
-        if not node.child_count:
-            return _text(node)
-        out: list[str] = []
-        pos = node.start_byte
-        src = node.text
-        base = node.start_byte
-        for child in node.children:
-            if not child.is_named:
-                pos = child.end_byte  # quotes, $(, ), `...
-                continue
-            gap = bytes(src[pos - base:child.start_byte - base]).decode("utf-8", "replace")
-            if gap:
-                out.append(gap)
-            out.append(self.value(child, quoted=quoted))
-            pos = child.end_byte
-        return "".join(out)
-
-    def variable(self, node: Any) -> str:
-        text = _text(node)
-        scope = self.scope
-        positional = positional_value(text, scope.positional)
-        if positional is not None:
-            return positional
-        m = _VAR.fullmatch(text)
-        if m is None:
-            # $1, $@, ${#x}, ${x%/*} ...: unknown. $HOME under any operator
-            # stays the home directory: what is cut from it still lies inside.
-            simple = _SIMPLE_VAR.match(text)
-            if simple is not None and simple.group(1) == "HOME":
-                return scope.home
-            self.opaque = True
-            return ""
-        name = m.group(1) or m.group(4)
-        op, alt = m.group(2), m.group(3)
-        if name == "HOME":
-            return scope.home
-        if name in scope.env:
-            value = scope.env[name]
-            if name in scope.unknown:
-                self.opaque = True
-            return alt if op and "+" in op and alt is not None else value
-        if (op and "-" in op) or (op and "=" in op):
-            return alt or ""
-        self.opaque = True
-        if op and "?" in op:
-            # ${VAR:?} aborts when VAR is unset or empty: never the empty string.
-            return f"<{name}>"
-        return ""
-
-    def substitution(self, node: Any) -> str:
-        inner: list[Command] = []
-        for child in node.named_children:
-            inner.extend(_node(child, self.scope, self.depth, "substitution", []))
-        self.subs.extend(inner)
-        # $(echo /), $(dirname /x): output known without running anything.
-        top = [c for c in inner if c.depth == self.depth]
-        known = joined_output(list(top)) if top and \
-            node.type == "command_substitution" else None
-        if known is None:
-            self.opaque = True
-            self.unknown_output = True
-            return ""
-        return known.strip()
+def _word_fields(node: Any, cmd: Command, scope: Scope, depth: int,
+                 subs: list[Command]) -> None:
+    expand.word_fields(node, cmd, scope, depth, subs, _node)
 
 
 def _nested(cmd: Command, scope: Scope, depth: int) -> Iterator[Command]:

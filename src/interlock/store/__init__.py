@@ -32,8 +32,8 @@ DB_NAME = "interlock.db"
 
 def state_dir() -> Path:
     """Where the default store lives: Interlock's one state dir
-    (:func:`interlock.config.paths.state_dir`), shared by every host and every command."""
-    from interlock.config.paths import state_dir as interlock_state_dir
+    (:func:`interlock.store.paths.state_dir`), shared by every host and every command."""
+    from interlock.store.paths import state_dir as interlock_state_dir
 
     return interlock_state_dir()
 

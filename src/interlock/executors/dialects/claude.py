@@ -116,7 +116,7 @@ class ClaudeDialect(BaseDialect):
             body["agent_id"] = ev.session_id
         body.update(extra_fields(invocation, _RENAMES.get(ev.name, {}), _SKIP))
         if "permission_suggestions" in body:
-            from interlock.hosts.bridge.claude import to_suggestions
+            from interlock.executors.toolnames import to_suggestions
 
             body["permission_suggestions"] = to_suggestions(self.system,
                                                             body["permission_suggestions"])
@@ -231,7 +231,7 @@ class ClaudeDialect(BaseDialect):
             dec = need_object(invocation, name, raw, "hookSpecificOutput.decision")
             if "updatedPermissions" in dec and not self.strict:
                 require_modifies(invocation, name, "decision.updatedPermissions")
-                from interlock.hosts.bridge.claude import to_updates
+                from interlock.executors.toolnames import to_updates
 
                 changes["permission_updates"] = to_updates(self.system,
                                                            dec["updatedPermissions"])

@@ -21,7 +21,7 @@ KEEP_S = 3600.0
 
 
 def _folder() -> Path:
-    from interlock.config.paths import state_dir
+    from interlock.store.paths import state_dir
 
     return state_dir() / "carried-context"
 

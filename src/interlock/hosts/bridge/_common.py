@@ -132,7 +132,7 @@ def logs_off_stderr() -> None:
     """
     import logging
 
-    from interlock.config.paths import state_dir
+    from interlock.store.paths import state_dir
 
     handler: logging.Handler
     try:

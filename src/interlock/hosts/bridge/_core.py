@@ -79,7 +79,7 @@ def parse(args: list[str]) -> Options:
                 if not 0 < opts.deadline <= 3600:
                     raise BridgeError("--deadline must be between 0 and 3600 seconds")
             elif key == "--state-dir":
-                # Approvals and toggles live there (interlock.config.paths.state_dir).
+                # Approvals and toggles live there (interlock.store.paths.state_dir).
                 os.environ["INTERLOCK_STATE_DIR"] = value
             elif key == "--fallback" and value != "local":
                 raise BridgeError(f"--fallback {value!r}: the only fallback is 'local'")

@@ -7,6 +7,7 @@ reference, code.claude.com/docs/en/hooks).
 
 from __future__ import annotations
 
+from interlock.executors.toolnames import to_suggestions, to_updates
 from interlock.hosts.bridge._common import (
     Reply,
     Result,
@@ -117,32 +118,6 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["command"] = str(p.get("command_name") or p.get("command") or "")
         out["arguments"] = str(p.get("command_args") or p.get("arguments") or "")
     return out
-
-
-def to_updates(system: str, suggestions: Any) -> list[dict[str, Any]]:
-    """Claude's permission suggestions (``addRules`` entries) as Interlock's
-    ``permission_updates`` ({tool, pattern, action}); other kinds are skipped."""
-    out: list[dict[str, Any]] = []
-    for item in suggestions if isinstance(suggestions, list) else ():
-        if not (isinstance(item, dict) and item.get("type") == "addRules"):
-            continue
-        for rule in item.get("rules") or ():
-            if isinstance(rule, dict) and rule.get("toolName"):
-                out.append({"tool": tool_name(system, rule["toolName"]),
-                            "pattern": str(rule.get("ruleContent") or "*"),
-                            "action": str(item.get("behavior") or "allow")})
-    return out
-
-
-def to_suggestions(system: str, updates: Any) -> list[dict[str, Any]]:
-    """Interlock's ``permission_updates`` in Claude's PermissionUpdate shape."""
-    from interlock.executors.toolnames import to_host
-
-    return [{"type": "addRules", "behavior": str(u.get("action") or "allow"),
-             "destination": "session",
-             "rules": [{"toolName": to_host(system, str(u.get("tool") or "")),
-                        "ruleContent": str(u.get("pattern") or "*")}]}
-            for u in (updates if isinstance(updates, list) else ()) if isinstance(u, dict)]
 
 
 def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:

@@ -113,7 +113,7 @@ class RemoteArgs:
 def bridge_argv(agent: str, project: Path, deadline: int,
                 remote: RemoteArgs | None = None, event: str | None = None) -> list[str]:
     """The isolated Python command line of the bridge itself."""
-    from interlock.config.paths import state_dir
+    from interlock.store.paths import state_dir
 
     # The state dir is named, not left to the environment: Gemini CLI drops most
     # variables from a hook's env in CI, and approvals must still be found.

@@ -476,7 +476,7 @@ def create_app(
     ``allowed_origins`` extend the loopback-only Host and no-Origin defaults.
     """
     from interlock.hosts.bridge import HOSTS
-    from interlock.hosts.server.gateway import chat_routes
+    from interlock.hosts.server.chat import chat_routes
     from interlock.hosts.server.openapi import build_spec
 
     api = Api(engine, project_root=project_root, tokens=tokens, reloader=reloader,

@@ -28,7 +28,6 @@ sender sees the text once those hooks have passed it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 from collections.abc import Callable
@@ -46,7 +45,7 @@ from interlock.engine.redact import redact, redact_data
 from interlock.models.tooling import ModelProvider
 
 if TYPE_CHECKING:
-    from interlock.hosts.server.app import Api
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -450,120 +449,3 @@ def parse_answer(data: dict[str, Any]) -> tuple[str, bool]:
     if not isinstance(allow, bool):
         raise BadMessage("allow must be true or false", "allow")
     return question_id, allow
-
-
-def chat_routes(api: Api, gateway: Gateway | None) -> list[Any]:
-    """The gateway's routes on the server's :class:`~interlock.hosts.server.app.Api`."""
-    import json
-
-    from starlette.requests import HTTPConnection, Request
-    from starlette.responses import Response
-    from starlette.routing import Route, WebSocketRoute
-    from starlette.websockets import WebSocket, WebSocketDisconnect
-
-    from interlock.hosts.server.app import JSON, WS_PROTOCOL, _error, _Refused, ws_protocols
-    from interlock.hosts.server.auth import Role
-
-    def sender_of(connection: HTTPConnection) -> str:
-        info = api.authorize(connection, Role.CHAT)
-        api.check_project(connection)
-        if gateway is None:
-            raise _Refused(_error(404, NO_GATEWAY))
-        if info is None:  # only event endpoints trust a socket peer without a token
-            raise _Refused(_error(401, "a chat token is required"))
-        return info.sender_id
-
-    async def admitted(request: Request) -> tuple[str, dict[str, Any]]:
-        sender = sender_of(request)
-        return sender, await api.body(request)
-
-    async def chat(request: Request) -> Response:
-        sender, data = await admitted(request)  # _Refused: the app's handler answers
-        try:
-            channel, text, message_id = parse_message(data)
-        except BadMessage as exc:
-            return _error(422, str(exc), field=exc.field)
-        assert gateway is not None
-        exchange = Exchange(asyncio.Queue())
-        gateway.spawn(sender, channel, text, message_id, exchange)
-        api.counters["chat.messages"] += 1
-        return JSON(await next_frame(exchange))
-
-    async def answer(request: Request) -> Response:
-        sender, data = await admitted(request)  # _Refused: the app's handler answers
-        try:
-            question_id, allow = parse_answer(data)
-        except BadMessage as exc:
-            return _error(422, str(exc), field=exc.field)
-        assert gateway is not None
-        question = gateway.answer(sender, question_id, allow)
-        if question is None:
-            return _error(404, f"no pending question {question_id!r} for you (answered, "
-                               "expired, or never asked)", field="id")
-        if question.exchange.stream:
-            # Asked over a WebSocket: the rest of the exchange goes there.
-            return JSON({"type": "answered", "id": question_id})
-        return JSON(await next_frame(question.exchange))
-
-    async def chat_ws(websocket: WebSocket) -> None:
-        try:
-            sender = sender_of(websocket)
-        except _Refused as refused:
-            # Before accept(), a close is an HTTP 403 to the client.
-            await websocket.close(code=1008, reason=json.loads(bytes(refused.response.body))
-                                  ["error"][:120])
-            return
-        assert gateway is not None
-        # A client that sent its token as a subprotocol must see one chosen.
-        await websocket.accept(
-            subprotocol=WS_PROTOCOL if WS_PROTOCOL in ws_protocols(websocket) else None)
-        frames: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
-        mine: set[int] = set()
-
-        async def write() -> None:
-            while True:
-                frame = await frames.get()
-                await websocket.send_text(json.dumps(frame))
-
-        writer = asyncio.ensure_future(write())
-        try:
-            while True:
-                raw = await websocket.receive_text()
-                if len(raw) > api.max_body:
-                    frames.put_nowait({"type": "error", "error":
-                                       f"the message is larger than {api.max_body} bytes"})
-                    continue
-                try:
-                    data = json.loads(raw)
-                    if not isinstance(data, dict):
-                        raise BadMessage("a message must be a JSON object")
-                    kind = data.get("type", "message")
-                    if kind == "message":
-                        channel, text, message_id = parse_message(data)
-                        exchange = Exchange(frames, stream=True)
-                        mine.add(id(exchange))
-                        gateway.spawn(sender, channel, text, message_id, exchange)
-                        api.counters["chat.messages"] += 1
-                    elif kind == "answer":
-                        question_id, allow = parse_answer(data)
-                        if gateway.answer(sender, question_id, allow) is None:
-                            raise BadMessage(f"no pending question {question_id!r} for you",
-                                             "id")
-                        frames.put_nowait({"type": "answered", "id": question_id})
-                    else:
-                        raise BadMessage(f"unknown type {kind!r}; send 'message' or 'answer'",
-                                         "type")
-                except (ValueError, RecursionError) as exc:
-                    frames.put_nowait({"type": "error", "error": str(exc),
-                                       "field": getattr(exc, "field", None)})
-        except WebSocketDisconnect:
-            pass
-        finally:
-            gateway.deny_pending(mine)
-            writer.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await writer
-
-    return [Route("/v1/chat", chat, methods=["POST"]),
-            Route("/v1/chat/answer", answer, methods=["POST"]),
-            WebSocketRoute("/v1/chat/ws", chat_ws)]

@@ -31,14 +31,14 @@ class UnsafeDirectory(OSError):
 
 
 def state_dir(project_root: Path | None = None) -> Path:
-    """Interlock's one state dir (:func:`interlock.config.paths.state_dir`).
+    """Interlock's one state dir (:func:`interlock.store.paths.state_dir`).
 
     It is among the paths the agent's own tools may never write
-    (:func:`interlock.config.paths.protected_paths`), so no tool call can plant a token
+    (:func:`interlock.store.paths.protected_paths`), so no tool call can plant a token
     in the token store. ``project_root`` is accepted for callers that have one;
     the tokens are the user's, for every project they serve.
     """
-    from interlock.config.paths import state_dir as interlock_state_dir
+    from interlock.store.paths import state_dir as interlock_state_dir
 
     return interlock_state_dir()
 

@@ -72,8 +72,8 @@ def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None
     from interlock.agent.loop import Agent
     from interlock.agent.options import AgentOptions
     from interlock.agent.sessions import SessionStore
-    from interlock.config.paths import state_dir
     from interlock.models import resolve_model
+    from interlock.store.paths import state_dir
 
     project = Project.discover(cwd=spec.cwd)
     host = Host.open(project, config=spec.config, accept_hooks=spec.accept_hooks)

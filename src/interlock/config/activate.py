@@ -1,0 +1,94 @@
+"""One configured hook, as the engine runs it.
+
+An approved, eligible hook becomes a hardened hook (breaker, retries) whose
+files are checked against their pins on every call. One that cannot run
+(disabled, shadowed, ineligible, unapproved) is left out when it fails open
+and replaced by a refusal that blocks what it guarded when it fails closed
+(docs/configuration.md, Trust).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from interlock.config.build import (
+    guarded_events,
+    load_handler,
+    make_executor,
+    make_hook,
+    policy_for,
+    refusal_hook,
+)
+from interlock.config.drift import checked
+from interlock.config.imports import import_problem, pin_imports
+from interlock.config.model import HookKind
+from interlock.config.revision import HookEntry
+from interlock.engine.errors import ConfigError, FailureMode
+from interlock.engine.hooks import Executor, Hook, OnError
+from interlock.reliability import harden
+
+if TYPE_CHECKING:
+    from interlock.config.registry import Registry
+
+
+def hook_for(registry: Registry, e: HookEntry,
+             reuse: dict[tuple[str, str], Executor]) -> Hook | None:
+    """The hook the engine runs for ``e``: None when it is off or fails open, a
+    refusal that blocks what it guards when it cannot run and fails closed."""
+    d = e.definition
+    if not e.enabled:
+        e.state = "disabled"
+        return None
+    if e.shadowed_by is not None:
+        e.state = f"shadowed by {e.shadowed_by}"
+        return None
+    problem: tuple[FailureMode, str] | None = None
+    if not e.eligible:
+        problem = (FailureMode.INELIGIBLE,
+                   f"hook {e.qualified_name} is not eligible here ({e.why})")
+    elif not e.approved:
+        problem = (FailureMode.UNAPPROVED,
+                   f"hook {e.qualified_name} is not approved; run "
+                   f"`interlock hooks approve {e.qualified_name}`")
+    elif (why := import_problem(registry.trust, e, accept=registry.accept_hooks)) is not None:
+        problem = (FailureMode.UNAPPROVED, why)
+    if problem is not None:
+        label = "ineligible" if problem[0] is FailureMode.INELIGIBLE else "unapproved"
+        guarded = guarded_events(e.declared.events,
+                                 None if d.on_error is None else OnError(d.on_error))
+        if not guarded or d.shadow or d.background:
+            e.state = f"skipped ({label}, fails open)"
+            return None
+        e.state = f"blocking ({label}, fails closed)"
+        return refusal_hook(d.name, e.source, guarded, d.matcher, problem[0], problem[1],
+                            e.digest)
+    meta = {"file": str(e.declared.file), "line": e.declared.line}
+    if e.shadows:
+        meta["shadows"] = e.shadows
+    if d.effective_kind is HookKind.PYTHON:
+        e.state = "active"
+        imported: list[Path] = []
+        fn = load_handler(e.declared, e.digest, e.options, root=registry.project_root,
+                          imported=imported)
+        pin_imports(registry.trust, e, imported)
+        # The breaker inside, the pin check outside (as for executors below).
+        return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta),
+                              policy_for(d), breakers=registry.breakers), e.pins)
+    executor = reuse.get((e.qualified_name, e.digest))
+    if executor is None:
+        try:
+            protected = (registry.home, registry.state_dir, registry.managed)
+            executor = make_executor(e.declared, e.command, registry.project_root,
+                                     protected=protected,
+                                     pycache=registry.state_dir / "pycache")
+        except ConfigError as exc:
+            field = exc.field or ("command" if e.command is not None else "kind")
+            raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
+                              line=e.declared.line, field=field, fix=exc.fix) from None
+    e.state = "active"
+    hook = make_hook(e.declared, e.digest, executor=executor, meta=meta)
+    # Outside the breaker: a drifted file is no outage to count, and the
+    # block names the file.
+    return checked(harden(hook, policy_for(d), breakers=registry.breakers,
+                          metrics=registry.metrics), e.pins)
