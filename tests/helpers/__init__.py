@@ -1,0 +1,1 @@
+"""Helpers shared by the tests in every folder: import them as ``from helpers.cfg import ...``."""
