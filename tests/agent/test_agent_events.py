@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import (
+from helpers.agent import (
     GATEWAY_OR_REGISTRY,
     Recorder,
     call,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import (
+from helpers.agent import (
     call,
     isolated_home,  # noqa: F401 - autouse fixture
     make_agent,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import (
+from helpers.agent import (
     Recorder,
     call,
     isolated_home,  # noqa: F401 - autouse fixture

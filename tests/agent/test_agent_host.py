@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 from interlock import ConfigError, block
 from interlock.agent.permissions import PermissionPolicy, rule
 from interlock.config.model import PermissionRule

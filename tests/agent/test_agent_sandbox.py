@@ -7,46 +7,22 @@ import json
 import os
 import socket
 import threading
-from pathlib import Path
 
 import pytest
 
-from agent_helpers import (
+from helpers.agent import (
     call,
     isolated_home,  # noqa: F401 - autouse fixture
     make_agent,
     tool_messages,
 )
+from helpers.sandbox import BUILD, _project, _run_terminal, needs_bwrap
 from interlock import Engine
 from interlock.agent import Agent, AgentOptions
 from interlock.agent.sandbox import status
 from interlock.config.paths import managed_dir, state_dir
 from interlock.engine.errors import ConfigError
 from interlock.testing import ScriptedModel
-
-needs_bwrap = pytest.mark.skipif(not status().available,
-                                 reason=f"no usable bubblewrap here: {status().detail}")
-
-BUILD = "p=.inter; p=${p}lock"
-"""A path built at run time: the argument scan cannot see it."""
-
-
-def _project(tmp_path: Path) -> Path:
-    (tmp_path / ".interlock").mkdir(parents=True)
-    (tmp_path / ".interlock" / "config.toml").write_text("# policy\n")
-    return tmp_path
-
-
-async def _run_terminal(tmp_path: Path, *commands: str, **options: object
-                        ) -> list[dict[str, object]]:
-    eng = Engine()
-    steps = [{"tool_calls": [call("terminal", command=c) for c in commands]}, {"text": "done"}]
-    agent, model = make_agent(eng, steps, tmp_path, **options)
-    try:
-        await agent.run("go")
-    finally:
-        eng.close()
-    return [json.loads(m["content"]) for m in tool_messages(model, 1)]
 
 
 @needs_bwrap

@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agent_helpers import (
+from helpers.agent import (
     call,
     isolated_home,  # noqa: F401 - autouse fixture
     make_agent,

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from _cfg import World, run, world
+from helpers.cfg import World, run, world
 from interlock import Engine
 from interlock.config.registry import Registry
 from interlock.events import make

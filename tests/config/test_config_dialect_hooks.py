@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from _cfg import World, run, world
+from helpers.cfg import World, run, world
 from interlock import Verdict
 from interlock.testing import fire
 

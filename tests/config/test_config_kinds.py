@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from _cfg import World, run, world
+from helpers.cfg import World, run, world
 from interlock import ConfigError
 from interlock.events import make
 

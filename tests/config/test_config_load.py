@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from _cfg import GUARD, World, world
+from helpers.cfg import GUARD, World, world
 from interlock import ConfigError, Verdict
 from interlock.config.refs import resolve_command
 from interlock.engine.errors import FailureMode

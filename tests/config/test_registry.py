@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from _cfg import GUARD, World, world
+from helpers.cfg import GUARD, World, world
 from interlock import ConfigError, Verdict, block
 from interlock.config.registry import ReloadResult
 from interlock.testing import fire

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from _cfg import World, run, world
+from helpers.cfg import World, run, world
 
 __all__ = ["world"]
 from interlock.engine.errors import ConfigError

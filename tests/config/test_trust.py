@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from _cfg import World, world
+from helpers.cfg import World, world
 from interlock import Verdict
 from interlock.config.trust import TrustStore
 from interlock.engine.errors import ConfigError, FailureMode

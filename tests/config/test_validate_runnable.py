@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from _cfg import World, run, world
+from helpers.cfg import World, run, world
 
 __all__ = ["world"]
 

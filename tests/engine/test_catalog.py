@@ -15,7 +15,7 @@ from interlock.engine import catalog_docs
 from interlock.engine.catalog import BY_NAME, SPECS, SYSTEMS, Kind, from_alias, spec
 from interlock.events import EVENT_TYPES, BeforeToolCall, make, schema
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 DESIGN_EVENTS = """session_start session_end session_reset session_finalize
 before_agent_start agent_end user_input turn_start turn_end before_stop before_llm_call

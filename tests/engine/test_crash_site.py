@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 
-from _cfg import World, run, world
+from helpers.cfg import World, run, world
 from interlock import Engine
 from interlock.testing import fire
 

@@ -23,7 +23,7 @@ from hypothesis.stateful import (
     rule,
 )
 
-from _procs import ManualClock, ShellExecutor, settle
+from helpers.procs import ManualClock, ShellExecutor, settle
 from interlock import Engine, OnError, block, modify
 from interlock.engine.errors import FailureMode, HookFailure
 from interlock.engine.hooks import Hook, Invocation

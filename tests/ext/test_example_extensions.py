@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from _tmux import Tmux, tmux  # noqa: F401 - fixture
+from helpers.tmux import Tmux, tmux  # noqa: F401 - fixture
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "extensions"
 BIN = Path(sys.executable).parent / "interlock"
 

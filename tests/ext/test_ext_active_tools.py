@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from agent_helpers import call, isolated_home, make_agent  # noqa: F401 - autouse fixture
+from helpers.agent import call, isolated_home, make_agent  # noqa: F401 - autouse fixture
 from interlock import Engine, modify
 from interlock.agent import Agent, AgentOptions, SessionStore
 from interlock.agent.permissions import rule

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from _wheels import extension_wheel
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
+from helpers.wheels import extension_wheel
 from interlock.config.paths import state_dir
 
 MODULE = textwrap.dedent('''

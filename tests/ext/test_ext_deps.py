@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from _wheels import package_wheel
+from helpers.wheels import package_wheel
 from interlock import ConfigError, Engine, __version__
 from interlock.ext.deps import packages_dir
 from interlock.ext.install import Installer

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from _http import request
+from helpers.http import request
 
 NOSHELL = textwrap.dedent("""\
     from interlock import block

@@ -12,7 +12,7 @@ from importlib.metadata import PackageNotFoundError, distribution
 import pytest
 from typer.testing import CliRunner
 
-from _wheels import extension_wheel
+from helpers.wheels import extension_wheel
 from interlock import Engine
 from interlock.ext.loader import ExtensionSet
 from interlock.hosts.cli import build_app

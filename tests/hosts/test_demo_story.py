@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 
 STARTS = ("user ", "model ", "  hook ", "  run ", "  result ", "  engine ", "  sandbox ",
           "─", "╭", "│", "╰", "hooks:", "  ", "the engine", "sandbox:", "extensions:")

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 from interlock.config.paths import user_dir
 from interlock.events import make
 from interlock.ext.install import Installer

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from fake_openai import FakeOpenAI
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
+from helpers.fake_openai import FakeOpenAI
 from interlock import Engine, block
 from interlock.agent import Agent, AgentOptions
 from interlock.models import resolve_model

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from _guard_table import CASES, CWD
+from helpers.guard_table import CASES, CWD
 from interlock.policies.destructive import check
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from _guard_table import CASES, CWD
+from helpers.guard_table import CASES, CWD
 from interlock.policies.destructive import check
 
 DANGEROUS = [(c[2], c[4]) for c in CASES if c[1] == "block"]

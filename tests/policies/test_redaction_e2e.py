@@ -19,10 +19,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from test_redaction_hook import SECRETS, _leaks, _texts
+
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 from interlock.config.paths import user_dir
 from interlock.hosts.terminal.runner import RunSpec, _print_step, build_agent
-from test_redaction_hook import SECRETS, _leaks, _texts
 
 ENABLE = textwrap.dedent("""\
     [[hooks]]

@@ -9,7 +9,7 @@ import textwrap
 import threading
 from pathlib import Path
 
-from _serve import Serve
+from helpers.serve import Serve
 
 CONFIG = textwrap.dedent("""\
     [[hooks]]

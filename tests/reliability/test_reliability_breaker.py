@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from _procs import ManualClock, ShellExecutor, exec_hook
+from helpers.procs import ManualClock, ShellExecutor, exec_hook
 from interlock import Engine, OnError, Verdict
 from interlock.engine.errors import FailureMode, HookFailure
 from interlock.engine.hooks import Invocation

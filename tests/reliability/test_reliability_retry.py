@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from _procs import ManualClock, ShellExecutor, exec_hook, flaky_script
+from helpers.procs import ManualClock, ShellExecutor, exec_hook, flaky_script
 from interlock import Engine, Verdict
 from interlock.engine.errors import ConfigError, FailureMode, HookFailure, HookTimeout
 from interlock.engine.hooks import Invocation

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from _procs import ShellExecutor, exec_hook, flaky_script
+from helpers.procs import ShellExecutor, exec_hook, flaky_script
 from interlock import Engine, OnError
 from interlock.engine.errors import FailureMode
 from interlock.reliability import (

@@ -13,8 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from _cfg import World, world
-from agent_helpers import call, make_agent, tool_messages
+from helpers.agent import call, make_agent, tool_messages
+from helpers.cfg import World, world
 from interlock import Engine, Verdict
 from interlock.reliability import BreakerKey, BreakerState
 from interlock.store import open_store

@@ -14,7 +14,7 @@ import tempfile
 import textwrap
 from pathlib import Path
 
-from _http import request
+from helpers.http import request
 
 CRASH = textwrap.dedent("""\
     #!/bin/sh

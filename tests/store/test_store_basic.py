@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from _stores import BACKENDS, fresh_url
+from helpers.stores import BACKENDS, fresh_url
 from interlock import Engine, HookFailure, block
 from interlock.engine.errors import ConfigError
 from interlock.reliability import BreakerBook, Policy, wrap

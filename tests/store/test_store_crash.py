@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _stores import BACKENDS, fresh_url
+from helpers.stores import BACKENDS, fresh_url
 from interlock.store import AuditQuery, open_store
 
 # The host: dispatches that each leave one audit entry and one dead letter

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _serve import Serve
+from helpers.serve import Serve
 from interlock.engine.errors import ConfigError
 from interlock.store import open_store
 from interlock.store._sql import AUDIT_COLS

@@ -8,7 +8,7 @@ import textwrap
 import time
 from pathlib import Path
 
-from _serve import Serve, wait_for
+from helpers.serve import Serve, wait_for
 from interlock import Engine, block
 from interlock.reliability.metrics import Metrics
 from interlock.reliability.sinks import attach

@@ -8,7 +8,7 @@ import collections
 
 import pytest
 
-from _stores import BACKENDS, fresh_url
+from helpers.stores import BACKENDS, fresh_url
 from interlock import Engine, HookFailure, block, modify
 from interlock.engine.hooks import Hook
 from interlock.engine.outcome import Status

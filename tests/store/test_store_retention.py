@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from _stores import BACKENDS, fresh_url
+from helpers.stores import BACKENDS, fresh_url
 from interlock import Engine
 from interlock.reliability.metrics import Metrics
 from interlock.reliability.sinks import attach

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from _procs import ShellExecutor, exec_hook
-from _stores import BACKENDS, fresh_url
+from helpers.procs import ShellExecutor, exec_hook
+from helpers.stores import BACKENDS, fresh_url
 from interlock import Engine, block
 from interlock.reliability.sinks import attach
 from interlock.store import AuditQuery

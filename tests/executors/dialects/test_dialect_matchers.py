@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from _cfg import World, world
+from helpers.cfg import World, world
 from interlock import ConfigError, Verdict
 from interlock.executors.dialects._matchers import check, for_dialect
 from interlock.testing import fire

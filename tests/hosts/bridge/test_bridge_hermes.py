@@ -27,7 +27,7 @@ from interlock.hosts.server.app import create_app
 from interlock.hosts.server.auth import TokenStore
 from interlock.hosts.server.listen import Serving
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache"
 VENV = CACHE / "hermes-venv"
 

@@ -12,7 +12,7 @@ from typing import Any
 import typer.main
 from typer.testing import CliRunner
 
-from _cfg import GUARD, World, run, world
+from helpers.cfg import GUARD, World, run, world
 from interlock.hosts.cli import build_app
 
 __all__ = ["world"]

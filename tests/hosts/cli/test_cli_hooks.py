@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from _cfg import GUARD, World, run, world
+from helpers.cfg import GUARD, World, run, world
 
 __all__ = ["world"]
 

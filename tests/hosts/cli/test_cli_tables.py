@@ -12,7 +12,7 @@ import threading
 import pytest
 from typer.testing import CliRunner
 
-from _stores import BACKENDS, fresh_url
+from helpers.stores import BACKENDS, fresh_url
 from interlock import Engine, block
 from interlock.hosts.cli import build_app
 from interlock.hosts.cli._table import render

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from _serve import Serve, wait_for
+from helpers.serve import Serve, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -26,7 +26,7 @@ import trustme
 from cryptography import x509
 from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
 
-from _serve import Serve, wait_for
+from helpers.serve import Serve, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 
-from _pgserver import PgServer, free_port
-from _serve import Serve, wait_for
+from helpers.pgserver import PgServer, free_port
+from helpers.serve import Serve, wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from agent_helpers import isolated_home
+from helpers.agent import isolated_home
 from interlock import Engine
 from interlock.agent.permissions import PermissionRule, rule
 from interlock.config.paths import state_dir

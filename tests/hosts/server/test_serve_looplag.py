@@ -7,7 +7,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from _serve import Serve
+from helpers.serve import Serve
 from interlock.hosts.server.looplag import WINDOW, LoopLag
 
 CONFIG = textwrap.dedent("""\

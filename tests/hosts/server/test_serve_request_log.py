@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from _serve import Serve, wait_for
+from helpers.serve import Serve, wait_for
 from interlock.hosts.server.request_log import RequestLog
 
 BLOCK = "#!/bin/sh\ncat >/dev/null\necho '{\"decision\": \"block\", \"reason\": \"no rm\"}'\n"

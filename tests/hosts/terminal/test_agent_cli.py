@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 
 
 def interlock(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _tmux import Tmux, tmux  # noqa: F401 - fixture
+from helpers.tmux import Tmux, tmux  # noqa: F401 - fixture
 from interlock import RegistrationError
 from interlock.ext.ui import ExtensionUI, UIState, parse_key
 

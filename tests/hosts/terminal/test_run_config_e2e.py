@@ -11,7 +11,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 
 GUARD = textwrap.dedent("""\
     #!/bin/sh

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 
 CONFIG = """
 [[hooks]]
