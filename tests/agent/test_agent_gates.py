@@ -617,14 +617,16 @@ async def test_a_call_runs_in_the_directory_its_hooks_judged_it_in(eng, tmp_path
     proj.mkdir()
     outside.mkdir()
     judged: list[str] = []
+    sibling_ran = asyncio.Event()
 
     async def sandbox(event):
-        await asyncio.sleep(0.2)  # a slow judge; a sibling call runs meanwhile
+        await asyncio.wait_for(sibling_ran.wait(), 10)  # a slow judge; the sibling runs meanwhile
         judged.append(event.cwd)
         inside = (Path(event.cwd) / event.args["path"]).resolve().is_relative_to(proj)
         return None if inside else block("outside the project")
 
     eng.on("before_tool_call", sandbox, matcher="write_file")
+    eng.on("after_tool_call", lambda e: sibling_ran.set(), matcher="terminal")
     steps = [{"tool_calls": [call("write_file", path="evil.sh", content="x"),
                              call("terminal", command=f"cd {outside}")]},
              {"text": "done"}]

@@ -259,16 +259,32 @@ async def test_concurrent_checks_equal_sequential(plan):
 
 async def test_checks_actually_run_concurrently():
     engine = Engine()
+    started: list[int] = []
+    all_started = asyncio.Event()
+
+    def make(i):
+        async def check(event):
+            started.append(i)
+            if len(started) == 5:
+                all_started.set()
+            # One after another, the first would wait here for the others forever
+            # (until its timeout): all five in at once is what shows concurrency.
+            await all_started.wait()
+            return approve(f"h{i}")
+
+        return check
+
     for i in range(5):
-        engine.on("before_tool_call", make_check("none", 0.2), name=f"h{i}")
-    t0 = time.perf_counter()
-    await engine.emit(ev())
-    assert time.perf_counter() - t0 < 0.8  # five 200 ms checks, not one after another
+        engine.on("before_tool_call", make(i), name=f"h{i}", timeout=10)
+    out = await engine.emit(ev())
+    assert sorted(started) == [0, 1, 2, 3, 4]
+    assert [(r.reason, r.failure) for r in out.hooks] == [(f"h{i}", None) for i in range(5)]
 
 
 async def test_block_cancels_later_outstanding_checks():
     engine = Engine()
     finished = []
+    ended = asyncio.Event()
 
     async def slow(event):
         try:
@@ -276,6 +292,7 @@ async def test_block_cancels_later_outstanding_checks():
             finished.append("slow")
         except asyncio.CancelledError:
             finished.append("cancelled")
+            ended.set()
             raise
 
     engine.on("before_tool_call", make_check("block", 0.01), name="first")
@@ -283,21 +300,26 @@ async def test_block_cancels_later_outstanding_checks():
     out = await engine.emit(ev())
     assert out.blocked
     assert {r.hook: r.status.value for r in out.hooks}["code:slow"] == "cancelled"
-    await asyncio.sleep(0.05)  # let the cancellation reach the hook
+    await asyncio.wait_for(ended.wait(), 10)  # the cancellation reaches the hook soon after
     assert finished == ["cancelled"]  # stopped, not left running in the background
 
 
 async def test_observers_run_concurrently():
     engine = Engine()
+    started: list[int] = []
+    finished: list[int] = []
+    all_started = asyncio.Event()
     for i in range(10):
         async def obs(event, i=i):
-            await asyncio.sleep(0.1)
+            started.append(i)
+            if len(started) == 10:
+                all_started.set()
+            await all_started.wait()  # one after another, the first would wait forever
+            finished.append(i)
 
-        engine.on("notification", obs, name=f"o{i}")
-    t0 = time.perf_counter()
-    await engine.emit(Notification(message="x"))
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 0.5
+        engine.on("notification", obs, name=f"o{i}", timeout=10)
+    out = await engine.emit(Notification(message="x"))
+    assert sorted(finished) == list(range(10)), out.hooks
 
 
 def test_decision_on_observe_event_is_a_warning(engine, caplog):
@@ -455,12 +477,14 @@ async def test_a_cancelled_emit_still_records_failures_and_stops_its_checks():
     sink = RecordingSink()
     engine = Engine(sinks=[sink])
     ended = []
+    stopped = asyncio.Event()
 
     async def slow(event):
         try:
             await asyncio.sleep(5)
         finally:
             ended.append("slow")
+            stopped.set()
 
     def guard(event):
         raise RuntimeError("guard bug")
@@ -469,7 +493,7 @@ async def test_a_cancelled_emit_still_records_failures_and_stops_its_checks():
     engine.on("before_tool_call", guard, name="guard")
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(engine.emit(ev()), 0.2)  # the host gives up
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(stopped.wait(), 10)  # the cancellation reaches the check soon after
     assert [f.hook for f in sink.failures] == ["code:guard"]  # not lost
     assert ended == ["slow"]  # cancelled with the emit, not left running
     engine.close()
