@@ -125,6 +125,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 @pytest.mark.xfail(strict=True, reason="the layout move landed first; the cycle fixes follow")
+@pytest.mark.slow
 def test_no_cycles_between_top_level_packages() -> None:
     graph = package_graph()
     assert {"engine", "hosts", "config"} <= set(graph)  # the walk found the packages

@@ -111,6 +111,7 @@ async def test_a_pinned_file_is_read_only_for_commands_and_file_tools(tmp_path):
 
 
 @needs_bwrap
+@pytest.mark.slow
 async def test_the_offline_profile_has_no_network(tmp_path):
     server = socket.socket()
     server.bind(("127.0.0.1", 0))

@@ -152,6 +152,7 @@ async def test_malformed_and_unknown_tool_calls_get_clear_errors_and_the_run_goe
     _consistent(agent.store.load(agent.session.id).messages)
 
 
+@pytest.mark.slow
 async def test_a_hanging_tool_is_killed_and_the_session_stays_resumable(eng, tmp_path):
     steps = [{"tool_calls": [call("terminal", command="sleep 30", timeout=0.3)]},
              {"text": "it hung"}]

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from interlock.config.sources import Place, discover
 from interlock.engine.errors import ConfigError
 from interlock.engine.hooks import Source
+
+pytestmark = pytest.mark.slow
 
 _FIELDS = ["name", "events", "command", "handler", "matcher", "timeout", "on_error", "kind",
            "dialect", "requires", "env", "enabled", "priority", "modifies", "bogus"]

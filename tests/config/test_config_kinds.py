@@ -65,6 +65,7 @@ def _http_config(url: str) -> str:
         """
 
 
+@pytest.mark.slow
 def test_an_http_hook_runs_once_approved_and_is_closed_when_dropped(
         world: World, server: tuple[str, list[dict[str, Any]]],
         monkeypatch: pytest.MonkeyPatch) -> None:
@@ -95,6 +96,7 @@ def test_an_http_hook_runs_once_approved_and_is_closed_when_dropped(
     assert not executor._clients  # the dropped hook's pools were closed
 
 
+@pytest.mark.slow
 def test_registry_close_closes_http_pools(world: World,
                                           server: tuple[str, list[dict[str, Any]]],
                                           monkeypatch: pytest.MonkeyPatch) -> None:

@@ -178,6 +178,7 @@ def test_bundled_hooks_are_off_until_enabled(world: World) -> None:
     assert rm(reg.engine).verdict is Verdict.BLOCK
 
 
+@pytest.mark.slow
 async def test_watch_applies_changes_while_running(world: World) -> None:
     world.config(world.home, "")
     reg = world.registry()
@@ -226,6 +227,7 @@ run(handle)
 """
 
 
+@pytest.mark.slow
 def test_worker_hooks_keep_their_process_across_unrelated_reloads(world: World) -> None:
     import sys
 

@@ -52,6 +52,7 @@ def test_doctor_says_when_there_is_no_sandbox_and_fails_when_one_is_required(
     assert code == 1
 
 
+@pytest.mark.slow
 def test_interlock_run_refuses_to_start_when_the_sandbox_is_required_and_absent(
         world: World, tmp_path) -> None:
     import os

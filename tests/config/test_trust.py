@@ -187,6 +187,7 @@ def _approve_many(state: str, start: int) -> None:
         store.approve([(f"k{i}", "d", f"user:h{i}")])
 
 
+@pytest.mark.slow
 def test_concurrent_processes_never_lose_an_approval(tmp_path: Path) -> None:
     ctx = multiprocessing.get_context("spawn")
     procs = [ctx.Process(target=_approve_many, args=(str(tmp_path), n * 25)) for n in range(4)]

@@ -294,6 +294,7 @@ def test_context_on_an_event_that_takes_none_is_a_contract_error(engine, sink):
     assert "returned context, which after_llm_call does not take" in sink.failures[0].error
 
 
+@pytest.mark.slow
 async def test_a_tainted_check_phase_does_not_wait_for_a_hung_check_before_rerunning(
         engine, sink):
     seen = []

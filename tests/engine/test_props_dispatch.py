@@ -13,6 +13,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, event, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
@@ -32,6 +33,8 @@ from interlock.reliability import BreakerBook, BreakerKey, BreakerState, Policy,
 from interlock.reliability.sinks import AuditSink, DeadLetterSink
 from interlock.store import open_store
 from interlock.testing import RecordingSink
+
+pytestmark = pytest.mark.slow
 
 BEHAVIOURS = ("allow", "block", "modify", "raise", "hang", "garbage", "die")
 FAILING = frozenset({"raise", "hang", "garbage", "die"})

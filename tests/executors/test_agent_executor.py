@@ -118,6 +118,7 @@ class Hanging:
         yield await self.complete(request)
 
 
+@pytest.mark.slow
 async def test_a_judge_that_times_out_fails(project: Path) -> None:
     sink = RecordingSink()
     model = Hanging()

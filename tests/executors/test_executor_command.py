@@ -106,6 +106,7 @@ async def test_a_higher_contract_version_is_a_failure(lang):
 
 
 @pytest.mark.parametrize("lang", LANGS)
+@pytest.mark.slow
 async def test_hang_past_timeout_kills_the_whole_group(lang, tmp_path):
     pidfile = tmp_path / "grandchild.pid"
     run = executor(lang, "hang", str(pidfile), timeout=0.5)
@@ -245,6 +246,7 @@ def test_engine_applies_a_command_modifier():
 
 
 @pytest.mark.parametrize("mode", ["garbage", "crash", "hang"])
+@pytest.mark.slow
 def test_engine_fail_closed_failures_block_with_a_fixed_message(mode, tmp_path):
     eng, sink = engine_with(executor("sh", mode, str(tmp_path / "pid"), timeout=0.5),
                             on_error=OnError.CLOSED)
@@ -293,6 +295,7 @@ def test_engine_shadow_command_hook_is_audited_not_applied():
         eng.close()
 
 
+@pytest.mark.slow
 def test_engine_background_command_hook_does_not_hold_the_host(tmp_path):
     import time
 

@@ -59,6 +59,7 @@ async def test_a_dead_worker_fails_its_request_and_restarts(workers):
     assert ex.starts == 2
 
 
+@pytest.mark.slow
 async def test_timeout_kills_and_restarts_the_worker(workers):
     ex = workers(timeout=0.5)
     old = int((await call(ex, "pid")).context)
@@ -125,6 +126,7 @@ async def test_aclose_stops_the_process(workers):
     assert ex.pid is None
 
 
+@pytest.mark.slow
 async def test_a_cancelled_request_that_never_answers_restarts_the_worker(workers):
     ex = workers(timeout=0.3)
     old = int((await call(ex, "pid")).context)

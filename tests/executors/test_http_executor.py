@@ -458,6 +458,7 @@ async def test_unresolvable_name_is_a_retryable_failure(
     assert info.value.retryable
 
 
+@pytest.mark.slow
 async def test_one_total_timeout_covers_a_server_that_stalls(
         server: HookServer, make_executor: Callable[..., HttpExecutor]) -> None:
     def stall(h: _Handler, seen: Seen) -> None:
@@ -473,6 +474,7 @@ async def test_one_total_timeout_covers_a_server_that_stalls(
     assert 0.4 < elapsed < 5, elapsed
 
 
+@pytest.mark.slow
 async def test_one_total_timeout_covers_a_server_that_drips(
         server: HookServer, make_executor: Callable[..., HttpExecutor]) -> None:
     # Each byte arrives well inside any per-read timeout; only a deadline for

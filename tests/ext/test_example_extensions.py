@@ -15,6 +15,8 @@ import pytest
 
 from helpers.tmux import Tmux, tmux  # noqa: F401 - fixture
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "extensions"
 BIN = Path(sys.executable).parent / "interlock"

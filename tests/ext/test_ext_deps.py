@@ -152,6 +152,7 @@ def register(ctx):
 '''
 
 
+@pytest.mark.slow
 def test_install_puts_packages_in_the_extensions_own_folder(
         home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(PackageNotFoundError):

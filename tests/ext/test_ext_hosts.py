@@ -24,6 +24,8 @@ import pytest
 
 from helpers.http import request
 
+pytestmark = pytest.mark.e2e
+
 NOSHELL = textwrap.dedent("""\
     from interlock import block
 

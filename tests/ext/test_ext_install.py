@@ -221,6 +221,7 @@ def _uninstall():
     sys.modules.pop(WHEEL_MODULE, None)
 
 
+@pytest.mark.slow
 async def test_wheel_install_use_and_remove(cli, tmp_path):
     wheel = _build_wheel(tmp_path)
     try:
@@ -245,6 +246,7 @@ async def test_wheel_install_use_and_remove(cli, tmp_path):
         _uninstall()
 
 
+@pytest.mark.slow
 def test_a_package_without_an_entry_point_is_not_kept(cli, tmp_path):
     proj = tmp_path / "plain"
     (proj / "interlock_testext_plain").mkdir(parents=True)

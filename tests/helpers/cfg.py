@@ -73,7 +73,9 @@ def run(world: World, *args: str) -> tuple[int, str, str]:
     from interlock.hosts.cli import build_app
 
     project = ["-C", str(world.root)] if args[0] != "import" else []
-    result = CliRunner().invoke(build_app(), ["hooks", *args, *project])  # type: ignore[arg-type]
+    # Output to a pipe has no width limit, whatever $COLUMNS the test runner left set.
+    result = CliRunner().invoke(build_app(), ["hooks", *args, *project],  # type: ignore[arg-type]
+                                env={"COLUMNS": None})
     return result.exit_code, result.stdout, result.stderr
 
 

@@ -7,7 +7,11 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
+
+pytestmark = pytest.mark.e2e
 
 STARTS = ("user ", "model ", "  hook ", "  run ", "  result ", "  engine ", "  sandbox ",
           "─", "╭", "│", "╰", "hooks:", "  ", "the engine", "sandbox:", "extensions:")

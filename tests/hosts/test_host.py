@@ -11,6 +11,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 from interlock.config.paths import user_dir
 from interlock.events import make
@@ -53,6 +55,7 @@ def test_host_adapters_do_not_import_the_reference_agent() -> None:
     assert out.strip() == "[]"
 
 
+@pytest.mark.slow
 def test_a_sync_host_applies_an_edit_from_its_background_thread(tmp_path: Path) -> None:
     handler = tmp_path / ".interlock" / "guard.py"
     handler.parent.mkdir()
@@ -84,6 +87,7 @@ def register(ctx):
 """
 
 
+@pytest.mark.slow
 def test_extensions_reload_live_and_a_changed_approved_one_fails_closed(
         tmp_path: Path) -> None:
     user_ext = user_dir() / "extensions" / "mine"

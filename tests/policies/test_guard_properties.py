@@ -4,11 +4,14 @@ a benign one stays allowed next to benign neighbours."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from helpers.guard_table import CASES, CWD
 from interlock.policies.destructive import check
+
+pytestmark = pytest.mark.slow
 
 DANGEROUS = [(c[2], c[4]) for c in CASES if c[1] == "block"]
 BENIGN = [(c[2], c[4]) for c in CASES if c[1] == "allow"]

@@ -9,7 +9,11 @@ import textwrap
 import threading
 from pathlib import Path
 
+import pytest
+
 from helpers.serve import Serve
+
+pytestmark = pytest.mark.e2e
 
 CONFIG = textwrap.dedent("""\
     [[hooks]]

@@ -81,6 +81,7 @@ async def test_budget_stops_retries_before_the_count():
     assert info.value.attempts == 3
 
 
+@pytest.mark.slow
 async def test_timeout_per_attempt_kills_a_hanging_process():
     inner = ShellExecutor("hang")
     ex = wrap(inner, Policy(timeout=0.3, retries=1, backoff=0), clock=ManualClock())

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from helpers.agent import call, make_agent, tool_messages
 from helpers.cfg import World, world
 from interlock import Engine, Verdict
@@ -55,6 +57,7 @@ def _runs(count: Path) -> int:
     return len(count.read_text().split()) if count.exists() else 0
 
 
+@pytest.mark.slow
 def test_breaker_opens_across_dispatches_blocks_and_survives_reload(
         world: World, tmp_path: Path) -> None:
     count = tmp_path / "count"

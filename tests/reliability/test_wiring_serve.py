@@ -14,7 +14,11 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from helpers.http import request
+
+pytestmark = pytest.mark.e2e
 
 CRASH = textwrap.dedent("""\
     #!/bin/sh

@@ -14,6 +14,8 @@ from interlock.reliability import BreakerBook, Policy, wrap
 from interlock.reliability.sinks import attach
 from interlock.testing import fire
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def store_path(tmp_path_factory):

@@ -63,6 +63,7 @@ def _run_and_kill(url: str, start: int, at_least: int, log: Path) -> int:
 
 
 @pytest.mark.parametrize("kind", BACKENDS)
+@pytest.mark.slow
 def test_kill_9_mid_write_loses_nothing_acknowledged(kind, tmp_path):
     with fresh_url(kind, tmp_path) as url:
         acked = 0

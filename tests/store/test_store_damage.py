@@ -18,6 +18,8 @@ from interlock.engine.errors import ConfigError
 from interlock.store import open_store
 from interlock.store._sql import AUDIT_COLS
 
+pytestmark = pytest.mark.e2e
+
 CONFIG = textwrap.dedent("""\
     [[hooks]]
     name = "guard"

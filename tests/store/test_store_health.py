@@ -8,12 +8,16 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
+
 from helpers.serve import Serve, wait_for
 from interlock import Engine, block
 from interlock.reliability.metrics import Metrics
 from interlock.reliability.sinks import attach
 from interlock.store import open_store
 from interlock.testing import fire
+
+pytestmark = pytest.mark.e2e
 
 CONFIG = textwrap.dedent("""\
     [[hooks]]

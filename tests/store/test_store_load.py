@@ -18,6 +18,8 @@ from interlock.reliability.metrics import Metrics
 from interlock.reliability.sinks import attach
 from interlock.store import AuditQuery
 
+pytestmark = pytest.mark.slow
+
 TASKS, PER_TASK = 50, 200
 
 

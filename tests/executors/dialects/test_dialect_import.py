@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from interlock.config.importers import import_claude_like
 
 
@@ -54,6 +56,7 @@ def test_hermes_matchers_get_interlocks_names(tmp_path: Path) -> None:
     assert hook["matcher"] == "terminal|edit_file"
 
 
+@pytest.mark.slow
 def test_import_into_the_project_config_keeps_relative_script_paths_working(
         tmp_path: Path) -> None:
     """Claude runs `./.claude/hooks/guard.sh` and `sh .claude/hooks/guard.sh` from the

@@ -131,6 +131,7 @@ async def test_huge_output_is_a_failure(dialect, lang):
 
 @pytest.mark.parametrize("lang", LANGS)
 @pytest.mark.parametrize("dialect", NAMES)
+@pytest.mark.slow
 async def test_hang_past_timeout_kills_the_group(dialect, lang, tmp_path):
     pidfile = tmp_path / "pid"
     if lang == "sh":

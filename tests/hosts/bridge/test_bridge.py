@@ -31,6 +31,8 @@ from interlock.hosts.server.app import create_app
 from interlock.hosts.server.auth import TokenStore
 from interlock.hosts.server.listen import Serving
 
+pytestmark = pytest.mark.e2e
+
 
 @dataclass
 class Run:

@@ -11,6 +11,8 @@ import pytest
 from interlock.hosts.bridge import gemini
 from interlock.hosts.bridge._common import Result
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(autouse=True)
 def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

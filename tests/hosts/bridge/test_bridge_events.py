@@ -16,6 +16,8 @@ from interlock.hosts.bridge import host
 from interlock.hosts.bridge._common import Result
 from interlock.hosts.bridge._events import build_event
 
+pytestmark = pytest.mark.e2e
+
 
 def bridge(agent: str, payload: dict[str, Any], root: Path) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INTERLOCK_SOCKET": str(root / "none.sock")}

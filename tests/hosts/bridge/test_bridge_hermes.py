@@ -27,6 +27,8 @@ from interlock.hosts.server.app import create_app
 from interlock.hosts.server.auth import TokenStore
 from interlock.hosts.server.listen import Serving
 
+pytestmark = pytest.mark.e2e
+
 REPO = Path(__file__).resolve().parents[3]
 CACHE = REPO / ".cache"
 VENV = CACHE / "hermes-venv"

@@ -15,6 +15,8 @@ import yaml
 from interlock import ConfigError
 from interlock.hosts.bridge.install import AGENTS, EVENTS, install
 
+pytestmark = pytest.mark.e2e
+
 
 def _commands(agent: str, data: dict) -> list[tuple[str, dict]]:
     out = []

@@ -11,6 +11,8 @@ import pytest
 
 from interlock.hosts.bridge._common import logs_off_stderr
 
+pytestmark = pytest.mark.e2e
+
 
 def test_the_bridge_log_handler_is_installed_once(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:

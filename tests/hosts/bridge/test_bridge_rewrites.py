@@ -18,6 +18,8 @@ from interlock.hosts.bridge import host
 from interlock.hosts.bridge._common import Result
 from interlock.hosts.bridge.install import install
 
+pytestmark = pytest.mark.e2e
+
 SECRET = "token=sk-live-123"
 REDACTED = "token=[REDACTED]"
 

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import typer.main
 from typer.testing import CliRunner
 
@@ -86,6 +87,7 @@ def _cli(cwd: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
+@pytest.mark.slow
 def test_run_json_is_one_object_with_each_decision(tmp_path: Path) -> None:
     (tmp_path / "s.yaml").write_text(
         "- text: working\n  tool_calls:\n    - {name: terminal, args: {command: 'ls'}}\n"
@@ -106,6 +108,7 @@ def test_serve_token_list_accepts_json(tmp_path: Path) -> None:
     assert isinstance(json.loads(proc.stdout), list | dict)
 
 
+@pytest.mark.slow
 def test_ext_list_says_failed_for_an_extension_that_cannot_load(tmp_path: Path) -> None:
     home = tmp_path / "home"
     ext = tmp_path / "broken"

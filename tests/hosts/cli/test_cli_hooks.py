@@ -20,6 +20,7 @@ timeout = 0.3
 """
 
 
+@pytest.mark.slow
 def test_test_prints_the_outcome_even_when_the_hook_times_out(world: World) -> None:
     world.config(world.project, SLOW)
     code, out, _ = run(world, "approve", "--all")

@@ -19,6 +19,8 @@ from interlock.hosts.cli._table import render
 from interlock.reliability.sinks import attach
 from interlock.testing import fire
 
+pytestmark = pytest.mark.e2e
+
 REASON = ("the command deletes files under the repository root; name the paths to "
           "remove one by one, or move them to a scratch folder first")
 HEADERS = ["AT", "SESSION", "EVENT", "HOOK", "VERDICT", "REASON"]

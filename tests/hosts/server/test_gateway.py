@@ -31,6 +31,8 @@ from interlock.reliability.metrics import Metrics
 from interlock.reliability.sinks import MetricsSink
 from interlock.testing import ScriptedModel
 
+pytestmark = pytest.mark.e2e
+
 
 def brain(request: ModelRequest) -> ModelResponse:
     """Echo the user; "run X" calls the terminal; a tool result is reported back."""

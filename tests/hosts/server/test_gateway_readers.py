@@ -25,6 +25,8 @@ from interlock.hosts.server.listen import Serving
 from interlock.models.tooling import ModelRequest, ModelResponse, ToolCall
 from interlock.testing import ScriptedModel
 
+pytestmark = pytest.mark.e2e
+
 __all__ = ["isolated_home"]
 
 TOKEN = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"

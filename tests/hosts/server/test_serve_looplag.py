@@ -7,8 +7,12 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from helpers.serve import Serve
 from interlock.hosts.server.looplag import WINDOW, LoopLag
+
+pytestmark = pytest.mark.e2e
 
 CONFIG = textwrap.dedent("""\
     [[hooks]]

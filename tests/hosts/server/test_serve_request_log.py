@@ -11,6 +11,8 @@ import pytest
 from helpers.serve import Serve, wait_for
 from interlock.hosts.server.request_log import RequestLog
 
+pytestmark = pytest.mark.e2e
+
 BLOCK = "#!/bin/sh\ncat >/dev/null\necho '{\"decision\": \"block\", \"reason\": \"no rm\"}'\n"
 CONFIG = ('[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\n'
           'command = "./block.sh"\n')

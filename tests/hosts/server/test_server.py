@@ -516,6 +516,7 @@ def test_token_store_errors_are_clear(tmp_path: Path) -> None:
         TokenStore(broken)
 
 
+@pytest.mark.slow
 def test_token_cli_creates_lists_and_revokes(tmp_path: Path) -> None:
     import subprocess
     import sys
@@ -546,6 +547,7 @@ def test_token_cli_creates_lists_and_revokes(tmp_path: Path) -> None:
          "did you mean 'before_tool_call'"),
     ],
 )
+@pytest.mark.slow
 def test_serve_refuses_to_start_without_a_good_revision(tmp_path: Path, config: str | None,
                                                         needle: str) -> None:
     import subprocess
@@ -588,6 +590,7 @@ if "rm" in request["payload"]["args"].get("command", ""):
 """
 
 
+@pytest.mark.slow
 def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
     import signal
     import subprocess
@@ -631,6 +634,7 @@ def test_serve_cli_serves_and_cleans_up_on_sigterm(tmp_path: Path) -> None:
     assert not sock.exists()
 
 
+@pytest.mark.slow
 def test_serve_cli_runs_the_chat_gateway_with_a_chat_token(tmp_path: Path) -> None:
     import signal
     import subprocess

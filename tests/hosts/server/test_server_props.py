@@ -29,6 +29,8 @@ from interlock.reliability.metrics import Metrics
 from interlock.reliability.sinks import MetricsSink
 from interlock.testing import ScriptedModel
 
+pytestmark = pytest.mark.slow
+
 
 def _connect(port: int) -> http.client.HTTPConnection:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)

@@ -11,6 +11,8 @@ import pytest
 
 from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
 
+pytestmark = pytest.mark.e2e
+
 
 def interlock(*args: str, cwd: Path, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "interlock", *args], cwd=cwd, input=stdin,

@@ -17,6 +17,8 @@ from helpers.tmux import Tmux, tmux  # noqa: F401 - fixture
 from interlock import RegistrationError
 from interlock.ext.ui import ExtensionUI, UIState, parse_key
 
+pytestmark = pytest.mark.e2e
+
 BIN = Path(sys.executable).parent / "interlock"
 
 EXTENSION = textwrap.dedent('''

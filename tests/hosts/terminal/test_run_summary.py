@@ -7,7 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
+
+pytestmark = pytest.mark.e2e
 
 CONFIG = """
 [[hooks]]
