@@ -249,3 +249,22 @@ def test_checkpoints_run_beside_the_writer_and_keep_the_log_bounded(tmp_path: Pa
     # The checkpointer copied the log into the file while the writer went on.
     wait_for(lambda: path.stat().st_size > start_size + (16 << 20), what="a checkpoint")
     backend.close()
+
+
+def test_close_during_a_checkpoint_stops_the_checkpointer(tmp_path: Path) -> None:
+    from interlock.store._sqlite import CHECKPOINT_BYTES, SQLiteBackend
+
+    backend = SQLiteBackend(tmp_path / "interlock.db")
+    row = (time.time(), "d", "s", "before_tool_call", "terminal", "project:guard", "none",
+           "applied", "x" * 200, 0.1, 1, "none", None, None)
+    wal = tmp_path / "interlock.db-wal"
+    batch = 0
+    while not wal.exists() or wal.stat().st_size < 2 * CHECKPOINT_BYTES:  # a long copy
+        backend.write([(*row[:1], f"d-{batch}-{i}", *row[2:]) for i in range(2000)], [], [])
+        batch += 1
+    wait_for(backend._checkpointing.is_set, what="a checkpoint under way")
+    backend.close()  # arrives while the checkpointer copies the log
+    assert backend._checkpointer is not None
+    # Its wake-up must not be lost: before, the thread cleared it on finishing the
+    # checkpoint, slept on, and close() gave up on it only after 30 s.
+    assert not backend._checkpointer.is_alive()
