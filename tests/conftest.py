@@ -44,6 +44,9 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory,
     # A bridge with no server evaluates in process, as it did before it could start
     # its own (tests of that server, tests/hosts/bridge/test_bridge_autostart.py, turn it back on).
     monkeypatch.setenv("INTERLOCK_BRIDGE_AUTOSTART", "0")
+    # Output goes to pipes, at full width, under pytest-xdist too (its workers set COLUMNS).
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture
