@@ -4,7 +4,7 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: demo test lint typecheck unit bench docs clean wheel-check
+.PHONY: demo test test-fast test-serial lint typecheck unit bench docs clean wheel-check
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -39,10 +39,17 @@ lint: $(VENV)/.installed
 typecheck: $(VENV)/.installed
 	$(BIN)/mypy
 
+# Every test (unit, slow and end to end; CI runs this through `make test`).
 unit: $(VENV)/.installed
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# The unit tests only: no `slow` or `e2e` marks, and the folders that are end to end
+# throughout are not even collected (tests/conftest.py says what gets which mark).
+test-fast: $(VENV)/.installed
+	$(BIN)/pytest -m "not slow and not e2e and not realclients" \
+	    --ignore=tests/adversarial --ignore=tests/console --ignore=tests/realclients
 
 # Each benchmark prints its figures and ends with one JSON line.
 BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console cli

@@ -1,9 +1,34 @@
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from helpers import old_names
 from interlock import Engine
 from interlock.testing import RecordingSink
+
+old_names.install()
+
+TESTS = Path(__file__).resolve().parent
+
+E2E_FOLDERS = ("adversarial", "console", "realclients")
+"""Folders whose every test runs real servers, agents or browsers: marked ``e2e``."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``make test-fast`` skips ``slow`` and ``e2e``. A test is ``e2e`` when its module
+    says so (``pytestmark = pytest.mark.e2e``), its file is named ``*_e2e.py``, or it
+    lives in one of E2E_FOLDERS; a module that is slow but not end to end sets
+    ``pytestmark = pytest.mark.slow``."""
+    for item in items:
+        path = Path(str(item.path))
+        try:
+            folder = path.relative_to(TESTS).parts[0]
+        except ValueError:
+            continue
+        if folder in E2E_FOLDERS or path.stem.endswith("_e2e"):
+            item.add_marker(pytest.mark.e2e)
 
 
 @pytest.fixture(autouse=True)
@@ -17,8 +42,11 @@ def _private_store(tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("INTERLOCK_HOME", str(base / "interlock-home"))
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
     # A bridge with no server evaluates in process, as it did before it could start
-    # its own (tests of that server, tests/test_bridge_autostart.py, turn it back on).
+    # its own (tests of that server, tests/hosts/bridge/test_bridge_autostart.py, turn it back on).
     monkeypatch.setenv("INTERLOCK_BRIDGE_AUTOSTART", "0")
+    # Output goes to pipes, at full width, under pytest-xdist too (its workers set COLUMNS).
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
 
 
 @pytest.fixture

@@ -67,6 +67,7 @@ def test_the_pages_have_examples_to_run():
 
 @pytest.mark.parametrize(("label", "fragment", "source"), EXAMPLES,
                          ids=[label for label, _, _ in EXAMPLES])
+@pytest.mark.slow
 def test_docs_example_runs(label, fragment, source, tmp_path):
     if fragment is not None:
         compile(source, label, "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)  # still Python

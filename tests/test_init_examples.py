@@ -16,6 +16,8 @@ from interlock import Engine
 from interlock.ext.loader import load_extension
 from interlock.testing import fire
 
+pytestmark = pytest.mark.e2e
+
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 

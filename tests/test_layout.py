@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import interlock
 
 GUARD = '''
@@ -29,6 +31,7 @@ def test_the_top_of_the_package_has_at_most_20_entries() -> None:
     assert len(entries) <= 21, entries
 
 
+@pytest.mark.slow
 def test_the_installed_bridge_line_runs_this_version(tmp_path: Path) -> None:
     """Agents' configs hold ``python -I -m interlock.bridge <agent> ...``: a line
     that failed to import would read as "allow" to the agent, so the exact line

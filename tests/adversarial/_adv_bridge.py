@@ -98,7 +98,7 @@ class Project:
             # No real server can answer: the socket folder is this test's own.
             "XDG_RUNTIME_DIR": str(self.runtime),
             # Hooks run inside the bridge, as with no server (the bridge's own server:
-            # tests/test_bridge_autostart.py).
+            # tests/hosts/bridge/test_bridge_autostart.py).
             "INTERLOCK_BRIDGE_AUTOSTART": "0",
         }
 

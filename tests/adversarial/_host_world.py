@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _http import request
+from helpers.http import request
 
 LIVE_BOUND = 1.0
 """A change must show in a running host's next decision within this many seconds."""

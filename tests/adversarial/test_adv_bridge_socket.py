@@ -10,8 +10,10 @@ deny, never "no opinion".
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,11 +25,15 @@ from interlock.hosts.server.paths import socket_path_for
 
 
 @pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Project:
-    p = Project(tmp_path)
+def project(monkeypatch: pytest.MonkeyPatch) -> Iterator[Project]:
+    # A short folder: the socket path must fit AF_UNIX's 108 bytes, which a test's
+    # temp path (longer under pytest-xdist) need not.
+    tmp = Path(tempfile.mkdtemp(prefix="il-adv-", dir="/tmp"))
+    p = Project(tmp)
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(p.runtime))
     monkeypatch.delenv("INTERLOCK_SOCKET", raising=False)
-    return p
+    yield p
+    shutil.rmtree(tmp, ignore_errors=True)
 
 
 def sock_path(project: Project) -> Path:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from _cfg import World, world
+from helpers.cfg import World, world
 from interlock import Engine, Outcome, Verdict
 from interlock.config.registry import Registry
 from interlock.engine.errors import FailureMode

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from agent_helpers import call, isolated_home
+from helpers.agent import call, isolated_home
 from interlock import Engine
 from interlock.agent import Agent, AgentOptions, SessionStore
 from interlock.agent.sandbox import status

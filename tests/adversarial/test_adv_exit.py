@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from _serve import Serve
+from helpers.serve import Serve
 
 HANDLERS = {
     "exit0": "import sys\n\ndef handle(event):\n    sys.exit(0)\n",

@@ -70,7 +70,9 @@ def test_a_worker_hook_that_exits_is_a_crash_and_blocks(command: str, tmp_path: 
         assert out.blocked, out
         assert "did not answer" in (out.reason or "")
     finally:
+        ex.close()  # the engine does not own an executor registered by hand
         eng.close()
+    assert ex.pid is None, "the worker outlived its executor's close()"
 
 
 def test_a_judge_answer_with_a_repeated_decision_is_a_contract_failure() -> None:

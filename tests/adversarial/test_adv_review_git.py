@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
+from helpers.sandbox import _project, _run_terminal, needs_bwrap
 from interlock.agent.protect import ProtectedPaths
 from interlock.policies.checkpoint import Checkpointer
-from test_agent_sandbox import _project, _run_terminal, needs_bwrap
 
 
 def _repo(tmp_path: Path) -> Path:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agent_helpers import isolated_home  # noqa: F401 - autouse fixture
-from test_agent_sandbox import BUILD, _project, _run_terminal, needs_bwrap
+from helpers.agent import isolated_home  # noqa: F401 - autouse fixture
+from helpers.sandbox import BUILD, _project, _run_terminal, needs_bwrap
 
 
 @needs_bwrap

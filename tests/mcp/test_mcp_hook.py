@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from _cfg import World, run, world
+from helpers.cfg import World, run, world
 from interlock.events import BeforeToolCall
 from interlock.hosts.assembly import Host
 

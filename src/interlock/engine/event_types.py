@@ -5,7 +5,7 @@ imported; a type checker cannot run that, so it reads these declarations
 (imported by interlock.events under TYPE_CHECKING; empty at run time).
 Regenerate it after changing the catalog: write the text of
 interlock.events.type_declarations() to src/interlock/engine/event_types.py.
-tests/test_typed_on.py fails when this file and the catalog disagree.
+tests/engine/test_typed_on.py fails when this file and the catalog disagree.
 """
 
 from __future__ import annotations

@@ -157,7 +157,7 @@ def _opaque_name(cmd: Command, ctx: Context) -> Finding | None:
 
 Rule = Callable[[Command, Context], "Finding | None"]
 # Which rules can fire on a command, by its name: checking only those keeps a
-# long script cheap. The case table and tests/test_guard.py (one command per
+# long script cheap. The case table and tests/policies/test_guard.py (one command per
 # category) fail if a rule is missing for a name it handles.
 _BY_NAME: dict[str, tuple[Rule, ...]] = {}
 for _rule, _names in (

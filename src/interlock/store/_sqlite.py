@@ -139,6 +139,8 @@ class SQLiteBackend(SQLBackend):
                 conn = None
             finally:
                 self._checkpointing.clear()
+            if self._stopping:  # close() came during the checkpoint: its wake-up is spent
+                break
         if conn is not None:
             with contextlib.suppress(sqlite3.Error):
                 conn.close()

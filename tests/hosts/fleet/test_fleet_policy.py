@@ -1,0 +1,181 @@
+"""`serve --policy REPO@COMMIT`, the signed switch to another revision, and
+`interlock policy diff` (docs/fleet.md, Policy distribution), on a local git
+repository reached through file:// (never the network)."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helpers.serve import Serve, wait_for
+
+pytestmark = pytest.mark.e2e
+
+NO_RM = """
+[[hooks]]
+name = "no-rm"
+events = ["before_tool_call"]
+matcher = "terminal"
+command = "if grep -q 'rm -rf'; then echo 'no rm' >&2; exit 2; fi"
+"""
+
+NO_CURL = """
+[[hooks]]
+name = "no-curl"
+events = ["before_tool_call"]
+matcher = "terminal"
+command = "if grep -q 'curl example'; then echo 'no curl' >&2; exit 2; fi"
+
+[[permissions]]
+tool = "terminal"
+pattern = "git *"
+action = "allow"
+"""
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t.invalid", *args],
+                          cwd=repo, capture_output=True, text=True, check=True).stdout.strip()
+
+
+class Repo:
+    def __init__(self, tmp: Path) -> None:
+        self.path = tmp / "policy-repo"
+        (self.path / ".interlock").mkdir(parents=True)
+        git(self.path, "init", "-q", "-b", "main")
+        (self.path / ".interlock" / "config.toml").write_text(NO_RM)
+        git(self.path, "add", "-A")
+        git(self.path, "commit", "-qm", "no rm")
+        self.c1 = git(self.path, "rev-parse", "HEAD")
+        (self.path / ".interlock" / "config.toml").write_text(NO_RM + NO_CURL)
+        git(self.path, "commit", "-qam", "no curl")
+        self.c2 = git(self.path, "rev-parse", "HEAD")
+        self.url = f"git+file://{self.path}"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serve, Repo, bytes]]:
+    tmp = tmp_path_factory.mktemp("policy")
+    repo = Repo(tmp)
+    secret = b"s3cret-for-tests-only"
+    secret_file = tmp / "policy.secret"
+    secret_file.write_bytes(secret)
+    secret_file.chmod(0o600)
+    serve = Serve(tmp, "# unused: --policy names the policy\n", extra=[
+        "--policy", f"{repo.url}@{repo.c1}", "--policy-secret-file", str(secret_file),
+        "--no-socket"])
+    serve.start()
+    try:
+        yield serve, repo, secret
+    finally:
+        serve.stop()
+
+
+def decide(serve: Serve, command: str) -> str:
+    out = serve.event({"tool_name": "terminal", "args": {"command": command}})
+    return str(out["decision"])
+
+
+def switch(serve: Serve, body: dict[str, Any], secret: bytes,
+           signature: str | None = None) -> tuple[int, Any]:
+    raw = json.dumps(body).encode()
+    sig = signature or "sha256=" + hmac.new(secret, raw, hashlib.sha256).hexdigest()
+    import http.client
+
+    conn = http.client.HTTPConnection("127.0.0.1", serve.port, timeout=60)
+    try:
+        conn.request("POST", "/v1/runtime/policy", raw,
+                     {"Content-Type": "application/json", "X-Interlock-Signature": sig})
+        resp = conn.getresponse()
+        return resp.status, json.loads(resp.read())
+    finally:
+        conn.close()
+
+
+def test_serves_the_pinned_revision_and_switches_on_a_signed_request(
+        served: tuple[Serve, Repo, bytes]) -> None:
+    serve, repo, secret = served
+    assert "policy " in "".join(serve.log)
+    assert decide(serve, "rm -rf /") == "block"
+    assert decide(serve, "curl example.com") == "none"
+    before = serve.request("GET", "/v1/status")[1]["revision"]
+
+    # Refused: a wrong signature, an old request, a signature over another body.
+    code, _ = switch(serve, {"ref": repo.c2, "at": time.time()}, b"wrong secret")
+    assert code == 401
+    code, _ = switch(serve, {"ref": repo.c2, "at": time.time() - 3600}, secret)
+    assert code == 401
+    code, _ = switch(serve, {"ref": repo.c2, "at": time.time()}, secret,
+                     signature="sha256=" + "0" * 64)
+    assert code == 401
+    assert decide(serve, "curl example.com") == "none"
+
+    code, out = switch(serve, {"ref": repo.c2, "at": time.time()}, secret)
+    assert code == 200, out
+    assert out["commit"] == repo.c2
+    assert decide(serve, "curl example.com") == "block"
+    assert decide(serve, "rm -rf /") == "block"
+    assert serve.request("GET", "/v1/status")[1]["revision"] > before
+
+    # Back to the first revision: a ref the repository does not hold is refused (409)
+    # and the served revision stays.
+    code, out = switch(serve, {"ref": "no-such-branch", "at": time.time()}, secret)
+    assert code == 409
+    assert decide(serve, "curl example.com") == "block"
+    code, out = switch(serve, {"ref": repo.c1, "at": time.time()}, secret)
+    assert code == 200
+    assert decide(serve, "curl example.com") == "none"
+
+
+def test_policy_diff_shows_hooks_rules_and_replayed_decisions(
+        served: tuple[Serve, Repo, bytes], tmp_path: Path) -> None:
+    serve, repo, _ = served
+    transcript = tmp_path / "t.jsonl"
+    events = [("curl example.com", "none"), ("ls", "none"), ("rm -rf /", "block")]
+    transcript.write_text("".join(json.dumps({
+        "type": "event", "name": "before_tool_call",
+        "payload": {"tool_name": "terminal", "args": {"command": c}},
+        "outcome": {"decision": d}}) + "\n" for c, d in events))
+    done = serve.cli("policy", "diff", repo.c1, repo.c2, "--repo", str(repo.path),
+                     "--transcript", str(transcript), "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["hooks_added"] == ["project:no-curl"]
+    assert report["hooks_removed"] == []
+    assert report["rules_added"] == [["terminal", "git *", "allow"]]
+    assert report["replayed"] == 3
+    assert [(d["subject"], d["a"], d["b"]) for d in report["decisions_changed"]] == [
+        ("terminal", "none", "block")]
+
+    text = serve.cli("policy", "diff", repo.c1, repo.c2, "--repo", str(repo.path))
+    assert "+ hook project:no-curl" in text.stdout
+
+
+def test_a_bad_policy_source_is_a_clear_error(tmp_path: Path) -> None:
+    lone = Serve(tmp_path, NO_RM)
+    done = lone.cli("serve", "--policy", f"{tmp_path / 'nope'}@main", "--port", "0")
+    assert done.returncode != 0
+    assert "does not exist" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_scheduled_refresh_serves_what_the_branch_names_now(tmp_path: Path) -> None:
+    repo = Repo(tmp_path)
+    git(repo.path, "checkout", "-q", "-b", "live", repo.c1)
+    serve = Serve(tmp_path, "# unused\n", extra=[
+        "--policy", f"{repo.url}@live", "--policy-refresh", "0.2", "--no-socket"]).start()
+    try:
+        assert decide(serve, "curl example.com") == "none"
+        git(repo.path, "merge", "-q", "--ff-only", repo.c2)
+        wait_for(lambda: decide(serve, "curl example.com") == "block",
+                 what="the refreshed branch's policy")
+    finally:
+        serve.stop()

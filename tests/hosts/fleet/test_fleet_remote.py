@@ -1,0 +1,415 @@
+"""Remote bridges (docs/fleet.md): a real `interlock serve` over HTTPS on 127.0.0.1
+with a test CA (trustme), and real bridge processes calling it.
+
+Every way the remote path can go wrong (a certificate the machine does not
+trust, a wrong pin, an expired or revoked token, a token file others can
+read, no server, a 5xx, a body that is not JSON) must end in the host's
+deny on a gate event; only "nothing answered" may go to the local policy,
+and only where the install line says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trustme
+from cryptography import x509
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+
+from helpers.serve import Serve, wait_for
+
+pytestmark = pytest.mark.e2e
+
+POLICY = """
+[[hooks]]
+name = "no-rm"
+events = ["before_tool_call"]
+matcher = "terminal"
+command = "if grep -q 'rm -rf'; then echo 'remote policy says no rm' >&2; exit 2; fi"
+"""
+
+LOCAL_POLICY = """
+[[hooks]]
+name = "local-no-rm"
+events = ["before_tool_call"]
+matcher = "terminal"
+command = "if grep -q 'rm -rf'; then echo 'local policy says no rm' >&2; exit 2; fi"
+"""
+
+
+def call(command: str) -> bytes:
+    return json.dumps({"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": "/",
+                       "tool_name": "Bash", "tool_input": {"command": command},
+                       "tool_use_id": "t1"}).encode()
+
+
+class Ran:
+    def __init__(self, done: subprocess.CompletedProcess[bytes]) -> None:
+        self.code = done.returncode
+        self.stdout = done.stdout.decode()
+        self.stderr = done.stderr.decode()
+
+    @property
+    def denied(self) -> bool:
+        return self.code == 2 and '"deny"' in self.stdout
+
+    @property
+    def allowed(self) -> bool:
+        return self.code == 0 and '"deny"' not in self.stdout
+
+
+def bridge(args: list[str], stdin: bytes, env: dict[str, str] | None = None,
+           cwd: Path | None = None) -> Ran:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_SERVER")}
+    done = subprocess.run([sys.executable, "-I", "-m", "interlock.bridge", "claude",
+                           "--deadline", "20", *args], input=stdin, capture_output=True,
+                          env={**base, **(env or {})}, cwd=cwd or "/", timeout=60, check=False)
+    return Ran(done)
+
+
+def token_file(tmp: Path, name: str, token: str, mode: int = 0o600) -> Path:
+    path = tmp / f"{name}.token"
+    path.write_text(token + "\n")
+    path.chmod(mode)
+    return path
+
+
+class World:
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.ca = trustme.CA()
+        cert = self.ca.issue_cert("127.0.0.1", "localhost")
+        self.cert_pem = tmp / "server.pem"
+        self.key_pem = tmp / "server.key"
+        cert.cert_chain_pems[0].write_to_path(str(self.cert_pem))
+        cert.private_key_pem.write_to_path(str(self.key_pem))
+        self.ca_pem = tmp / "ca.pem"
+        self.ca.cert_pem.write_to_path(str(self.ca_pem))
+        loaded = x509.load_pem_x509_certificate(cert.cert_chain_pems[0].bytes())
+        self.cert_pin = "sha256:" + hashlib.sha256(loaded.public_bytes(Encoding.DER)).hexdigest()
+        self.spki_pin = "sha256:" + hashlib.sha256(loaded.public_key().public_bytes(
+            Encoding.DER, PublicFormat.SubjectPublicKeyInfo)).hexdigest()
+        self.serve = Serve(tmp / "server", POLICY, extra=[
+            "--tls-cert", str(self.cert_pem), "--tls-key", str(self.key_pem)]).start()
+        self.url = f"https://127.0.0.1:{self.serve.port}"
+        made = self.serve.cli("serve", "token", "create", "laptop1")
+        assert made.returncode == 0, made.stderr
+        self.token = token_file(tmp, "laptop1", made.stdout.strip())
+
+    def status(self, token: str) -> int:
+        """The HTTP status of one evaluation with ``token``."""
+        import http.client
+        import ssl
+
+        ctx = ssl.create_default_context(cafile=str(self.ca_pem))
+        conn = http.client.HTTPSConnection("127.0.0.1", self.serve.port, context=ctx,
+                                           timeout=30)
+        try:
+            conn.request("POST", "/v1/events/before_tool_call", b'{"tool_name": "ls"}',
+                         {"Authorization": f"Bearer {token}"})
+            return conn.getresponse().status
+        finally:
+            conn.close()
+
+    def args(self, *, url: str | None = None, token: Path | None = None,
+             ca: Path | None = None, pin: str | None = None) -> list[str]:
+        out = ["--server", url or self.url, "--token-file", str(token or self.token),
+               "--ca", str(ca or self.ca_pem)]
+        return out + (["--pin", pin] if pin else [])
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    made = World(tmp_path_factory.mktemp("fleet"))
+    try:
+        yield made
+    finally:
+        made.serve.stop()
+
+
+def test_remote_policy_decides_over_https(world: World) -> None:
+    blocked = bridge(world.args(), call("rm -rf ~"))
+    assert blocked.denied, blocked.stderr
+    assert "remote policy says no rm" in blocked.stdout
+    assert bridge(world.args(), call("ls")).allowed
+
+
+def test_pins_of_the_certificate_and_of_its_key_are_accepted(world: World) -> None:
+    assert bridge(world.args(pin=world.spki_pin), call("ls")).allowed
+    assert bridge(world.args(pin=world.cert_pin), call("ls")).allowed
+
+
+def test_a_wrong_pin_denies(world: World) -> None:
+    ran = bridge(world.args(pin="sha256:" + "ab" * 32), call("ls"))
+    assert ran.denied
+    assert "does not match the pin" in ran.stdout
+
+
+def test_a_certificate_from_another_ca_denies(world: World, tmp_path: Path) -> None:
+    other = tmp_path / "other-ca.pem"
+    trustme.CA().cert_pem.write_to_path(str(other))
+    ran = bridge(world.args(ca=other), call("ls"))
+    assert ran.denied
+    assert "does not trust" in ran.stdout
+
+
+def test_expired_and_revoked_tokens_deny(world: World, tmp_path: Path) -> None:
+    made = world.serve.cli("serve", "token", "create", "old", "--expires-days", "0.00001")
+    old = token_file(tmp_path, "old", made.stdout.strip())
+    wait_for(lambda: world.status(made.stdout.strip()) == 401, what="the token to expire")
+    ran = bridge(world.args(token=old), call("ls"))
+    assert ran.denied
+    assert "401" in ran.stdout
+
+    made = world.serve.cli("serve", "token", "create", "gone")
+    gone = token_file(tmp_path, "gone", made.stdout.strip())
+    assert bridge(world.args(token=gone), call("ls")).allowed
+    assert world.serve.cli("serve", "token", "revoke", "gone").returncode == 0
+    assert bridge(world.args(token=gone), call("ls")).denied
+
+
+def test_a_token_file_others_can_read_is_refused(world: World, tmp_path: Path) -> None:
+    loose = token_file(tmp_path, "loose", world.token.read_text().strip(), mode=0o644)
+    ran = bridge(world.args(token=loose), call("ls"))
+    assert ran.denied
+    assert "chmod 600" in ran.stdout
+    missing = bridge(world.args(token=tmp_path / "nope"), call("ls"))
+    assert missing.denied
+    assert "does not exist" in missing.stdout
+
+
+def test_plain_http_only_to_loopback(world: World) -> None:
+    ran = bridge(world.args(url="http://policy.example.com"), call("ls"))
+    assert ran.denied
+    assert "plain http" in ran.stdout
+
+
+def test_the_environment_names_the_server(world: World, tmp_path: Path,
+                                          local_project: Path) -> None:
+    env = {"INTERLOCK_SERVER": world.url, "INTERLOCK_SERVER_TOKEN_FILE": str(world.token),
+           "INTERLOCK_SERVER_CA": str(world.ca_pem)}
+    blocked = bridge([], call("rm -rf ~"), env=env)
+    assert blocked.denied
+    assert "remote policy says no rm" in blocked.stdout
+    assert bridge([], call("ls"), env=env).allowed
+    # An installed line names --project: a variable the project's agent settings could
+    # set does not move it to another server; `--server env` opts in.
+    local = {**env, **local_env(tmp_path)}
+    pinned = bridge(["--project", str(local_project)], call("rm -rf ~"), env=local)
+    assert "local policy says no rm" in pinned.stdout
+    opted = bridge(["--server", "env", "--project", str(local_project)], call("rm -rf ~"),
+                   env=local)
+    assert "remote policy says no rm" in opted.stdout
+
+
+def test_only_an_interlock_token_is_ever_sent(world: World, tmp_path: Path) -> None:
+    other = token_file(tmp_path, "apikey", "sk-live-some-other-secret")
+    ran = bridge(world.args(token=other), call("ls"))
+    assert ran.denied
+    assert "does not hold an Interlock token" in ran.stdout
+
+
+# -- nothing answers, or something answers badly ----------------------------------------
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def local_project(tmp_path: Path) -> Path:
+    (tmp_path / "proj" / ".interlock").mkdir(parents=True)
+    (tmp_path / "proj" / ".interlock" / "config.toml").write_text(LOCAL_POLICY)
+    return tmp_path / "proj"
+
+
+def local_env(tmp: Path) -> dict[str, str]:
+    return {"INTERLOCK_HOME": str(tmp / "home"), "INTERLOCK_MANAGED": str(tmp / "managed"),
+            "INTERLOCK_ACCEPT_HOOKS": "1", "INTERLOCK_STORE": str(tmp / "local.db")}
+
+
+def test_server_down_denies_unless_the_event_falls_back(world: World, tmp_path: Path,
+                                                       local_project: Path) -> None:
+    down = world.args(url=f"https://127.0.0.1:{free_port()}")
+    ran = bridge(down, call("ls"))
+    assert ran.denied
+    assert "cannot reach" in ran.stdout
+    # --fallback local: the project's in-process policy answers instead; it still decides.
+    fall = [*down, "--fallback", "local", "--project", str(local_project)]
+    assert bridge(fall, call("ls"), env=local_env(tmp_path)).allowed
+    blocked = bridge(fall, call("rm -rf ~"), env=local_env(tmp_path))
+    assert blocked.denied
+    assert "local policy says no rm" in blocked.stdout
+    # The environment can name the events that fall back, when it names the server.
+    env = {**local_env(tmp_path), "INTERLOCK_SERVER": down[1],
+           "INTERLOCK_SERVER_TOKEN_FILE": str(world.token),
+           "INTERLOCK_SERVER_FALLBACK": "PreToolUse"}
+    via_env = ["--server", "env", "--project", str(local_project)]
+    fell = bridge(via_env, call("rm -rf ~"), env=env)
+    assert fell.denied
+    assert "local policy says no rm" in fell.stdout
+    assert bridge(via_env, call("rm -rf ~"),
+                  env={**env, "INTERLOCK_SERVER_FALLBACK": "Stop"}).denied
+
+
+def test_a_pin_failure_never_falls_back(world: World, tmp_path: Path,
+                                        local_project: Path) -> None:
+    ran = bridge([*world.args(pin="sha256:" + "cd" * 32), "--fallback", "local",
+                  "--project", str(local_project)], call("ls"), env=local_env(tmp_path))
+    assert ran.denied
+    assert "pin" in ran.stdout
+
+
+class Canned(http.server.BaseHTTPRequestHandler):
+    """Answers every POST with the status and body named by its path's last part."""
+
+    answers: dict[str, tuple[int, bytes]] = {
+        "e500": (500, b'{"error": "boom"}'),
+        "e503": (503, b'{"error": "store down"}'),
+        "garbage": (200, b"<html>not json</html>"),
+        "array": (200, b"[1, 2]"),
+        "other": (200, b'{"status": "ok"}'),  # another service behind a misrouted balancer
+    }
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        key = self.path.split("/")[1]
+        status, body = self.answers[key]
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def canned() -> Iterator[int]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Canned)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("kind", ["e500", "e503", "garbage", "array", "other"])
+def test_bad_answers_deny(world: World, canned: int, kind: str) -> None:
+    ran = bridge(world.args(url=f"http://127.0.0.1:{canned}/{kind}"), call("ls"))
+    assert ran.denied, (ran.code, ran.stdout)
+
+
+def test_only_a_503_falls_back(world: World, canned: int, tmp_path: Path,
+                               local_project: Path) -> None:
+    def run(kind: str) -> Ran:
+        return bridge([*world.args(url=f"http://127.0.0.1:{canned}/{kind}"),
+                       "--fallback", "local", "--project", str(local_project)],
+                      call("rm -rf ~"), env=local_env(tmp_path))
+
+    fell = run("e503")
+    assert fell.denied
+    assert "local policy says no rm" in fell.stdout
+    for kind in ("e500", "garbage"):
+        ran = run(kind)
+        assert ran.denied
+        assert "local policy" not in ran.stdout
+
+
+# -- the forwarder and the install line ----------------------------------------------
+
+def test_forwarder_holds_the_connection_and_denies_on_a_wrong_pin(world: World,
+                                                                  tmp_path: Path) -> None:
+    sock = tmp_path / "fwd" / "s.sock"
+    sock.parent.mkdir(mode=0o700)
+
+    def forwarder(*extra: str) -> subprocess.Popen[str]:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "interlock", "serve", "--upstream", world.url,
+             "--token-file", str(world.token), "--ca", str(world.ca_pem),
+             "--socket", str(sock), *extra],
+            env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
+            stderr=subprocess.PIPE, text=True)
+        assert proc.stderr is not None
+        lines = []
+        for line in proc.stderr:
+            lines.append(line)
+            if "listening on" in line:
+                break
+        assert sock.exists(), "".join(lines)
+        return proc
+
+    def stop(proc: subprocess.Popen[str]) -> None:
+        proc.terminate()
+        proc.wait(30)
+        assert proc.stderr is not None
+        proc.stderr.close()
+
+    env = {"INTERLOCK_SOCKET": str(sock)}
+    proc = forwarder()
+    try:
+        assert bridge([], call("rm -rf ~"), env=env).denied
+        assert bridge([], call("ls"), env=env).allowed
+    finally:
+        stop(proc)
+    proc = forwarder("--pin", "sha256:" + "ef" * 32)
+    try:
+        ran = bridge([], call("ls"), env=env)
+        assert ran.denied
+        assert "pin" in ran.stdout
+    finally:
+        stop(proc)
+
+
+def test_install_writes_the_server_and_the_token_file_never_the_token(
+        world: World, tmp_path: Path, local_project: Path) -> None:
+    env = {**os.environ, **local_env(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "interlock", "bridge", "install", "claude", "--project",
+         str(local_project), "--server", world.url, "--token-file", str(world.token),
+         "--ca", str(world.ca_pem), "--pin", world.spki_pin, "--fallback-local", "PreToolUse"],
+        env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 0, done.stderr
+    text = (local_project / ".claude" / "settings.json").read_text()
+    assert world.token.read_text().strip() not in text
+    assert world.url in text
+    assert str(world.token) in text
+    assert world.spki_pin in text
+    hooks = json.loads(text)["hooks"]
+    pre = hooks["PreToolUse"][0]["hooks"][0]["command"]
+    assert "--fallback local" in pre
+    assert "--fallback" not in hooks["UserPromptSubmit"][0]["hooks"][0]["command"]
+    # The written line runs: through the sh guard, against the remote policy.
+    ran = Ran(subprocess.run(["/bin/sh", "-c", pre], input=call("rm -rf ~"),
+                             capture_output=True, timeout=60, check=False, cwd=local_project,
+                             env={k: v for k, v in env.items()
+                                  if not k.startswith("INTERLOCK_SERVER")}))
+    assert ran.denied
+    assert "remote policy says no rm" in ran.stdout
+
+    world.token.chmod(0o640)
+    try:
+        bad = subprocess.run(
+            [sys.executable, "-m", "interlock", "bridge", "install", "claude", "--project",
+             str(local_project), "--server", world.url, "--token-file", str(world.token)],
+            env=env, capture_output=True, text=True, timeout=120, check=False)
+    finally:
+        world.token.chmod(0o600)
+    assert bad.returncode != 0
+    assert "chmod 600" in bad.stderr
+    assert "Traceback" not in bad.stderr

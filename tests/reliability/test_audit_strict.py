@@ -1,0 +1,96 @@
+"""Strict audit: every decision `interlock serve` answered is in the audit log,
+even when the server is killed with SIGKILL right after answering."""
+
+from __future__ import annotations
+
+import http.client
+import sqlite3
+import textwrap
+import threading
+from pathlib import Path
+
+import pytest
+
+from helpers.serve import Serve
+
+pytestmark = pytest.mark.e2e
+
+CONFIG = textwrap.dedent("""\
+    [[hooks]]
+    name = "guard"
+    events = ["before_tool_call"]
+    handler = "guard.py"
+    on_error = "closed"
+    """)
+GUARD = textwrap.dedent("""\
+    from interlock import block
+
+    def handle(event):
+        if "rm" in event.args.get("command", ""):
+            return block("no deleting")
+        return None
+    """)
+
+
+def _answered_then_killed(serve: Serve, clients: int = 4, kill_after: int = 150) -> set[str]:
+    """Sessions whose decision came back before serve was SIGKILLed mid-traffic."""
+    answered: set[str] = set()
+    lock = threading.Lock()
+    enough = threading.Event()
+
+    def client(n: int) -> None:
+        i = 0
+        while True:
+            session = f"c{n}-{i}"
+            i += 1
+            try:
+                code, out = serve.request("POST", "/v1/events/before_tool_call", {
+                    "tool_name": "terminal", "args": {"command": "rm x" if i % 2 else "ls"},
+                    "session_id": session}, timeout=10)
+            except (OSError, http.client.HTTPException):
+                return  # killed, maybe half-way through an answer (never counted)
+            if code != 200:
+                return
+            assert (out["decision"] == "block") == bool(i % 2), out
+            with lock:
+                answered.add(session)
+                if len(answered) >= kill_after:
+                    enough.set()
+
+    threads = [threading.Thread(target=client, args=(n,)) for n in range(clients)]
+    for t in threads:
+        t.start()
+    assert enough.wait(60), "the clients got too few answers"
+    serve.kill()  # at once, with requests in flight and answers just sent
+    for t in threads:
+        t.join(30)
+    with lock:
+        return set(answered)
+
+
+def test_strict_audit_loses_no_answered_decision_to_sigkill(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}).start()
+    answered = _answered_then_killed(serve)
+    conn = sqlite3.connect(serve.store)
+    audited = {row[0] for row in conn.execute("SELECT session_id FROM interlock_audit")}
+    conn.close()
+    missing = answered - audited
+    assert not missing, f"{len(missing)} of {len(answered)} answered decisions not audited"
+
+
+def test_strict_audit_refuses_to_answer_what_it_cannot_record(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}).start()
+    try:
+        assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
+        other = sqlite3.connect(serve.store, timeout=30, isolation_level=None)
+        other.execute("CREATE TRIGGER injected BEFORE INSERT ON interlock_audit "
+                      "BEGIN SELECT RAISE(ABORT, 'injected fault'); END")
+        code, body = serve.request("POST", "/v1/events/before_tool_call",
+                                   {"tool_name": "terminal", "args": {"command": "ls"}})
+        assert code == 503
+        assert "not recorded" in body["error"]
+        other.execute("DROP TRIGGER injected")
+        other.close()
+        assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
+    finally:
+        serve.stop()
