@@ -28,7 +28,7 @@ import os
 import socket
 import time
 
-from interlock.hosts.bridge._client import MAX_RESPONSE, _json_answer, _parse
+from interlock.hosts.bridge._client import _json_answer, _parse, _read
 from interlock.hosts.bridge._common import BridgeError
 
 TYPE_CHECKING = False
@@ -260,20 +260,6 @@ def _tls(sock: Any, remote: Remote, deadline: float) -> Any:
             raise BridgeError(f"the policy server {remote.url} showed no certificate to pin")
         check_pin(der, remote.pin)
     return tls
-
-
-def _read(sock: Any, deadline: float) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        sock.settimeout(max(0.001, deadline - time.monotonic()))
-        chunk = sock.recv(65536)
-        if not chunk:
-            return b"".join(chunks)
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > MAX_RESPONSE:
-            raise BridgeError("the server's answer is too large")
 
 
 def evaluate(remote: Remote, system: str, raw: bytes, *, deadline: float,
