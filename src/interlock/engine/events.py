@@ -127,7 +127,7 @@ def type_declarations() -> str:
         "(imported by interlock.events under TYPE_CHECKING; empty at run time).",
         "Regenerate it after changing the catalog: write the text of",
         "interlock.events.type_declarations() to src/interlock/engine/event_types.py.",
-        "tests/test_typed_on.py fails when this file and the catalog disagree.",
+        "tests/engine/test_typed_on.py fails when this file and the catalog disagree.",
         '"""',
         "",
         "from __future__ import annotations",
