@@ -25,10 +25,10 @@ PACKAGE = Path(interlock.__file__).parent
 
 
 def test_the_top_of_the_package_has_at_most_20_entries() -> None:
-    entries = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__")
-    # 21: `adapters` holds the public interlock.adapters.<framework> modules
-    # (docs/adapters.md), whose import paths users write.
-    assert len(entries) <= 21, entries
+    # A folder left holding only __pycache__ by an older checkout does not count.
+    entries = sorted(p.name for p in PACKAGE.iterdir() if p.name != "__pycache__" and not (
+        p.is_dir() and {c.name for c in p.iterdir()} <= {"__pycache__"}))
+    assert len(entries) <= 20, entries
 
 
 @pytest.mark.slow

@@ -39,7 +39,7 @@ from interlock import (
 from interlock.engine.errors import FailureMode
 from interlock.events import make
 from interlock.executors.http import HttpExecutor, HttpStatusError, retry_after
-from interlock.net import PinnedClient, SSRFError, signing
+from interlock.executors.net import PinnedClient, SSRFError, signing
 from interlock.testing import RecordingSink, afire, fire
 
 HOST = "hooks.example.test"
@@ -244,7 +244,7 @@ async def test_public_looking_target_works_through_the_pinned_path_and_engine_ap
     engine.register(Hook(name="remote", events=("before_tool_call",), executor=ex,
                          kind="http", timeout=10))
     try:
-        with caplog.at_level(logging.INFO, logger="interlock.net"):
+        with caplog.at_level(logging.INFO, logger="interlock.executors.net"):
             outcome = await afire(engine, "before_tool_call", tool_name="terminal",
                                   args={"command": "rm -rf /"}, session_id="s-1")
     finally:
@@ -594,7 +594,7 @@ async def test_hmac_signature_verifies_and_a_wrong_secret_is_rejected(
     ts = seen.headers["x-interlock-timestamp"]
     sig = seen.headers["x-interlock-signature"]
     assert abs(int(ts) - time.time()) < 60
-    # The scheme, checked independently of interlock.net.signing.
+    # The scheme, checked independently of interlock.executors.net.signing.
     import hashlib
     import hmac
 
@@ -669,7 +669,7 @@ async def test_config_mistakes_are_clear_config_errors(kw: dict[str, Any], field
 
 async def test_allowlist_is_announced_when_the_executor_is_built(
         caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, logger="interlock.net"):
+    with caplog.at_level(logging.WARNING, logger="interlock.executors.net"):
         ex = HttpExecutor("http://hooks.internal/", hook_name="guard",
                           allow_private=["hooks.internal", "10.0.0.0/8"])
     await ex.aclose()

@@ -1,6 +1,6 @@
 """The HTTP executor: POST the wire contract v1 to a URL, decode the answer.
 
-Every request goes through :class:`~interlock.net.pinned.PinnedClient`, so each
+Every request goes through :class:`~interlock.executors.net.pinned.PinnedClient`, so each
 connection is made to an address that was checked (docs/http-hooks.md, What
 an HTTP hook may reach), with
 no proxies and no redirects. The whole exchange (DNS, connect, TLS, request,
@@ -42,11 +42,11 @@ from interlock.engine.errors import (
 from interlock.engine.hooks import Executor, Invocation
 from interlock.engine.redact import redact
 from interlock.engine.strictjson import loads as strict_loads
-from interlock.net import signing
-from interlock.net.pinned import PinnedClient
-from interlock.net.ssrf import Allowlist, Resolver, SSRFError, check_url, parse_url
+from interlock.executors.net import signing
+from interlock.executors.net.pinned import PinnedClient
+from interlock.executors.net.ssrf import Allowlist, Resolver, SSRFError, check_url, parse_url
 
-log = logging.getLogger("interlock.net")
+log = logging.getLogger("interlock.executors.net")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
@@ -106,7 +106,7 @@ class HttpExecutor(Executor):
         if client is not None:
             if not isinstance(client, PinnedClient):
                 raise ConfigError(
-                    "client must be an interlock.net.PinnedClient, so that every "
+                    "client must be an interlock.executors.net.PinnedClient, so that every "
                     "connection is checked and pinned", field="client",
                     fix="build it with PinnedClient(allow_private=..., resolver=...)")
             if allow_private or resolver is not None:

@@ -3,7 +3,7 @@
 How the pin works: httpcore opens each new connection through a *network
 backend*, calling ``connect_tcp(host, port)`` with the URL's host.
 :class:`PinnedBackend` resolves that host itself, checks every address
-(:mod:`interlock.net.ssrf`), and hands the inner backend the checked IP, never
+(:mod:`interlock.executors.net.ssrf`), and hands the inner backend the checked IP, never
 the name. Nothing resolves the name a second time, so a DNS answer that
 changes between the check and the connect (rebinding) has nothing to change.
 Everything above the socket still sees the original URL: the Host header, and
@@ -28,7 +28,7 @@ from collections.abc import AsyncIterator, Iterable, Sequence
 import httpcore
 import httpx
 
-from interlock.net.ssrf import Allowlist, Resolver, resolve_checked
+from interlock.executors.net.ssrf import Allowlist, Resolver, resolve_checked
 
 
 class PinnedBackend(httpcore.AsyncNetworkBackend):

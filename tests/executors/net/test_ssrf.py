@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from interlock import ConfigError
-from interlock.net.ssrf import (
+from interlock.executors.net.ssrf import (
     Allowlist,
     SSRFError,
     check_address,
@@ -184,7 +184,7 @@ async def test_unresolvable_name_is_a_retryable_failure_not_a_pass() -> None:
 async def test_host_entry_admits_private_answers_and_logs_each_use(
         caplog: pytest.LogCaptureFixture) -> None:
     dns = DNS({"hooks.internal": ["10.0.0.5"]})
-    with caplog.at_level(logging.INFO, logger="interlock.net"):
+    with caplog.at_level(logging.INFO, logger="interlock.executors.net"):
         assert await check_url("http://hooks.internal/", allow_private=["hooks.internal"],
                                resolver=dns) == ["10.0.0.5"]
         await check_url("http://hooks.internal/", allow_private=["hooks.internal"],

@@ -29,7 +29,7 @@ from typing import NamedTuple
 
 from interlock.engine.errors import ConfigError, FailureMode, HookFailure
 
-log = logging.getLogger("interlock.net")
+log = logging.getLogger("interlock.executors.net")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -235,7 +235,7 @@ class Allowlist:
     unique-local addresses (never link-local, where cloud metadata lives: that
     takes a network entry). A network entry lets any address inside it through.
     Unspecified, multicast and broadcast addresses are refused whatever the
-    list says. Every use is logged on the ``interlock.net`` logger.
+    list says. Every use is logged on the ``interlock.executors.net`` logger.
     """
 
     hosts: frozenset[str] = frozenset()
