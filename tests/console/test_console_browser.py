@@ -30,14 +30,16 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def browser(tmp_path: Path) -> Iterator[Any]:
+@pytest.fixture(scope="module")
+def chromium(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """One browser for the module (it takes seconds to start); each test's server
+    is a new origin, so no test sees another's login."""
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                "--window-size=1400,900", f"--user-data-dir={tmp_path / 'chrome'}",
+                "--window-size=1400,900", f"--user-data-dir={tmp_path_factory.mktemp('chrome')}",
                 "--no-first-run", "--disable-extensions", "--disable-background-networking",
                 "--disable-component-update", "--disable-sync"):
         options.add_argument(arg)
@@ -48,6 +50,14 @@ def browser(tmp_path: Path) -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+@pytest.fixture
+def browser(chromium: Any, served: Served) -> Iterator[Any]:
+    """The module's browser for one test. It leaves the page before the test's server
+    stops, so no open event stream holds up the server's shutdown."""
+    yield chromium
+    chromium.get("about:blank")
 
 
 @pytest.fixture
