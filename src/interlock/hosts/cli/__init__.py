@@ -25,9 +25,11 @@ def build_app(only: str | None = None) -> object:
     _import_typer_plain()
     import typer
 
+    from interlock.hosts.cli._help import ABOUT
+
     app = typer.Typer(
         name="interlock",
-        help="Lifecycle hooks for LLM agents: watch, rewrite or stop what agents do.",
+        help=ABOUT,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
     )
@@ -51,7 +53,22 @@ def build_app(only: str | None = None) -> object:
         register = getattr(module, "register", None)
         if register is not None:
             register(app)
+    _short_helps(app)
     return app
+
+
+def _short_helps(app: object) -> None:
+    """Each top-level command lists with its summary from the one table that
+    `interlock --help` prints without building the tree."""
+    import typer.main
+
+    from interlock.hosts.cli._help import SUMMARIES
+
+    for command in app.registered_commands:  # type: ignore[attr-defined]
+        name = command.name or typer.main.get_command_name(command.callback.__name__)
+        command.short_help = SUMMARIES[name]
+    for group in app.registered_groups:  # type: ignore[attr-defined]
+        group.short_help = SUMMARIES[group.name or group.typer_instance.info.name]
 
 
 def _import_typer_plain() -> None:
@@ -77,6 +94,10 @@ def main(argv: list[str] | None = None) -> None:
         from interlock.hosts.cli._fast import run_bridge
 
         sys.exit(run_bridge(args[1:]))
+    if args == ["--help"]:
+        from interlock.hosts.cli._help import print_help
+
+        sys.exit(print_help())
     first = args[0] if args else ""
     known = NAMES.get(first, first) in COMMANDS
     app = build_app(first if known else None)
