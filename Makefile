@@ -53,9 +53,18 @@ test-fast: $(VENV)/.installed
 
 # Each benchmark prints its figures and ends with one JSON line.
 BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console cli
-bench: $(VENV)/.installed
-	$(BIN)/python -m pip install --quiet -e '.[bench]'
-	set -e; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BIN)/python bench/$$b.py; done
+# The benchmarks get a venv of their own: the bench extra brings Hermes Agent (the
+# dispatch anchor), whose pinned openai 2.x conflicts with the OpenAI Agents SDK
+# that the test venv holds for its adapter.
+BENCH_VENV := .venv-bench
+$(BENCH_VENV)/.installed: pyproject.toml
+	$(PY) -m venv $(BENCH_VENV)
+	$(BENCH_VENV)/bin/python -m pip install --quiet --upgrade pip
+	$(BENCH_VENV)/bin/python -m pip install --quiet -e '.[server,bench]'
+	touch $@
+
+bench: $(BENCH_VENV)/.installed
+	set -e; for b in $(BENCHES); do echo "== bench/$$b.py"; $(BENCH_VENV)/bin/python bench/$$b.py; done
 
 docs: $(VENV)/.installed
 	$(BIN)/interlock events --markdown > docs/events.md
