@@ -48,7 +48,8 @@ def hermes_loop(n_hooks: int, deciding: bool = False, args: Any = None) -> Loop:
     try:
         from hermes_cli.plugins import PluginContext, PluginManager, PluginManifest
     except ImportError:
-        sys.exit("bench needs the bench extra (hermes-agent, pluggy): run it with `make bench`, which keeps them in .venv-bench")
+        sys.exit("bench needs the bench extra (hermes-agent, pluggy): run it with "
+                 "`make bench`, which keeps them in .venv-bench")
     pm = PluginManager()
     ctx = PluginContext(PluginManifest(name="bench"), pm)
     for cb in (hermes_answers() if deciding else [lambda **kwargs: None] * n_hooks):

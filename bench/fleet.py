@@ -41,14 +41,12 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 
-from _common import report  # noqa: E402
+from _common import drive, report  # noqa: E402
 from bridge import HANDLERS  # noqa: E402
 
 SECONDS = 3.0
 RUNS = 30
 CLI = [sys.executable, "-m", "interlock"]
-BODY = json.dumps({"tool_name": "terminal", "args": {"command": "ls -la"},
-                   "session_id": "bench"}).encode()
 PAYLOAD = json.dumps({"hook_event_name": "PreToolUse", "session_id": "s1", "cwd": "/",
                       "tool_name": "Bash", "tool_input": {"command": "rm -rf ~"},
                       "tool_use_id": "t1"}).encode()
@@ -95,31 +93,6 @@ class Procs:
             proc.wait(30)
 
 
-def drive(port: int, token: str, clients: int = 4) -> float:
-    counts = [0] * clients
-    stop = time.monotonic() + SECONDS
-    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-
-    def worker(i: int) -> None:
-        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-        while time.monotonic() < stop:
-            conn.request("POST", "/v1/events/before_tool_call", body=BODY, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            if resp.status != 200:
-                raise RuntimeError(data)
-            counts[i] += 1
-        conn.close()
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    t0 = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return sum(counts) / (time.monotonic() - t0)
-
-
 def timed(argv: list[str], env: dict[str, str]) -> list[float]:
     subprocess.run(argv, input=PAYLOAD, capture_output=True, env=env, check=False)
     samples = []
@@ -156,6 +129,12 @@ backend replicas
 """
 
 
+def load(port: int, token: str, clients: int = 4) -> float:
+    headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    return drive(lambda: http.client.HTTPConnection("127.0.0.1", port, timeout=30), headers,
+                 clients, SECONDS)
+
+
 def main() -> None:
     import trustme
 
@@ -163,7 +142,7 @@ def main() -> None:
     pg = None
     url = os.environ.get("INTERLOCK_BENCH_PG_URL", "")
     if not url:
-        from _pgserver import PgServer
+        from helpers.pgserver import PgServer
 
         bindir = PgServer.find()
         if bindir is None:
@@ -195,7 +174,7 @@ def main() -> None:
         for port in ports:
             procs.serve(env, "--project", str(root), "--fleet", "--no-socket", "--port",
                         str(port))
-        figures["evals_per_s_1_replica"] = round(drive(ports[0], token))
+        figures["evals_per_s_1_replica"] = round(load(ports[0], token))
         if shutil.which("haproxy"):
             lb = free_port()
             (tmp / "haproxy.cfg").write_text(HAPROXY.format(port=lb, a=ports[0], b=ports[1]))
@@ -203,7 +182,7 @@ def main() -> None:
                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 time.sleep(0.5)  # haproxy binds in well under this; no readiness signal
-                figures["evals_per_s_2_replicas_haproxy"] = round(drive(lb, token))
+                figures["evals_per_s_2_replicas_haproxy"] = round(load(lb, token))
             finally:
                 haproxy.terminate()
                 haproxy.wait(10)
@@ -230,7 +209,8 @@ def main() -> None:
                              env),
             "remote_http_loopback": ([*bridge, "--server", f"http://127.0.0.1:{ports[0]}",
                                       *remote], env),
-            "forwarder_socket": (bridge, {**env, "INTERLOCK_SOCKET": str(fwd_sock)}),
+            "forwarder_socket": ([*bridge, "--project", str(root)],
+                                 {**env, "INTERLOCK_SOCKET": str(fwd_sock)}),
         }
         for name, (argv, run_env) in runs.items():
             figures[name] = summary(f"bridge, {name}", timed(argv, run_env))

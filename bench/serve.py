@@ -25,20 +25,17 @@ import subprocess
 import sys
 import tempfile
 import textwrap
-import threading
-import time
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _common import best_ns, report
+from _common import GATE_BODY as BODY
+from _common import best_ns, drive, report
 from interlock import Engine, block, context
 from interlock.events import BeforeToolCall
 
 SECONDS = 2.0
-BODY = json.dumps({"tool_name": "terminal", "args": {"command": "ls -la"},
-                   "session_id": "bench"}).encode()
 
 SERVER = textwrap.dedent('''
     import sys
@@ -89,31 +86,6 @@ def tcp(port: int) -> http.client.HTTPConnection:
     return conn
 
 
-def drive(make: Any, headers: dict[str, str], clients: int) -> float:
-    """Evaluations per second with ``clients`` threads for SECONDS."""
-    counts = [0] * clients
-    stop = time.monotonic() + SECONDS
-
-    def worker(i: int) -> None:
-        conn = make()
-        while time.monotonic() < stop:
-            conn.request("POST", "/v1/events/before_tool_call", body=BODY, headers=headers)
-            resp = conn.getresponse()
-            data = resp.read()
-            if resp.status != 200:
-                raise RuntimeError(data)
-            counts[i] += 1
-        conn.close()
-
-    threads = [threading.Thread(target=worker, args=(i,)) for i in range(clients)]
-    t0 = time.monotonic()
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return sum(counts) / (time.monotonic() - t0)
-
-
 def start(root: Path, mode: str) -> tuple[subprocess.Popen[bytes], int, Path,
                                          dict[str, str]]:
     sock = Path(tempfile.mkdtemp(prefix="il-", dir="/tmp")) / "run" / "serve.sock"
@@ -135,7 +107,7 @@ def recorded(root: Path, figures: dict[str, Any], rounds: int = 3) -> None:
             for mode, (_server, port, _sock, headers) in servers.items():
                 for clients in (1, 4):
                     key = f"{mode}_{clients}"
-                    rate = drive(lambda port=port: tcp(port), headers, clients)
+                    rate = drive(lambda port=port: tcp(port), headers, clients, SECONDS)
                     best[key] = max(best.get(key, 0.0), rate)
     finally:
         for server, *_ in servers.values():
@@ -165,7 +137,7 @@ def main() -> None:
                 ("tcp_1_client", lambda: tcp(port), 1),
                 ("tcp_4_clients", lambda: tcp(port), 4),
                 ("unix_1_client", lambda: UnixConnection(str(sock)), 1)):
-            rate = drive(make, headers, clients)
+            rate = drive(make, headers, clients, SECONDS)
             figures[name + "_per_s"] = round(rate)
             print(f"{name:<16} {rate:9.0f} evaluations/s  ({1e6 / rate:7.1f} us each)",
                   flush=True)

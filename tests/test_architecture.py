@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import interlock
+from interlock.ext.deps import strongly_connected
 
 PACKAGE = Path(interlock.__file__).parent
 
@@ -88,38 +89,9 @@ def package_graph() -> dict[str, set[str]]:
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected groups of more than one package (Tarjan)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    found: list[list[str]] = []
-
-    def visit(node: str) -> None:
-        index[node] = low[node] = len(index)
-        stack.append(node)
-        on_stack.add(node)
-        for nxt in sorted(graph.get(node, ())):
-            if nxt not in index:
-                visit(nxt)
-                low[node] = min(low[node], low[nxt])
-            elif nxt in on_stack:
-                low[node] = min(low[node], index[nxt])
-        if low[node] == index[node]:
-            group = []
-            while True:
-                top = stack.pop()
-                on_stack.discard(top)
-                group.append(top)
-                if top == node:
-                    break
-            if len(group) > 1:
-                found.append(sorted(group))
-
-    for node in sorted(graph):
-        if node not in index:
-            visit(node)
-    return found
+    """The strongly connected groups of more than one package."""
+    ordered = {node: sorted(graph[node] & graph.keys()) for node in sorted(graph)}
+    return [sorted(group) for group in strongly_connected(ordered)]
 
 
 def test_no_cycles_between_top_level_packages() -> None:

@@ -146,14 +146,22 @@ def load_order(names: Sequence[str], requires: Mapping[str, Sequence[Requirement
 def _cycles(names: Sequence[str], requires: Mapping[str, Sequence[Requirement]]
             ) -> list[list[str]]:
     known = set(names)
+    order = list(names).index
     graph = {n: [r.name for r in requires.get(n, ()) if r.name in known] for n in names}
+    return [sorted(group, key=order) for group in strongly_connected(graph)]
+
+
+def strongly_connected(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The cycles of ``graph``: each group of nodes that reach one another (more
+    than one node, or one that names itself), found by Tarjan's algorithm in the
+    graph's own order. Every node's successors must be keys of ``graph``."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
     stack: list[str] = []
     on_stack: set[str] = set()
     found: list[list[str]] = []
 
-    def visit(node: str) -> None:  # Tarjan's strongly connected components
+    def visit(node: str) -> None:
         index[node] = low[node] = len(index)
         stack.append(node)
         on_stack.add(node)
@@ -164,19 +172,19 @@ def _cycles(names: Sequence[str], requires: Mapping[str, Sequence[Requirement]]
             elif nxt in on_stack:
                 low[node] = min(low[node], index[nxt])
         if low[node] == index[node]:
-            comp = []
+            group = []
             while True:
                 top = stack.pop()
                 on_stack.discard(top)
-                comp.append(top)
+                group.append(top)
                 if top == node:
                     break
-            if len(comp) > 1 or node in graph[node]:
-                found.append(sorted(comp, key=list(names).index))
+            if len(group) > 1 or node in graph[node]:
+                found.append(group)
 
-    for name in names:
-        if name not in index:
-            visit(name)
+    for node in graph:
+        if node not in index:
+            visit(node)
     return found
 
 
