@@ -8,7 +8,9 @@ so each framework's test drives the same cases through its own agent loop:
 - ``weather``: allowed with context added for the model;
 - ``deploy``: sent to a person (ask);
 - ``explode``: the hook crashes; the hook is fail-closed, so the call is blocked;
-- ``read_secret``: runs, and its result is rewritten (after_tool_call).
+- ``read_secret``: runs, and its result is rewritten (after_tool_call);
+- a ``[[permissions]]`` rule denies ``shout`` when its text names production,
+  after the hook's rewrite (rules judge the arguments the tool would run with).
 """
 
 from __future__ import annotations
@@ -61,6 +63,11 @@ name = "results"
 events = ["after_tool_call"]
 handler = "results.py"
 modifies = true
+
+[[permissions]]
+tool = "shout"
+pattern = "*PRODUCTION*"
+action = "deny"
 '''
 
 

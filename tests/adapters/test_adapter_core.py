@@ -77,3 +77,35 @@ def test_importing_interlock_and_its_adapters_package_imports_no_framework():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]"
+
+
+def ruled(decision, *rules) -> Policy:
+    from interlock.agent.permissions import rule
+
+    engine = Engine()
+    ENGINES.append(engine)
+    engine.on("before_tool_call", lambda e: decision, name="p")
+    return Policy("testing", engine=engine, rules=[rule(*r) for r in rules])
+
+
+async def test_a_deny_rule_blocks_even_over_a_hooks_approve():
+    from interlock import approve
+
+    gate = await ruled(approve("fine"), ("t", "*rm*", "deny")).before_tool("t", {"c": "rm x"})
+    assert gate.action == "block"
+    assert gate.value["hook"] == "permissions"
+    assert gate.value["reason"] == "a permission rule denies it"
+    gate = await ruled(None, ("t", "*rm*", "deny")).before_tool("t", {"c": "ls"})
+    assert gate.action == "run"
+
+
+async def test_an_ask_rule_asks_where_the_framework_can_and_blocks_where_it_cannot():
+    from interlock import approve
+
+    assert (await ruled(None, ("t", "*", "ask")).before_tool("t", {})).action == "ask"
+    gate = await ruled(None, ("t", "*", "ask")).before_tool("t", {}, can_ask=False)
+    assert gate.action == "block"
+    assert "offers no way to ask" in gate.value["reason"]
+    # A hook's approve answers an ask rule, as in the reference agent.
+    assert (await ruled(approve("ok"), ("t", "*", "ask")).before_tool("t", {})).action == "run"
+    assert (await ruled(None, ("t", "*", "allow")).before_tool("t", {})).action == "run"

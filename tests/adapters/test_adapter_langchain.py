@@ -168,3 +168,11 @@ def test_stop_ends_the_run(project):
     a = create_agent(model, tools=TOOLS, middleware=[InterlockMiddleware(policy=engine_policy)])
     with pytest.raises(PolicyStopped, match="enough"):
         a.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_a_permission_rule_denies_the_rewritten_call(project):
+    result = agent("shout", {"text": "deploy production"}, session()).invoke(
+        {"messages": [{"role": "user", "content": "shout"}]})
+    assert RAN == []
+    error = json.loads(tool_message(result).content)
+    assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")

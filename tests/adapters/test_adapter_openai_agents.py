@@ -181,3 +181,11 @@ async def test_a_tool_left_ungoverned_is_refused_before_the_run(project):
     with pytest.raises(ConfigError, match="'delete_file', which the policy does not govern"):
         await Runner.run(agent, "delete a", hooks=interlock)
     assert RAN == []
+
+
+async def test_a_permission_rule_denies_the_rewritten_call(project):
+    interlock, agent, _ = run("shout", {"text": "deploy production"}, session())
+    result = await Runner.run(agent, "shout", hooks=interlock)
+    assert RAN == []
+    error = json.loads(output(result))
+    assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")

@@ -119,3 +119,10 @@ async def test_a_crashing_fail_closed_hook_blocks_the_call(project):
     rows = audit(sid)
     assert any(e == "before_tool_call" and v == "block" and s == "explode"
                for e, v, s, _ in rows)
+
+
+async def test_a_permission_rule_denies_the_rewritten_call(project):
+    out = (await agent("shout", {"text": "deploy production"}, session()).run("shout")).output
+    assert RAN == []
+    error = json.loads(out)
+    assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")

@@ -16,6 +16,10 @@ The rules every adapter keeps:
   applies would let the original through).
 - A blocked tool call returns :meth:`Outcome.tool_block_error` to the model
   as the tool's result; the tool does not run.
+- The project's ``[[permissions]]`` rules apply after before_tool_call, as in
+  the reference agent (docs/agent.md, Permissions): a ``deny`` rule blocks
+  (even over a hook's approve), an ``ask`` rule asks where the framework can,
+  and blocks where it cannot.
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
 
 if TYPE_CHECKING:
+    from interlock.config.model import PermissionRule
     from interlock.engine.dispatch import Engine
     from interlock.engine.outcome import Outcome
     from interlock.events import Event
@@ -113,7 +118,8 @@ class Policy:
 
     ``project``: the project root, else found from the working folder up, as
     ``interlock run`` finds it. ``engine``: an engine to use as it is instead
-    (tests, benchmarks, an application that assembles its own). The host is
+    (tests, benchmarks, an application that assembles its own), with
+    ``rules`` as its ``[[permissions]]`` rules (none by default). The host is
     opened on first use and shared by every Policy of the same project in this
     process; it stays live (edits and ``hooks approve``/``revoke`` apply within
     about half a second) and is closed at exit.
@@ -121,12 +127,14 @@ class Policy:
 
     def __init__(self, framework: str, *, project: str | os.PathLike[str] | None = None,
                  engine: Engine | None = None, session_id: str | None = None,
-                 live: bool = True) -> None:
+                 live: bool = True, rules: Iterable[PermissionRule] = ()) -> None:
         self.framework = framework
         """Reported as every event's ``platform``."""
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
         self._project = Path(project) if project is not None else None
         self._engine = engine
+        self._host: Host | None = None
+        self._rules = list(rules)
         self._live = live
         self._cwd = os.getcwd()
         from interlock.events import EVENT_TYPES
@@ -137,8 +145,16 @@ class Policy:
     def engine(self) -> Engine:
         """The engine of the project's host, opened on first use."""
         if self._engine is None:
-            self._engine = self._open_host().engine
+            self._host = self._open_host()
+            self._engine = self._host.engine
         return self._engine
+
+    def rules(self) -> list[PermissionRule]:
+        """The ``[[permissions]]`` rules in force now: the host's current revision's,
+        or the ones given with ``engine``."""
+        if self._host is None and self._engine is None:
+            self.engine  # noqa: B018 - opens the host
+        return self._host.rules if self._host is not None else self._rules
 
     def _open_host(self) -> Host:
         from interlock.hosts.assembly import Host, Project
@@ -218,9 +234,33 @@ class Policy:
         if verdict is Verdict.RESPOND:
             return ToolGate("respond", new_args, outcome.value, outcome.reason, context,
                             outcome)
+        name = getattr(outcome.event, "tool_name", "")
+        rule = self._rule(name, new_args)
+        if rule == "deny":
+            return ToolGate("block", new_args, _rule_block(name, "a permission rule denies it"),
+                            "a permission rule denies it", context, outcome)
         if verdict is Verdict.ASK:
             return ToolGate("ask", new_args, None, outcome.reason, context, outcome)
+        if rule == "ask" and verdict is not Verdict.APPROVE:
+            if not can_ask:
+                reason = (f"a permission rule asks for approval, and {self.framework} offers "
+                          "no way to ask a person here")
+                return ToolGate("block", new_args, _rule_block(name, reason), reason, context,
+                                outcome)
+            return ToolGate("ask", new_args, None, "a permission rule asks for approval",
+                            context, outcome)
         return ToolGate("run", new_args, None, None, context, outcome)
+
+    def _rule(self, name: str, args: dict[str, Any]) -> str | None:
+        """``deny``, ``ask`` or ``allow`` from the rules matching this call; None
+        when there are no rules (the common case costs one list read)."""
+        rules = self.rules()
+        if not rules:
+            return None
+        from interlock.agent.permissions import PermissionPolicy
+
+        action = PermissionPolicy(rules).decide(name, args)
+        return action.value if action is not None else None
 
     async def after_tool(self, name: str, args: dict[str, Any], result: Any,
                          call_id: str = "", *, status: str = "ok",
@@ -247,6 +287,12 @@ class Policy:
         if "result" in outcome.changes:
             result = outcome.changes["result"]
         return AfterTool(result, outcome.context_text())
+
+
+def _rule_block(tool: str, reason: str) -> dict[str, Any]:
+    """The structured error a call refused by a permission rule returns to the model."""
+    return {"error": "tool call blocked", "tool_name": tool, "reason": reason, "hint": None,
+            "hook": "permissions"}
 
 
 def with_context(result: Any, context: str) -> Any:
