@@ -18,6 +18,7 @@ Every event the agent fires, with its merged outcome, is kept on the session
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -148,6 +149,8 @@ class Agent:
 
         self.active = ActiveTools(self)
         """The tools the model sees (agent/active.py)."""
+        self.resources = contextlib.AsyncExitStack()
+        """What the session holds open (MCP servers' connections); closed by close()."""
 
     def _hidden(self) -> list[Path]:
         """What the sandbox hides from commands: the state dir's secrets, and for a
@@ -318,6 +321,7 @@ class Agent:
         await self.observe("session_finalize", reason=reason)
         self.active.close()
         self.save()
+        await self.resources.aclose()
 
     def child(self, session: Session, tools: ToolRegistry) -> Agent:
         options = replace(self.options, on_text=None, cwd=self.cwd)

@@ -87,6 +87,12 @@ class AgentOptions:
     The sandbox)."""
     sandbox_network: bool = True
     """False: sandboxed commands run with no network (``sandbox_network = false``)."""
+    mcp_servers: list[Any] = field(default_factory=list)
+    """``[[mcp_servers]]`` to connect at session start (config.mcp_servers.McpServer);
+    their tools are offered as ``mcp__<server>__<tool>`` (agent/mcp.py)."""
+    mcp_check: Callable[[], bool] | None = None
+    """Asked before the servers start: False when the project's servers (or the files
+    they run) changed since their approval; then none of them starts."""
     read_scope: ReadScope | None = None
     """Confines the read tools (read_file, list_dir, grep) to folders; the chat
     gateway confines strangers to the project root. None: no confinement beyond

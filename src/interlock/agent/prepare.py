@@ -32,6 +32,11 @@ async def start_session(agent: Agent, source: str) -> RunResult | None:
     if gate.outcome.contexts:
         agent.pending_context.append(gate.context(cap))
     await select_model(agent, agent.session.model, requested=None)
+    if agent.parent is None:
+        from interlock.agent.mcp import connect
+
+        for warning in await connect(agent):
+            agent.step("warning", text=warning)
     agent.started = True
     return None
 

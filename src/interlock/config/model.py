@@ -143,12 +143,44 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
         return dict(sorted(data.items()))
 
 
+class McpServerDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True,
+                   omit_defaults=True):
+    """One ``[[mcp_servers]]`` entry: an MCP server whose tools the reference agent
+    offers as ``mcp__<name>__<tool>`` (docs/mcp.md, MCP servers in the agent)."""
+
+    name: str
+    command: str | list[str] | None = None
+    """stdio: the server's argv (a string is split like a shell would, run without one)."""
+    args: list[str] = []
+    """More arguments after ``command``."""
+    env: dict[str, str] = {}
+    """Variables added to the environment the server starts with."""
+    cwd: str | None = None
+    """Where the server starts (relative to the config file's project; default: the
+    project root)."""
+    url: str | None = None
+    """streamable HTTP: the server's URL (instead of ``command``)."""
+    timeout: float = 60.0
+    """Seconds one tool call may take."""
+    enabled: bool = True
+    required: bool = True
+    """``true``: a server that cannot start stops the run with its error; ``false``:
+    a warning, and the run goes on without its tools."""
+
+    def normalised(self) -> dict[str, Any]:
+        """The definition for digests (stable key order); ``enabled`` is no edit."""
+        data: dict[str, Any] = msgspec.to_builtins(self)
+        data.pop("enabled", None)
+        return dict(sorted(data.items()))
+
+
 class ConfigDoc(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """A whole config file."""
 
     version: int = 1
     hooks: list[dict[str, Any]] = []
     permissions: list[dict[str, Any]] = []
+    mcp_servers: list[dict[str, Any]] = []
     sandbox: Literal["auto", "required"] | None = None
     """The agent's OS sandbox: ``required`` refuses to start without one
     (docs/agent.md, The sandbox). Any place may require it; none can lift that."""

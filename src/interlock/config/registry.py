@@ -12,8 +12,9 @@ engine with ``Engine.replace_hooks``. A bad revision never becomes active:
 - before a new revision is swapped in, ``config_change`` fires (on the old
   revision's hooks) for every changed file; a block keeps the old revision.
 
-Trust (docs/configuration.md, Trust): command and worker hooks, and every project hook, run only
-once approved (pinned to their digest). A fail-closed hook that cannot run
+Trust (docs/configuration.md, Trust): command and worker hooks, every project hook,
+and a project's permission rules and MCP servers, apply only once approved (pinned
+to their digest). A fail-closed hook that cannot run
 (unapproved, ineligible, or a removal/weakening no operator approved) is
 replaced by a refusal that blocks what it guarded; a fail-open one is simply
 left out.
@@ -30,6 +31,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interlock.config import mcp_servers
 from interlock.config.activate import hook_for
 from interlock.config.build import (
     refusal_hook,
@@ -68,6 +70,7 @@ from interlock.reliability.metrics import Metrics
 from interlock.store.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 
 if TYPE_CHECKING:
+    from interlock.config.mcp_servers import McpServer, ServersConsent
     from interlock.reliability.sinks import Attached
 
 __all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "close_engine", "open_engine"]
@@ -120,8 +123,15 @@ class Registry:
 
     @property
     def permission_consent(self) -> RulesConsent | None:
-        """The consent of the project's ``[[permissions]]`` rules (``project:permissions``)."""
         return self._current.rules if self._current is not None else None
+
+    @property
+    def mcp_servers(self) -> list[McpServer]:
+        return list(self._current.servers) if self._current is not None else []
+
+    @property
+    def mcp_consent(self) -> ServersConsent | None:
+        return self._current.mcp if self._current is not None else None
 
     @property
     def sandbox(self) -> tuple[str, bool]:
@@ -247,8 +257,12 @@ class Registry:
         withheld = [] if operator else withhold(baseline, guards, hooks)
         withheld += [RULES] if rules.withheld else []
         guards[RULES] = guard(rules)
+        servers = mcp_servers.merge(found.mcp_servers)
+        mcp = mcp_servers.consent(servers, self.project_root, self.trust,
+                                  accept=self.accept_hooks)
         return Revision(entries, hooks, in_force(found.permissions, rules), found, guards,
-                        withheld, rules=rules)
+                        withheld, rules=rules, servers=mcp_servers.in_force(servers, mcp),
+                        mcp=mcp)
 
     @staticmethod
     def _note_state(found: Discovered, path: Path) -> None:
@@ -393,6 +407,7 @@ class Registry:
         release: list[str] = []
         rules = self.permission_consent
         pending = rules is not None and rules.pending
+        names, servers_done = mcp_servers.approve(self.trust, self.mcp_consent, names, by)
         if names is None:
             targets = [e for e in self.hooks if e.needs_approval and not e.approved]
             release = sorted(withheld)
@@ -420,6 +435,7 @@ class Registry:
             self.trust.approve(items, by=by)
         if release:
             done += [r for r in self.trust.release(self.project_root, release) if r not in done]
+        done += servers_done
         if done:
             self.reload(operator=True, release=False)
         return done

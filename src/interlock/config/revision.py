@@ -14,6 +14,7 @@ from typing import Any
 
 from interlock.config.build import guarded_events, refusal_hook
 from interlock.config.drift import PinSet
+from interlock.config.mcp_servers import McpServer, ServersConsent
 from interlock.config.model import HookDef, HookKind, PermissionRule
 from interlock.config.rules import RulesConsent
 from interlock.config.sources import Declared, Discovered, Reference
@@ -95,6 +96,10 @@ class Revision:
     waits for an operator."""
     rules: RulesConsent | None = None
     """The consent of the project's ``[[permissions]]`` (``permissions`` are those in force)."""
+    servers: list[McpServer] = field(default_factory=list)
+    """The ``[[mcp_servers]]`` that may start (config/mcp_servers.py)."""
+    mcp: ServersConsent | None = None
+    """The consent of the project's ``[[mcp_servers]]``."""
     number: int = 0
 
     def executors(self) -> dict[tuple[str, str], Executor]:

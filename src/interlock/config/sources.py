@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interlock.config.mcp_servers import McpServer, to_mcp_server
 from interlock.config.model import HookDef, PermissionRule
 from interlock.config.parse import (
     Locator,
@@ -94,6 +95,8 @@ class Discovered:
     hooks: list[Declared] = field(default_factory=list)
     references: list[Reference] = field(default_factory=list)
     permissions: list[PermissionRule] = field(default_factory=list)
+    mcp_servers: list[McpServer] = field(default_factory=list)
+    """Every place's ``[[mcp_servers]]`` (config/mcp_servers.py)."""
     sandbox_required: bool = False
     """Some config file says ``sandbox = "required"``."""
     sandbox_offline: bool = False
@@ -163,6 +166,11 @@ def _load_config(place: Place, path: Path, found: Discovered) -> None:
     for i, raw in enumerate(doc.permissions):
         found.permissions.append(
             to_permission(raw, path, ("permissions", i), locate, f"{place.source.label}:{path}"))
+    # A project's servers start in the project root; others beside their config file.
+    root = place.root.parent if place.source is Source.PROJECT else path.parent
+    for i, raw in enumerate(doc.mcp_servers):
+        found.mcp_servers.append(
+            to_mcp_server(raw, path, ("mcp_servers", i), locate, place.source, root))
 
 
 def _check_reference(d: HookDef, path: Path, base: tuple[str | int, ...],

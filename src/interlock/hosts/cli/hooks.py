@@ -84,16 +84,19 @@ def list_cmd(
     try:
         entries = [e for e in registry.hooks if e.eligible or not eligible]
         rules = registry.permission_consent
+        servers = registry.mcp_consent
         if as_json:
             print_json({"project_root": str(host.project.root),
                         "project_found": host.project.found,
                         "revision": registry.revision,
                         "hooks": [entry_dict(e) for e in entries],
                         "permissions": rules.to_dict() if rules is not None else None,
+                        "mcp_servers": servers.to_dict() if servers is not None else None,
                         "withheld": registry.withheld})
             return
         typer.echo(host.project.describe())
-        if not entries and not registry.withheld and (rules is None or not rules.declared):
+        if not entries and not registry.withheld and (rules is None or not rules.declared) \
+                and (servers is None or not servers.declared):
             typer.echo("no hooks configured")
             return
         rows = []
@@ -105,6 +108,9 @@ def list_cmd(
             rows.append([rules.name, "rules", "-", f"{len(rules.declared)} rule(s), "
                          + rules.state, "yes" if rules.approved else
                          ("n/a" if not rules.needs_approval else "no"), ""])
+        if servers is not None and servers.declared:
+            rows.append([servers.name, "mcp", "-", servers.state,
+                         "yes" if servers.approved else "no", ""])
         for name in registry.withheld:
             what = ("removed deny rules stay in force" if name == "project:permissions"
                     else "blocking")

@@ -64,6 +64,22 @@ class RunSpec:
         self.verbose = verbose
 
 
+def mcp_check(registry: Any) -> Any:
+    """The check, just before the servers start, that the project's servers are
+    still what was approved (config/mcp_servers.py)."""
+    from interlock.config.mcp_servers import still_approved
+
+    consent = registry.mcp_consent
+    if consent is None:
+        return None
+    if consent.pending:  # said, not silently left out
+        names = ", ".join(s.name for s in consent.declared)
+        sys.stderr.write(f"interlock: the project's MCP servers ({names}) wait for approval "
+                         "and are not started: review .interlock/ and run `interlock hooks "
+                         "approve project:mcp_servers`\n")
+    return still_approved(registry.mcp_servers, consent)
+
+
 def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None,
                 on_step: Any = None, ask_person: Any = None) -> tuple[Any, Host]:
     """An Agent from a RunSpec (engine, extensions, model, store, session resumed when
@@ -93,7 +109,8 @@ def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None
                                pinned=lambda: registry.pinned_files, sandbox=mode,
                                sandbox_network=network,
                                max_turns=spec.max_turns, on_text=on_text, on_step=on_step,
-                               ask_person=ask_person if interactive else None)
+                               ask_person=ask_person if interactive else None,
+                               mcp_servers=registry.mcp_servers, mcp_check=mcp_check(registry))
         agent = Agent(host.engine, model, options=options, store=store, session=session,
                       extra_tools=list(host.tools.values()),
                       commands=CommandRegistry(host.commands.values()))
