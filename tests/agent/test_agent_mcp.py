@@ -181,3 +181,24 @@ def test_a_bad_server_entry_names_the_file_and_the_field(tmp_path, entry, messag
     finally:
         engine.close()
     assert "config.toml" in str(err.value)
+
+
+def test_approve_all_and_by_name_approve_the_projects_servers(tmp_path):
+    from interlock import Engine
+    from interlock.config.registry import Registry
+
+    _project(tmp_path)
+    for names in (None, ["project:mcp_servers"]):
+        state = tmp_path / f"state-{names is None}"
+        engine = Engine()
+        registry = Registry(engine, project_root=tmp_path)
+        registry.trust = type(registry.trust)(state)
+        try:
+            registry.load()
+            assert registry.mcp_servers == []
+            assert registry.mcp_consent is not None
+            assert registry.mcp_consent.pending
+            assert "project:mcp_servers" in registry.approve(names)
+            assert [s.name for s in registry.mcp_servers] == ["demo"]
+        finally:
+            engine.close()
