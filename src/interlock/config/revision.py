@@ -262,8 +262,10 @@ def changed_files(old: dict[str, str], new: dict[str, str]) -> list[str]:
 
 
 def signature(rev: Revision) -> list[tuple[str, str, str]]:
+    consents = [(c.name, c.digest, str(c.approved)) for c in (rev.rules, rev.mcp)
+                if c is not None]
     return sorted((e.qualified_name, e.digest, e.state) for e in rev.entries) + \
-        sorted(("withheld", w, "") for w in rev.withheld)
+        sorted(("withheld", w, "") for w in rev.withheld) + consents
 
 
 def summary(old: Revision | None, new: Revision) -> str:

@@ -286,11 +286,28 @@ def validate_cmd(project: Project = None, config: Config = None,
         _close(host)
 
 
+Fleet = Annotated[bool, typer.Option(
+    "--fleet", help="In the fleet's PostgreSQL --store, for every `serve --fleet` replica "
+                    "(docs/fleet.md).")]
+Store = Annotated[str | None, typer.Option(
+    help="With --fleet: the PostgreSQL store URL.", envvar="INTERLOCK_STORE")]
+
+
+def _shared(host: "Host", fleet: bool, store: str | None) -> Any:
+    """With ``fleet``, the host's registry reads and writes the fleet's approvals."""
+    if not fleet:
+        return None
+    from interlock.hosts.fleet.attach import shared_trust
+
+    return shared_trust(store, host.registry)
+
+
 def approve_cmd(
     name: Annotated[str | None, typer.Argument(help="source:name or name.")] = None,
     all_: Annotated[bool, typer.Option("--all", help="Every hook waiting.")] = False,
     project: Project = None, config: Config = None,
     as_json: Annotated[bool, typer.Option("--json", help="JSON output.")] = False,
+    fleet: Fleet = False, store: Store = None,
 ) -> None:
     """Approve a hook's current definition (pinned to its digest), or a removal.
     A hook that cannot run (hooks validate says why) is refused."""
@@ -302,7 +319,9 @@ def approve_cmd(
             raise ConfigError("give a hook name or --all",
                               fix="interlock hooks approve user:guard")
         host = _open(project, config, lenient=True)
+        shared = None
         try:
+            shared = _shared(host, fleet, store)
             # A hook that cannot run is not approved: approving a handler that does
             # not compile would make the whole config invalid.
             reg = host.registry
@@ -316,6 +335,8 @@ def approve_cmd(
                 names += list(reg.withheld) if all_ else []
             done = reg.approve(names) if names is None or names else []
         finally:
+            if shared is not None:
+                shared.close()
             _close(host)
     if as_json:
         print_json({"approved": done, "refused": [e.qualified_name for e in broken]})
@@ -326,16 +347,21 @@ def approve_cmd(
 
 
 def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
-               project: Project = None, config: Config = None) -> None:
+               project: Project = None, config: Config = None, fleet: Fleet = False,
+               store: Store = None) -> None:
     """Withdraw a hook's approval."""
     from interlock.hosts.cli._common import user_errors
 
     with user_errors():
         host = _open(project, config)
+        shared = None
         try:
+            shared = _shared(host, fleet, store)
             removed = host.registry.revoke(name)
             q = host.registry.entry(name).qualified_name
         finally:
+            if shared is not None:
+                shared.close()
             _close(host)
     typer.echo(f"revoked: {q}" if removed else f"{q} was not approved")
 

@@ -36,9 +36,15 @@ def fleet_url(store: str | None) -> str:
 def attach(store: str | None, registry: Any, *, policy: Callable[[], str]) -> Attached:
     """Share ``registry``'s breakers, the rate limits and the tokens of this replica;
     ``policy()`` names the policy served now (its revision history)."""
+    from interlock.hosts.fleet.approvals import share_approvals
     from interlock.policies import ratelimit
 
     fleet = Fleet(fleet_url(store))
+    try:
+        share_approvals(fleet, registry)
+    except BaseException:
+        fleet.close()
+        raise
     tokens = SharedTokens(fleet)
     breakers = SharedBreakers(fleet, registry.breakers)
     breakers.load()
@@ -52,6 +58,20 @@ def attach(store: str | None, registry: Any, *, policy: Callable[[], str]) -> At
 
     registry.add_listener(reloaded)
     return Attached(fleet, tokens, breakers)
+
+
+def shared_trust(store: str | None, registry: Any) -> Fleet:
+    """For `hooks approve|revoke --fleet`: ``registry`` reads and writes the fleet's
+    approvals (no listener); close the returned Fleet when done."""
+    from interlock.hosts.fleet.approvals import SharedTrust
+
+    fleet = Fleet(fleet_url(store), listen=False)
+    registry.trust = SharedTrust(fleet, registry.state_dir)
+    result = registry.reload(operator=True, release=False)
+    if result.error is not None:
+        fleet.close()
+        raise result.error
+    return fleet
 
 
 def shared_tokens(store: str | None) -> SharedTokens:

@@ -1,0 +1,134 @@
+"""Hook approvals and revocations shared by the replicas (``fleet_approvals``).
+
+With ``serve --fleet`` a replica decides whether a hook is approved from the
+fleet's table only: the approvals file of the machine it runs on no longer
+counts, so one ``interlock hooks approve|revoke --fleet`` governs every
+replica. An approval names the declaring file's path and is pinned to a
+digest that includes it, as on one machine: replicas share approvals when they
+hold the policy at the same path (``serve --policy`` checks it out under the
+state dir; a container image has one layout), and the operator approves from
+a replica or a machine laid out the same way.
+
+Consistency (docs/fleet.md, Consistency): a change is announced in its own
+transaction; on the notification every replica reloads its hooks, so a
+revocation takes effect everywhere within milliseconds. The table is read
+through a cache that a notification empties and that is trusted only while
+the listener is connected; otherwise every read goes to PostgreSQL. When
+PostgreSQL does not answer, the read raises: a reload then keeps the last
+good revision (a revocation cannot have committed meanwhile), and a replica
+that is starting refuses to start. Nothing reads as approved without a row.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from interlock.config.trust import Approval, TrustStore
+from interlock.engine.errors import ConfigError
+from interlock.hosts.fleet.shared import Fleet, FleetUnavailable
+
+log = logging.getLogger("interlock.fleet")
+
+KIND = "approval"
+"""The notification of a change to ``fleet_approvals``."""
+
+
+class SharedTrust(TrustStore):
+    """A TrustStore whose approvals live in the fleet's PostgreSQL; the rest (toggles,
+    baselines, imports) stays in this machine's state dir."""
+
+    def __init__(self, fleet: Fleet, state_dir: Path) -> None:
+        super().__init__(state_dir)
+        self.fleet = fleet
+        self._cache: dict[str, Approval] | None = None
+        self._lock = threading.Lock()
+        fleet.on(KIND, lambda _key: self.forget())
+        fleet.on_resync(self.forget)
+
+    def forget(self) -> None:
+        with self._lock:
+            self._cache = None
+
+    def _fail(self, what: str, exc: Exception) -> ConfigError:
+        return ConfigError(f"cannot {what} the fleet's approvals in {self.fleet.location}: "
+                           f"{exc}", field="--store",
+                           fix="check that PostgreSQL is up and reachable; the last good "
+                               "revision keeps answering meanwhile")
+
+    def _table(self) -> dict[str, Approval]:
+        fresh = self.fleet.fresh()
+        cached = self._cache if fresh else None
+        if cached is not None:
+            return cached
+        try:
+            rows = self.fleet.rows("SELECT key, digest, name, at, by FROM fleet_approvals")
+        except FleetUnavailable as exc:
+            raise self._fail("read", exc) from None
+        table = {str(k): Approval(str(k), str(d), str(n), float(a), str(b))
+                 for k, d, n, a, b in rows}
+        if fresh and self.fleet.fresh():  # no notification could have been missed
+            with self._lock:
+                self._cache = table
+        return table
+
+    # -- the TrustStore's approvals, shared ------------------------------------------
+    def approvals(self) -> dict[str, Approval]:
+        return self._table()
+
+    def approved(self, key: str, digest: str) -> bool:
+        found = self._table().get(key)
+        return found is not None and found.digest == digest
+
+    def approve(self, items: list[tuple[str, str, str]], *, by: str = "operator") -> None:
+        now = time.time()
+        try:
+            with self.fleet.transaction() as cur:
+                for key, digest, name in items:
+                    cur.execute(
+                        "INSERT INTO fleet_approvals (key, digest, name, at, by) "
+                        "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
+                        "digest = EXCLUDED.digest, name = EXCLUDED.name, at = EXCLUDED.at, "
+                        "by = EXCLUDED.by", (key, digest, name, now, by))
+                Fleet.announce(cur, KIND, "approve")
+        except FleetUnavailable as exc:
+            raise self._fail("write", exc) from None
+        self.forget()
+
+    def revoke(self, keys: list[str]) -> int:
+        try:
+            with self.fleet.transaction() as cur:
+                cur.execute("DELETE FROM fleet_approvals WHERE key = ANY(%s) RETURNING key",
+                            (list(keys),))
+                removed = len(cur.fetchall())
+                if removed:
+                    Fleet.announce(cur, KIND, "revoke")
+        except FleetUnavailable as exc:
+            raise self._fail("write", exc) from None
+        self.forget()
+        return removed
+
+
+def share_approvals(fleet: Fleet, registry: Any) -> SharedTrust:
+    """Make ``registry`` read and write the fleet's approvals, reload it on them now,
+    and again on every change any replica makes (and after a listener reconnect)."""
+    trust = SharedTrust(fleet, registry.state_dir)
+    registry.trust = trust
+    result = registry.reload(operator=True, release=False)
+    if result.error is not None:
+        raise result.error
+
+    def reload(_payload: str = "") -> None:
+        def run() -> None:
+            result = registry.reload(operator=True, release=False)
+            if result.error is not None:
+                log.warning("reload on a fleet approval change failed: %s", result.error)
+
+        threading.Thread(target=run, name="interlock-fleet-approvals", daemon=True).start()
+
+    fleet.on(KIND, reload)
+    fleet.on_resync(reload)
+    return trust
