@@ -22,6 +22,9 @@ BREAKERS = "interlock_breakers"
 META = "interlock_meta"
 OVERFLOW = "interlock_dead_letter_overflow"
 """Per hook and failure mode: failures past the per-key cap, counted, not stored."""
+PAYLOADS = "interlock_audit_payloads"
+"""A gate event's payload (redacted) per dispatch, kept only when the store is asked
+to (``audit_payloads``): what `interlock policy diff --audit` replays."""
 TABLES = (DL, AUDIT, BREAKERS)
 
 log = logging.getLogger("interlock")
@@ -37,6 +40,7 @@ AUDIT_COLS = ("at", "dispatch_id", "session_id", "event", "subject", "hook", "ve
               "status", "reason", "latency_ms", "revision", "outcome", "failure", "error")
 BREAKER_COLS = ("hook", "digest", "state", "failures", "opens", "updated_at", "retry_at")
 OVERFLOW_COLS = ("hook", "mode", "overflow", "first_at", "last_at")
+PAYLOAD_COLS = ("at", "dispatch_id", "event", "payload")
 
 # Column types, written once; each backend maps them to its own names.
 _TYPES = {
@@ -50,6 +54,7 @@ _NOT_NULL = {
     AUDIT: {"at", "dispatch_id", "session_id", "event", "hook", "verdict", "status", "outcome"},
     BREAKERS: {"hook", "digest", "state"},
     OVERFLOW: set(OVERFLOW_COLS),
+    PAYLOADS: set(PAYLOAD_COLS),
 }
 
 
@@ -141,6 +146,8 @@ class SQLBackend:
             table(AUDIT, AUDIT_COLS, None, self.audit_id_type),
             table(BREAKERS, BREAKER_COLS, "hook, digest"),
             table(OVERFLOW, OVERFLOW_COLS, "hook, mode"),
+            table(PAYLOADS, PAYLOAD_COLS, None, self.audit_id_type),
+            f"CREATE INDEX IF NOT EXISTS {PAYLOADS}_at ON {PAYLOADS} (at)",
             f"CREATE INDEX IF NOT EXISTS {DL}_at ON {DL} (at)",
             f"CREATE INDEX IF NOT EXISTS {DL}_unresolved ON {DL} (resolved_at, hook)",
             f"CREATE INDEX IF NOT EXISTS {AUDIT}_at ON {AUDIT} (at)",
@@ -151,9 +158,11 @@ class SQLBackend:
     # -- writing (writer thread only) ------------------------------------------
     def write(self, audit: Sequence[tuple[Any, ...]], letters: Sequence[DeadLetter],
               breakers: Sequence[BreakerRecord],
-              overflow: Sequence[tuple[str, str, int, float, float]] = ()) -> None:
+              overflow: Sequence[tuple[str, str, int, float, float]] = (),
+              payloads: Sequence[tuple[Any, ...]] = ()) -> None:
         """Write one batch in one transaction; returns once it has committed.
-        ``overflow``: (hook, mode, count, first at, last at) added to the counts."""
+        ``overflow``: (hook, mode, count, first at, last at) added to the counts;
+        ``payloads``: rows of ``PAYLOAD_COLS``."""
         if self._write is None:
             self._write = self.connect(writer=True)
         conn = self._write
@@ -184,6 +193,10 @@ class SQLBackend:
                     f"ON CONFLICT (hook, mode) DO UPDATE SET "
                     f"overflow = {OVERFLOW}.overflow + excluded.overflow, "
                     f"last_at = excluded.last_at", overflow)
+            if payloads:
+                cur.executemany(
+                    f"INSERT INTO {PAYLOADS} ({', '.join(PAYLOAD_COLS)}) "
+                    f"VALUES ({', '.join([ph] * len(PAYLOAD_COLS))})", payloads)
             conn.commit()
         except BaseException:
             self._drop_writer()
@@ -221,6 +234,22 @@ class SQLBackend:
             f"DELETE FROM {table} WHERE id <= (SELECT id FROM {table} "
             f"ORDER BY id DESC LIMIT 1 OFFSET {ph})", (max_rows,))
         return removed
+
+    def payloads(self, since: float, limit: int) -> list[tuple[float, str, str, str]]:
+        """The newest ``limit`` kept payloads since ``since``, oldest first:
+        (at, dispatch_id, event, payload JSON)."""
+        ph = self.ph
+        rows = self._query(f"SELECT at, dispatch_id, event, payload FROM {PAYLOADS} "
+                           f"WHERE at >= {ph} ORDER BY id DESC LIMIT {ph}", (since, limit))
+        return [(float(a), str(d), str(e), str(p)) for a, d, e, p in reversed(rows)]
+
+    def gate_dispatches(self, since: float, events: Sequence[str]) -> int:
+        """How many dispatches of ``events`` the audit holds since ``since``."""
+        ph = self.ph
+        marks = ", ".join([ph] * len(events))
+        (n,), = self._query(f"SELECT COUNT(DISTINCT dispatch_id) FROM {AUDIT} WHERE at >= {ph} "
+                            f"AND event IN ({marks})", (since, *events))
+        return int(n)
 
     def _drop_writer(self) -> None:
         conn, self._write = self._write, None

@@ -36,7 +36,7 @@ from interlock.store._records import (
     audit_rows,
     breaker_record,
 )
-from interlock.store._sql import AUDIT, SQLBackend
+from interlock.store._sql import AUDIT, PAYLOADS, SQLBackend
 
 if TYPE_CHECKING:
     from interlock.engine.outcome import Outcome
@@ -46,6 +46,9 @@ if TYPE_CHECKING:
 log = logging.getLogger("interlock")
 
 _OUTCOME, _FAILURE, _BREAKER, _ACTION = 0, 1, 2, 3
+
+MAX_PAYLOAD = 1 << 20
+"""Characters of one kept payload (``audit_payloads``); a larger one is not kept."""
 
 STALE_AFTER = 10.0
 """Seconds the oldest unwritten record may wait before the store reads unhealthy."""
@@ -80,6 +83,9 @@ class Store:
         self.last_commit_at: float | None = None
         self.audit_mode = "fast"
         """``strict`` when answers wait for :meth:`settled` (set by the server)."""
+        self.audit_payloads = False
+        """True: each gate event's payload is kept too (redacted), for `interlock policy
+        diff --audit` (set by the server's ``--audit-payloads``)."""
         self._inflight: list[tuple[int, Any, float]] = []
         self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
         self._counts_lock = threading.Lock()
@@ -317,9 +323,16 @@ class Store:
             names.clear()
         letters: list[DeadLetter] = []
         breakers: list[BreakerRecord] = []
+        payloads: list[tuple[Any, ...]] = []
+        keep = self.audit_payloads
         for kind, item, at in items:
             if kind == _OUTCOME:
-                audit.extend(audit_rows(item, at, f"{self._prefix}-{next(self._ids)}", names))
+                dispatch = f"{self._prefix}-{next(self._ids)}"
+                audit.extend(audit_rows(item, at, dispatch, names))
+                if keep and item.event is not None and item.event.spec.kind.value != "observe":
+                    row = payload_row(item.event, at, dispatch)
+                    if len(row[3]) <= MAX_PAYLOAD:  # a whole conversation is not kept
+                        payloads.append(row)
             elif kind == _FAILURE:
                 key = (item.hook, str(item.mode))
                 if stored[key] + added[key] >= cap:
@@ -335,7 +348,7 @@ class Store:
             else:
                 breakers.append(item)
         overflow = [(h, m, n, *spans[(h, m)]) for (h, m), n in over.items()]
-        self.backend.write(audit, letters, breakers, overflow)
+        self.backend.write(audit, letters, breakers, overflow, payloads)
         return added, over
 
     def _prune(self) -> None:
@@ -344,6 +357,7 @@ class Store:
         now = time.time()
         try:
             self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
+            self.backend.prune(PAYLOADS, r.audit_rows, now - r.audit_age)
             self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
             # Other processes (the CLI, other servers on one PostgreSQL) resolve too.
             counts = self.backend.unresolved_by_key()
@@ -397,7 +411,29 @@ class Store:
         r = self.retention
         now = time.time()
         self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
+        self.backend.prune(PAYLOADS, r.audit_rows, now - r.audit_age)
         self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
+
+    def payloads(self, since: float, limit: int = 1000) -> list[tuple[float, str, str, str]]:
+        """Kept gate-event payloads since ``since`` (newest ``limit``, oldest first)."""
+        return self.backend.payloads(since, limit)
+
+    def gate_dispatches(self, since: float) -> int:
+        """Dispatches of gate events audited since ``since``, with a payload or not."""
+        from interlock.engine.catalog import SPECS, Kind
+
+        gates = [s.name for s in SPECS if s.kind is not Kind.OBSERVE]
+        return self.backend.gate_dispatches(since, gates)
+
+
+def payload_row(event: Any, at: float, dispatch: str) -> tuple[Any, ...]:
+    """(at, dispatch_id, event, payload JSON) of a gate event, its strings redacted as
+    transcripts are."""
+    import json
+
+    from interlock.engine.redact import redact_data
+
+    return (at, dispatch, event.name, json.dumps(redact_data(event.to_dict()), default=str))
 
 
 def _resolve(future: asyncio.Future[bool]) -> None:

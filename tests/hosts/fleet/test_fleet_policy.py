@@ -71,7 +71,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serve, Re
     secret_file.chmod(0o600)
     serve = Serve(tmp, "# unused: --policy names the policy\n", extra=[
         "--policy", f"{repo.url}@{repo.c1}", "--policy-secret-file", str(secret_file),
-        "--no-socket"])
+        "--no-socket", "--audit-payloads"])
     serve.start()
     try:
         yield serve, repo, secret
@@ -157,6 +157,25 @@ def test_policy_diff_shows_hooks_rules_and_replayed_decisions(
 
     text = serve.cli("policy", "diff", repo.c1, repo.c2, "--repo", str(repo.path))
     assert "+ hook project:no-curl" in text.stdout
+
+
+def test_policy_diff_replays_the_audited_gate_events(
+        served: tuple[Serve, Repo, bytes]) -> None:
+    serve, repo, _ = served
+    for command in ("curl example.com/audited", "ls -la", "cat ~/.aws/credentials"):
+        decide(serve, command)
+    done = serve.cli("policy", "diff", repo.c1, repo.c2, "--repo", str(repo.path),
+                     "--audit", "--since", "1h", "--json")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["without_payload"] == 0  # served with --audit-payloads
+    assert report["replayed"] >= 3
+    changed = [d for d in report["decisions_changed"] if d["a"] != d["b"]]
+    assert [(d["a"], d["b"]) for d in changed] == [("none", "block")] * len(changed)
+    assert changed
+    assert all(d["where"].startswith("dispatch ") for d in changed)
+    text = serve.cli("policy", "diff", repo.c1, repo.c2, "--repo", str(repo.path), "--audit")
+    assert "decided differently" in text.stdout
 
 
 def test_a_bad_policy_source_is_a_clear_error(tmp_path: Path) -> None:

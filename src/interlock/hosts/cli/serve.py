@@ -69,10 +69,11 @@ def _root(project: Path | None) -> Path:
     return Project.discover(project).root
 
 
-def _audit_gate(registry: Any, mode: str) -> Any:
+def _audit_gate(registry: Any, mode: str, payloads: bool = False) -> Any:
     """The store's commit wait for strict audit, or None for fast (shown in status)."""
     store = registry.recording.store
     store.audit_mode = mode
+    store.audit_payloads = payloads
     return store.settled if mode == "strict" else None
 
 
@@ -155,6 +156,11 @@ def register(app: typer.Typer) -> None:
                  "(a 503 after 5 s if the store cannot write); fast: answer at once, up to "
                  "~50 ms of answered decisions can be lost on a crash. See "
                  "docs/reliability.md.", envvar="INTERLOCK_AUDIT")] = "strict",
+        audit_payloads: Annotated[bool, typer.Option(
+            "--audit-payloads", help="Keep each gate event's payload (redacted) beside its "
+                                     "audit records, for `interlock policy diff --audit` "
+                                     "(docs/fleet.md).",
+            envvar="INTERLOCK_AUDIT_PAYLOADS")] = False,
         no_console: Annotated[bool, typer.Option(
             "--no-console", help="Do not serve the web console at /ui/.")] = False,
         log_format: Annotated[str | None, typer.Option(
@@ -293,7 +299,7 @@ def register(app: typer.Typer) -> None:
                                  allowed_hosts=[*(allow_host or []), host],
                                  allowed_origins=allow_origin or [], gateway=gateway,
                                  metrics=registry.metrics, console=console, live=loaded,
-                                 audit_gate=_audit_gate(registry, audit))
+                                 audit_gate=_audit_gate(registry, audit, audit_payloads))
                 if repo is not None:
                     service = _policy_service(repo, policy or "", registry,
                                               policy_secret_file, policy_refresh)
