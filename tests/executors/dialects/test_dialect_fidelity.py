@@ -137,3 +137,27 @@ def test_claude_subagent_and_common_fields() -> None:
     top = json.loads(DIALECTS["claude"].encode(invocation("user_input", text="hi"),
                                                project_dir="/p"))
     assert "agent_id" not in top  # only inside a subagent
+
+
+def test_claude_answers_interlock_cannot_apply_are_failures_not_dropped() -> None:
+    import pytest
+
+    from interlock.engine.errors import ContractError
+
+    def answer(event: str, out: object, **fields: object):  # type: ignore[no-untyped-def]
+        inv = invocation(event, **fields)
+        return DIALECTS["claude"].decode(inv, Completed(0, json.dumps(out).encode(), b""))
+
+    denied = {"tool_name": "terminal", "args": {"command": "rm -rf /"}}
+    with pytest.raises(ContractError, match="retry"):
+        answer("permission_denied", {"hookSpecificOutput": {
+            "hookEventName": "PermissionDenied", "retry": True}}, **denied)
+    with pytest.raises(ContractError, match="watchPaths"):
+        answer("cwd_changed", {"hookSpecificOutput": {
+            "hookEventName": "CwdChanged", "watchPaths": ["/p/a"]}})
+    with pytest.raises(ContractError, match="watchPaths"):
+        answer("file_changed", {"hookSpecificOutput": {
+            "hookEventName": "FileChanged", "watchPaths": ["/p/a"]}}, path="/p/a")
+    # retry: false asks for nothing: no opinion.
+    assert answer("permission_denied", {"hookSpecificOutput": {
+        "hookEventName": "PermissionDenied", "retry": False}}, **denied) is None

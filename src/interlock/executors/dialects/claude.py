@@ -255,6 +255,15 @@ class ClaudeDialect(BaseDialect):
                 if key in hso:
                     require_modifies(invocation, name, key)
                     changes["result"] = hso[key]
+        elif event == "permission_denied" and hso.get("retry"):
+            raise contract(invocation, name, "answered retry: true; Interlock's "
+                           "permission_denied is an observe event, and nothing here can tell "
+                           "the model it may retry (fix: leave retry out, or decide in a "
+                           "PreToolUse or PermissionRequest hook)")
+        elif event in ("cwd_changed", "file_changed") and "watchPaths" in hso:
+            raise contract(invocation, name, f"answered watchPaths on {event}; Interlock's "
+                           "watch list is set by SessionStart only (fix: answer watchPaths "
+                           "from a SessionStart hook)")
         elif event == "session_start" and not self.strict:
             if "initialUserMessage" in hso:
                 require_modifies(invocation, name, "initialUserMessage")
