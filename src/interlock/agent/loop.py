@@ -142,6 +142,8 @@ class Agent:
             network=options.sandbox_network, mode=options.sandbox)
         self.started = False
         self.turn_id: str | None = None
+        self.prompt: str | None = None
+        """The user's prompt this run answers (as hooks let it through)."""
         self.pending_context: list[str] = []
         """Hook context waiting for the next user message (from session_start)."""
         self._recorded: list[tuple[Event, Outcome]] = []

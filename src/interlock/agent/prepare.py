@@ -80,6 +80,7 @@ async def prepare(agent: Agent, prompt: str) -> RunResult | None:
     agent.session.system_prompt = start.payload.system_prompt
     contexts.append(start.context(cap))
     message = {"role": "user", "content": text}
+    agent.prompt = text
     joined = "\n".join(c for c in contexts if c)
     if joined:
         message["hook_context"] = joined

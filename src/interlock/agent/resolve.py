@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 async def resolve(agent: Agent, reply: ModelResponse) -> RunResult | None:
     """The run's result, or None to keep working."""
-    gate = await agent.gate("before_stop", last_message=reply.text)
+    gate = await agent.gate("before_stop", last_message=reply.text, prompt=agent.prompt)
     if gate.blocked:
         hook = gate.outcome.hook.qualified_name if gate.outcome.hook else "before_stop"
         agent.step("keep_working", hook=hook, reason=gate.outcome.reason)

@@ -164,7 +164,9 @@ SPECS: tuple[EventSpec, ...] = (
         aliases=_a(hermes="post_llm_call", pi="turn_end")),
     EventSpec(
         "before_stop", G, "The agent is about to stop; block means keep working.",
-        (Field("last_message", _OS, "The assistant's last text.", None), *_STOP),
+        (Field("last_message", _OS, "The assistant's last text.", None), *_STOP,
+         Field("prompt", _OS, "The user's prompt this run answered, where the host says.",
+               None)),
         accepts=frozenset({_V.BLOCK}), context=True, fail_closed=FailClosed.NO_EFFECT,
         aliases=_a(hermes="pre_verify", claude="Stop", codex="Stop", gemini="AfterAgent",
                    cursor="stop")),

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         last_message: str | None = None
         stop_hook_active: bool = False
         block_count: int = 0
+        prompt: str | None = None
 
 
     class BeforeLlmCall(Event, frozen=True, kw_only=True):

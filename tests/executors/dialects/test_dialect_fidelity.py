@@ -161,3 +161,16 @@ def test_claude_answers_interlock_cannot_apply_are_failures_not_dropped() -> Non
     # retry: false asks for nothing: no opinion.
     assert answer("permission_denied", {"hookSpecificOutput": {
         "hookEventName": "PermissionDenied", "retry": False}}, **denied) is None
+
+
+def test_gemini_after_agent_prompt_both_ways() -> None:
+    from interlock.hosts.bridge._events import build_event
+
+    inv = invocation("before_stop", prompt="fix the tests", last_message="done")
+    body = json.loads(DIALECTS["gemini"].encode(inv, project_dir="/p"))
+    assert (body["prompt"], body["prompt_response"]) == ("fix the tests", "done")
+    event = build_event("gemini", {
+        "hook_event_name": "AfterAgent", "session_id": "s", "cwd": "/p",
+        "prompt": "fix the tests", "prompt_response": "done", "stop_hook_active": False})
+    assert (event.name, event.prompt, event.last_message) == (
+        "before_stop", "fix the tests", "done")

@@ -76,7 +76,7 @@ class GeminiDialect(BaseDialect):
         elif name == "user_input":
             body["prompt"] = data["text"]
         elif name == "before_stop":
-            body["prompt"] = ""
+            body["prompt"] = data.get("prompt") or ""
             body["prompt_response"] = data["last_message"]
             body["stop_hook_active"] = data["stop_hook_active"]
         elif name == "before_llm_call":

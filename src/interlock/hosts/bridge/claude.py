@@ -85,6 +85,8 @@ def fields_for(system: str, event: str, p: dict[str, Any]) -> dict[str, Any]:
         out["stop_hook_active"] = bool(p.get("stop_hook_active"))
         last = p.get("last_assistant_message") or p.get("prompt_response")
         out["last_message" if event == "before_stop" else "result"] = last
+        if event == "before_stop" and isinstance(p.get("prompt"), str):  # Gemini's AfterAgent
+            out["prompt"] = p["prompt"]
     elif event == "session_start":
         out["source"] = str(p.get("source") or "startup")
     elif event == "session_end":
