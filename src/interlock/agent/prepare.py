@@ -54,7 +54,9 @@ async def prepare(agent: Agent, prompt: str) -> RunResult | None:
         blocked = await agent.start()
         if blocked is not None:
             return blocked
-    gate = await agent.gate("user_input", text=prompt)
+    first = not any(m.get("role") == "user" for m in agent.session.messages)
+    gate = await agent.gate("user_input", text=prompt, model=agent.session.model or None,
+                            first_turn=first)
     if gate.blocked:
         agent.step("blocked", event="user_input", reason=gate.outcome.reason)
         return RunResult(RunStatus.BLOCKED, text=agent.reason_for_model(gate),

@@ -28,7 +28,8 @@ from interlock.events import Event, make
 
 _SAMPLES: dict[str, Any] = {"str": "", "str | None": None, "int": 0, "bool": False,
                             "dict[str, Any]": {}, "list[dict[str, Any]]": [], "list[str]": [],
-                            "Any": None, "float": 0.0, "int | None": None}
+                            "Any": None, "float": 0.0, "int | None": None,
+                            "bool | None": None}
 
 
 def sample_event(name: str, *, tool: str | None = None, payload: dict[str, Any] | None = None,

@@ -25,7 +25,7 @@ _A = "Any"
 TYPES: dict[str, Any] = {
     _S: str, _OS: str | None, _I: int, _B: bool, _D: dict[str, Any],
     _LD: list[dict[str, Any]], _LS: list[str], _A: Any, "float": float,
-    "int | None": int | None,
+    "int | None": int | None, "bool | None": bool | None,
 }
 
 
@@ -148,7 +148,10 @@ SPECS: tuple[EventSpec, ...] = (
                    pi="agent_end")),
     EventSpec(
         "user_input", G, "The user submitted input.",
-        (Field("text", _S, "What the user typed."),),
+        (Field("text", _S, "What the user typed."),
+         Field("model", _OS, "The model the session uses, where the host says.", None),
+         Field("first_turn", "bool | None", "True for a session's first input, where the "
+               "host says.", None)),
         mutable=("text",), accepts=frozenset({_V.BLOCK, _V.MODIFY, _V.RESPOND}), context=True,
         respond='{"type": "string", "description": "reply shown to the user; no model call"}',
         aliases=_a(hermes="pre_llm_call", claude="UserPromptSubmit", codex="UserPromptSubmit",

@@ -60,6 +60,8 @@ if TYPE_CHECKING:
         """``user_input``."""
 
         text: str
+        model: str | None = None
+        first_turn: bool | None = None
 
 
     class TurnStart(Event, frozen=True, kw_only=True):

@@ -174,3 +174,17 @@ def test_gemini_after_agent_prompt_both_ways() -> None:
         "prompt": "fix the tests", "prompt_response": "done", "stop_hook_active": False})
     assert (event.name, event.prompt, event.last_message) == (
         "before_stop", "fix the tests", "done")
+
+
+def test_hermes_extra_reaches_hosted_scripts_and_is_read_from_the_bridge() -> None:
+    from interlock.hosts.bridge import hermes
+
+    inv = invocation("user_input", text="hi", model="gpt-x", first_turn=True, platform="cli")
+    extra = json.loads(DIALECTS["hermes"].encode(inv, project_dir="/p"))["extra"]
+    assert (extra["user_message"], extra["model"], extra["is_first_turn"], extra["platform"]) \
+        == ("hi", "gpt-x", True, "cli")
+    name, fields = hermes.to_event({"hook_event_name": "pre_llm_call", "session_id": "s",
+                                    "extra": {"user_message": "hi", "model": "gpt-x",
+                                              "is_first_turn": False, "platform": "telegram"}})
+    assert (name, fields["model"], fields["first_turn"], fields["platform"]) == (
+        "user_input", "gpt-x", False, "telegram")

@@ -60,8 +60,13 @@ class HermesDialect(BaseDialect):
                              frozenset({"tool_name", "args"}))
         if ev.turn_id is not None:
             extra["turn_id"] = ev.turn_id
-        if ev.name == "user_input":
-            extra["platform"] = ev.platform  # pre_llm_call passes it
+        if ev.name == "user_input":  # pre_llm_call passes these (where they are known)
+            extra["platform"] = ev.platform
+            first = extra.pop("first_turn", None)
+            if first is not None:
+                extra["is_first_turn"] = first
+            if extra.get("model") is None:
+                extra.pop("model", None)
         tool = getattr(ev, "tool_name", None)
         event = self.host_event(invocation)
         body = {

@@ -77,6 +77,10 @@ def to_event(payload: dict[str, Any]) -> tuple[str, dict[str, Any]]:
             out["duration_ms"] = float(extra.get("duration_ms") or 0.0)
     elif name == "user_input":
         out["text"] = str(extra.get("user_message") or "")
+        if isinstance(extra.get("model"), str):
+            out["model"] = extra["model"]
+        if isinstance(extra.get("is_first_turn"), bool):
+            out["first_turn"] = extra["is_first_turn"]
     elif name == "subagent_start":
         out["task"] = str(extra.get("child_goal") or extra.get("child_role") or "")
         out["child_session_id"] = str(extra.get("child_session_id") or "")
