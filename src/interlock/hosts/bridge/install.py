@@ -291,8 +291,9 @@ TRUST_STEPS: dict[str, tuple[str, ...]] = {
         '[projects."PROJECT"] trust_level = "trusted" to $CODEX_HOME/config.toml '
         "(or answer its trust prompt)",
         "Codex then runs each hook only once trusted, and trust follows the hook's "
-        "command: review them in /hooks, and again after every `bridge install` (the line "
-        "changes)",
+        "definition (it keeps a trusted_hash per hook under [hooks.state] in "
+        "$CODEX_HOME/config.toml): review them in /hooks, and again after every "
+        "`bridge install` (the line changes)",
         "headless `codex exec` cannot answer /hooks: run it with "
         "--dangerously-bypass-hook-trust, which runs every hook of the project, so only "
         "where you control .codex/ (CI on your own branch)",
