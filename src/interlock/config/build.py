@@ -19,7 +19,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from interlock.config import kinds
+from interlock.config import kinds, source
 from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.sources import Declared
 from interlock.engine.catalog import BY_NAME, FailClosed
@@ -103,10 +103,11 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
                           fix="create it, defining handle(event)", **where)  # type: ignore[arg-type]
     name = _module_name(decl, digest)
     module = sys.modules.get(name)
-    before = set(sys.modules)
     if module is None:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None
+        source.cover([p for p in (root, decl.folder, path.parent) if p is not None])
+        source.forget_changed()
+        before = set(sys.modules)
+        spec = source.spec_for(name, path)
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         try:
@@ -121,8 +122,10 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
                               fix="fix the error in the handler file") from None
         _configure(module, d.name, path, decl, options or {})
         sys.modules[name] = module
+        new = [sys.modules[m] for m in set(sys.modules) - before]
+        source.remember(new)
         module.__interlock_imports__ = _project_modules(  # type: ignore[attr-defined]
-            module, [sys.modules[m] for m in set(sys.modules) - before], root, path)
+            module, new, root, path)
     if imported is not None:
         imported += [p for p in getattr(module, "__interlock_imports__", ()) if p not in imported]
     handle = getattr(module, "handle", None)

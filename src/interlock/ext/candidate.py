@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint
 from typing import Any
 
+from interlock.config import source
 from interlock.engine.errors import ConfigError, FailureMode, HookFailure
 from interlock.engine.hooks import Executor, Invocation, Source
 from interlock.ext.context import ExtensionContext
@@ -82,11 +83,11 @@ def import_folder(manifest: Manifest) -> Any:
     """Import a folder extension's module under a private name."""
     file = manifest.module_file()
     mod_name = f"interlock_ext_{manifest.name.replace('-', '_')}"
-    is_pkg = file.name == "__init__.py"
-    spec = importlib.util.spec_from_file_location(
-        mod_name, file, submodule_search_locations=[str(file.parent)] if is_pkg else None)
-    if spec is None or spec.loader is None:
-        raise ConfigError("cannot import the module", file=str(file))
+    # From the source on disk, as are the modules it imports from its folder: a
+    # planted .pyc never stands in for the pinned code (docs/security.md).
+    source.cover([manifest.path])
+    spec = source.spec_for(mod_name, file, package=file.name == "__init__.py")
+    assert spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     old = sys.modules.get(mod_name)
     sys.modules[mod_name] = module

@@ -1,0 +1,113 @@
+"""Import hook and extension code from its source text, never from bytecode.
+
+Consent pins a Python hook's source files (docs/security.md). Python's own
+import would not always run them: it runs ``__pycache__/NAME.cpython-3X.pyc``
+instead whenever that file's header repeats the source's mtime (whole seconds)
+and size. An edit of the same size within the same second would then keep the
+old code running, and a planted ``.pyc`` with a copied header would run in place
+of an approved, unchanged script.
+
+So the modules Interlock imports for hooks and extensions, and every module
+they import from the folders they live in (:func:`cover`), are compiled from
+the bytes on disk each time they are imported, and no bytecode is written
+beside them. A project module a hook imported and that has since changed is
+dropped from ``sys.modules`` before the next hook loads (:func:`forget_changed`),
+so an approved edit of a helper runs, not the copy imported before it.
+"""
+
+from __future__ import annotations
+
+import importlib.machinery
+import importlib.util
+import os
+import sys
+import threading
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import CodeType, ModuleType
+from typing import Any
+
+_lock = threading.Lock()
+_roots: tuple[str, ...] = ()
+_installed = False
+_imported: dict[str, tuple[str, tuple[int, int, int, int]]] = {}
+"""Modules a hook imported from a covered folder: name -> (file, stamp at import)."""
+
+
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the file's current bytes; reads and writes no ``.pyc``."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        path = self.get_filename(fullname)
+        code: CodeType = self.source_to_code(self.get_data(path), path)
+        return code
+
+
+class _CoveredFolders:
+    """A meta path finder in front of ``PathFinder``: modules found under a covered
+    folder get a :class:`SourceOnlyLoader`; everything else is found as before."""
+
+    @classmethod
+    def find_spec(cls, fullname: str, path: Sequence[str] | None = None,
+                  target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
+        if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader \
+                or not spec.origin or not covered(spec.origin):
+            return spec
+        spec.loader = SourceOnlyLoader(fullname, spec.origin)
+        spec.cached = None
+        return spec
+
+
+def covered(file: str) -> bool:
+    real = os.path.realpath(file)
+    return any(real == root or real.startswith(root + os.sep) for root in _roots)
+
+
+def cover(folders: Iterable[Path]) -> None:
+    """Import everything under ``folders`` from source from now on (it only grows)."""
+    global _roots, _installed
+    new = {os.path.realpath(f) for f in folders}
+    with _lock:
+        if not new.issubset(_roots):
+            _roots = tuple(sorted(set(_roots) | new))
+        if not _installed:
+            at = next((i for i, f in enumerate(sys.meta_path)
+                       if f is importlib.machinery.PathFinder), len(sys.meta_path))
+            sys.meta_path.insert(at, _CoveredFolders)
+            _installed = True
+
+
+def spec_for(name: str, file: Path, *, package: bool = False) -> importlib.machinery.ModuleSpec:
+    """The spec of a hook's or extension's own module, loaded from source."""
+    spec = importlib.util.spec_from_file_location(
+        name, file, loader=SourceOnlyLoader(name, str(file)),
+        submodule_search_locations=[str(file.parent)] if package else None)
+    assert spec is not None
+    return spec
+
+
+def _stamp(file: str) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(file)
+    except OSError:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
+
+
+def remember(modules: Iterable[Any]) -> None:
+    """Note the covered modules a hook's loading imported, to notice their edits."""
+    with _lock:
+        for mod in modules:
+            file = getattr(mod, "__file__", None)
+            if isinstance(file, str) and covered(file) and (stamp := _stamp(file)):
+                _imported[mod.__name__] = (file, stamp)
+
+
+def forget_changed() -> None:
+    """Drop the remembered modules whose file changed, so the next import reads it."""
+    with _lock:
+        for name, (file, stamp) in list(_imported.items()):
+            if _stamp(file) != stamp:
+                del _imported[name]
+                sys.modules.pop(name, None)
