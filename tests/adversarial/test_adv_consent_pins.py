@@ -137,6 +137,22 @@ def test_a_planted_bytecode_file_does_not_stand_in_for_a_pinned_module(tmp_path,
     assert try_rm(env, root)["reason"] == "no rm -rf (script)"  # the source ran
 
 
+def test_an_approved_same_size_edit_in_the_same_second_runs_the_new_module(tmp_path, env):
+    """The hook's bytecode cache lives in the state folder, one per approved digest:
+    an edit Python's cache cannot tell apart (same size, same mtime second) still
+    runs the code that was approved after it."""
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    root = project(tmp_path, json.dumps([sys.executable, "hooks/no_rm.py"]))
+    approve(env, root)
+    assert try_rm(env, root)["reason"] == "no rm -rf (script)"  # caches rules.py
+    rules = root / "hooks" / "rules.py"
+    st = rules.stat()
+    rules.write_text('FORBIDDEN = "zzzzzz"\n')  # the same size
+    os.utime(rules, ns=(st.st_atime_ns, st.st_mtime_ns))
+    approve(env, root)
+    assert try_rm(env, root)["decision"] != "block"  # the new rules: rm is allowed
+
+
 def test_a_bash_c_wrapper_pins_the_script_it_runs(tmp_path, env):
     root = project(tmp_path, "\"bash -c 'python3 hooks/no_rm.py'\"")
     approve(env, root)

@@ -81,7 +81,10 @@ def hook_for(registry: Registry, e: HookEntry,
             protected = (registry.home, registry.state_dir, registry.managed)
             executor = make_executor(e.declared, e.command, registry.project_root,
                                      protected=protected,
-                                     pycache=registry.state_dir / "pycache")
+                                     # One cache per approved digest: an edit the
+                                     # .pyc header cannot tell apart (same size and
+                                     # mtime second) never reuses the old bytecode.
+                                     pycache=registry.state_dir / "pycache" / e.digest[:16])
         except ConfigError as exc:
             field = exc.field or ("command" if e.command is not None else "kind")
             raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
