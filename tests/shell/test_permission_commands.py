@@ -119,6 +119,7 @@ def test_the_existing_semantics_hold_otherwise():
     assert policy.decide("write_file", {"path": "src/a; rm -rf /"}) == "allow"
 
 
+@pytest.mark.parametrize("reader", ["parser"], indirect=True)  # the parser only
 def test_both_readers_cut_a_line_the_same_way():
     line = "git log $(id -u) > out | head && cd x; echo \"a|b\" `date` &"
     expected = {"git log $(id -u) > out", "id -u", "head", "cd x", 'echo "a|b" `date`', "date"}
@@ -128,6 +129,7 @@ def test_both_readers_cut_a_line_the_same_way():
     assert set(split_parsed(line).commands) == expected
 
 
+@pytest.mark.parametrize("reader", ["parser"], indirect=True)  # the parser only
 def test_a_redirection_after_a_list_is_a_command_of_its_own_for_the_parser():
     # tree-sitter hangs it on the whole list: it must be allowed by itself.
     pytest.importorskip("tree_sitter_bash")
