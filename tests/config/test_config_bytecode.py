@@ -138,3 +138,22 @@ def test_a_planted_pyc_never_stands_in_for_an_approved_extension(world: World) -
         assert (out.verdict, out.reason) == (Verdict.BLOCK, "v1")
     finally:
         host.close()
+
+
+def test_the_interpreters_own_folders_keep_their_bytecode(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A project's .venv is the host's environment, not hook code: importing from it
+    stays as fast as Python makes it, even with the project covered."""
+    import sysconfig
+
+    from interlock.config import source
+
+    venv = tmp_path / ".venv"
+    monkeypatch.setattr(source, "_roots", (str(tmp_path.resolve()),))
+    monkeypatch.setattr(source, "_env", (str(venv.resolve()),))
+    assert source.covered(str(tmp_path / "hooks" / "rules.py"))
+    assert not source.covered(str(venv / "lib" / "site.py"))
+    assert not source.covered(str(tmp_path.parent / "elsewhere.py"))
+    env = source._environment()
+    assert os.path.realpath(sysconfig.get_path("purelib")) in env
+    assert os.path.realpath(sys.prefix) in env

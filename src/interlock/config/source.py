@@ -30,6 +30,7 @@ from typing import Any
 _lock = threading.Lock()
 _roots: tuple[str, ...] = ()
 _installed = False
+_env: tuple[str, ...] = ()
 _imported: dict[str, tuple[str, tuple[int, int, int, int]]] = {}
 """Modules a hook imported from a covered folder: name -> (file, stamp at import)."""
 
@@ -59,19 +60,35 @@ class _CoveredFolders:
         return spec
 
 
+def _environment() -> tuple[str, ...]:
+    """The running interpreter's own folders (its prefix, its site-packages and
+    Interlock itself): a project's ``.venv`` under a covered folder is the
+    environment the host runs in, not hook code, and keeps its bytecode."""
+    import sysconfig
+
+    folders = {sys.prefix, sys.base_prefix, str(Path(__file__).resolve().parents[1])}
+    folders |= {sysconfig.get_path(p) for p in ("purelib", "platlib", "stdlib")}
+    return tuple(os.path.realpath(f) for f in folders if f)
+
+
+def _under(real: str, folders: Iterable[str]) -> bool:
+    return any(real == f or real.startswith(f + os.sep) for f in folders)
+
+
 def covered(file: str) -> bool:
     real = os.path.realpath(file)
-    return any(real == root or real.startswith(root + os.sep) for root in _roots)
+    return _under(real, _roots) and not _under(real, _env)
 
 
 def cover(folders: Iterable[Path]) -> None:
     """Import everything under ``folders`` from source from now on (it only grows)."""
-    global _roots, _installed
+    global _roots, _installed, _env
     new = {os.path.realpath(f) for f in folders}
     with _lock:
         if not new.issubset(_roots):
             _roots = tuple(sorted(set(_roots) | new))
         if not _installed:
+            _env = _environment()
             at = next((i for i, f in enumerate(sys.meta_path)
                        if f is importlib.machinery.PathFinder), len(sys.meta_path))
             sys.meta_path.insert(at, _CoveredFolders)
