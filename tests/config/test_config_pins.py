@@ -40,7 +40,14 @@ def test_a_script_at_the_root_pins_the_root_modules_and_packages(root: Path) -> 
     assert {"top.py", "pkg/__init__.py", "pkg/main.py", "pkg"} <= got
     assert "other/y.py" not in got  # nothing imports it
     assert "notes.txt" not in got
-    assert "." not in got  # the project may grow while the hook runs
+    assert "." in got  # the root's modules and packages: a planted one is a change
+    listing = read(root.resolve()).sha
+    (root / "build").mkdir()  # the project grows: a folder, a file that is no module
+    (root / "NEWS").write_text("")
+    assert read(root.resolve()).sha == listing
+    (root / "json").mkdir()  # a package that would shadow the standard library's json
+    (root / "json" / "__init__.pyc").write_bytes(b"")
+    assert read(root.resolve()).sha != listing
     (root / "top.py").write_text("import other.y\n")  # a namespace package
     assert {"other/y.py", "other"} <= pins(root, ["python3", "top.py"])
 

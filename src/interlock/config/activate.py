@@ -69,8 +69,12 @@ def hook_for(registry: Registry, e: HookEntry,
     if d.effective_kind is HookKind.PYTHON:
         e.state = "active"
         imported: list[Path] = []
+        # Once this approval recorded what the handler imports, nothing else from
+        # the project may stand in for it (--accept-hooks approves it as it is).
+        recorded = None if registry.accept_hooks or not e.needs_approval \
+            else registry.trust.imports(e.key, e.digest)
         fn = load_handler(e.declared, e.digest, e.options, root=registry.project_root,
-                          imported=imported)
+                          imported=imported, allowed=recorded)
         pin_imports(registry.trust, e, imported)
         # The breaker inside, the pin check outside (as for executors below).
         return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta),

@@ -14,7 +14,7 @@ import importlib.util
 import inspect
 import sys
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -83,7 +83,8 @@ def _module_name(decl: Declared, digest: str) -> str:
 
 
 def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = None, *,
-                 root: Path | None = None, imported: list[Path] | None = None) -> HookFn:
+                 root: Path | None = None, imported: list[Path] | None = None,
+                 allowed: Iterable[str] | None = None) -> HookFn:
     """Import the hook's handler file and return its ``handle``.
 
     A freshly imported module's ``configure(options)`` is called once. The
@@ -92,7 +93,9 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
 
     With ``root`` and ``imported``: the files of the modules the handler
     imported from under ``root`` (while it was loaded, or named in its
-    globals) are appended to ``imported``, for the approval to pin them.
+    globals) are appended to ``imported``, for the approval to pin them. With
+    ``allowed`` too (the modules its approval recorded), a module under ``root``
+    outside them is refused before it runs (:func:`interlock.config.source.only`).
     """
     d = decl.definition
     assert d.handler is not None
@@ -110,17 +113,21 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
         spec = source.spec_for(name, path)
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            line = None
-            for frame in traceback.extract_tb(exc.__traceback__):
-                if Path(frame.filename) == path:
-                    line = frame.lineno
-            raise ConfigError(f"hook {d.name!r}: importing the handler failed: "
-                              f"{type(exc).__name__}: {exc}", file=str(path), line=line,
-                              fix="fix the error in the handler file") from None
-        _configure(module, d.name, path, decl, options or {})
+        with source.only(allowed, root):
+            try:
+                spec.loader.exec_module(module)
+            except Exception as exc:
+                line = None
+                for frame in traceback.extract_tb(exc.__traceback__):
+                    if Path(frame.filename) == path:
+                        line = frame.lineno
+                fix = (f"look at it, then approve the hook again: `interlock hooks approve "
+                       f"{d.name}`" if isinstance(exc, source.NotApproved)
+                       else "fix the error in the handler file")
+                raise ConfigError(f"hook {d.name!r}: importing the handler failed: "
+                                  f"{type(exc).__name__}: {exc}", file=str(path), line=line,
+                                  fix=fix) from None
+            _configure(module, d.name, path, decl, options or {})
         sys.modules[name] = module
         new = [sys.modules[m] for m in set(sys.modules) - before]
         source.remember(new)

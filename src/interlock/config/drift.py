@@ -74,10 +74,24 @@ class Read:
         return h.hexdigest()
 
 
+PACKAGES_ONLY: set[str] = set()
+"""Folders whose listing counts modules and packages but not other subfolders: a
+project root a hook's script runs from (``python3 check.py``). A package planted
+there can shadow any module the script imports, the standard library's
+included; a plain folder cannot, and a repository gains those as it grows."""
+
+
+def is_package(folder: str) -> bool:
+    return any(os.path.isfile(os.path.join(folder, "__init__" + s)) for s in IMPORTABLE)
+
+
 def _modules(folder: Path) -> bytes:
     """What a folder offers to ``import``: its module files and subfolders, by name."""
+    packages_only = str(folder) in PACKAGES_ONLY
     names = sorted(e.name + "/" if e.is_dir() else e.name for e in os.scandir(folder)
-                   if (e.is_dir() and e.name not in SKIP_DIRS) or e.name.endswith(IMPORTABLE))
+                   if (e.is_dir() and e.name not in SKIP_DIRS
+                       and (not packages_only or is_package(e.path)))
+                   or e.name.endswith(IMPORTABLE))
     return b"\0dir\0" + "\0".join(names).encode(errors="surrogateescape")
 
 

@@ -3,8 +3,11 @@
 What a handler imports is known only once it is loaded, and loading runs code,
 so it happens only after approval. The first load after an approval records
 each project module it imported (path and sha256, in the state dir's
-``imports.json``); every later load, in any process, checks them *before*
-importing, so a helper module edited since is never imported as approved. An
+``imports.json``, an empty record when there are none); every later load, in
+any process, checks them *before* importing, so a helper module edited since is
+never imported as approved, and imports nothing else from the project
+(:func:`interlock.config.source.only`): a file planted to stand in for a
+recorded module is refused before it runs. An
 operator's `interlock hooks approve` (or ``--accept-hooks``) records them
 afresh. Within a running host the modules are pinned like every other file and
 checked before each call (:mod:`interlock.config.drift`).
@@ -59,14 +62,12 @@ def pin_imports(trust: TrustStore, e: HookEntry, files: list[Path]) -> None:
     """Pin the modules the handler imported: check them before each call, record them
     (for a hook that needs approval) when this approval has not yet."""
     reads = [read(p) for p in files if p not in e.files]
-    if not reads:
-        return
     e.files += [r.path for r in reads]
     if e.pins is not None:
         e.pins.extend(reads)
     if not e.needs_approval:
         return
-    recorded = trust.imports(e.key, e.digest) or {}
-    fresh = {str(r.path): r.sha for r in reads if str(r.path) not in recorded}
-    if fresh:
-        trust.set_imports(e.key, e.digest, {**recorded, **fresh})
+    recorded = trust.imports(e.key, e.digest)
+    fresh = {str(r.path): r.sha for r in reads if str(r.path) not in (recorded or {})}
+    if fresh or recorded is None:  # an empty record counts: it imported nothing
+        trust.set_imports(e.key, e.digest, {**(recorded or {}), **fresh})

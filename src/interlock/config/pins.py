@@ -30,7 +30,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from interlock.config.build import hook_cwd
-from interlock.config.drift import IMPORTABLE, SKIP_DIRS
+from interlock.config.drift import IMPORTABLE, PACKAGES_ONLY, SKIP_DIRS, is_package
 from interlock.config.sources import Declared
 
 MAX_FILES = 2000
@@ -114,9 +114,14 @@ class Pinner:
 
     def root_modules(self, script: Path) -> None:
         """What a script at the project root imports from: the root's own modules, its
-        packages (folders with an ``__init__.py``), and any folder the script's modules
+        packages (folders with an ``__init__``), and any folder the script's modules
         import by name (a namespace package); not every file of the repository. The
-        root's listing is not pinned: the project grows while the hook runs."""
+        root's listing is pinned by its modules and packages only (a package planted
+        there later shadows what the script imports), not its other folders, which
+        come and go as the project grows (``drift.PACKAGES_ONLY``)."""
+        PACKAGES_ONLY.add(str(self.root))
+        if self.root not in self.folders:
+            self.folders.append(self.root)
         try:
             entries = sorted(os.scandir(self.root), key=lambda e: e.name)
         except OSError:
@@ -125,9 +130,8 @@ class Pinner:
             path = Path(entry.path)
             if entry.is_file() and entry.name.endswith(IMPORTABLE):
                 self.add(path)
-            elif entry.is_dir() and entry.name not in SKIP_DIRS \
-                    and (path / "__init__.py").is_file():
-                self.tree(path)
+            elif entry.is_dir() and entry.name not in SKIP_DIRS and is_package(entry.path):
+                self.tree(path)  # a package, also one of bytecode alone
         for name in sorted(_imported_names([p for p in self.files if p.suffix == ".py"
                                             and p.parent == self.root] or [script])):
             folder = self.root / name
@@ -314,7 +318,9 @@ def walk(folder: Path, *, only: tuple[str, ...] | None = None, limit: int = MAX_
             folders.append(Path(root))
         dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         for name in sorted(names):
-            if name.endswith((".pyc", ".pyo")) or (only is not None and not name.endswith(only)):
+            # A .pyc outside __pycache__ (pruned above) is a module Python imports
+            # without any source: it counts like one.
+            if only is not None and not name.endswith(only):
                 continue
             out.append(Path(root) / name)
             if len(out) >= limit:

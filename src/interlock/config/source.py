@@ -22,7 +22,8 @@ import importlib.util
 import os
 import sys
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
@@ -44,20 +45,61 @@ class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
         return code
 
 
+class NotApproved(ImportError):
+    """A project module a handler's approval did not record: refused before it runs."""
+
+
 class _CoveredFolders:
     """A meta path finder in front of ``PathFinder``: modules found under a covered
-    folder get a :class:`SourceOnlyLoader`; everything else is found as before."""
+    folder get a :class:`SourceOnlyLoader`, bytecode without its source there is
+    refused, and while a handler loads under :func:`only` a project module its
+    approval did not record is refused before it runs; everything else is found
+    as before."""
 
     @classmethod
     def find_spec(cls, fullname: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> importlib.machinery.ModuleSpec | None:
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
-        if spec is None or type(spec.loader) is not importlib.machinery.SourceFileLoader \
-                or not spec.origin or not covered(spec.origin):
+        if spec is None or not spec.origin or not os.path.isabs(spec.origin):
             return spec
-        spec.loader = SourceOnlyLoader(fullname, spec.origin)
-        spec.cached = None
+        gate: tuple[frozenset[str], str] | None = getattr(_loading, "gate", None)
+        if gate is not None:
+            allowed, root = gate
+            real = os.path.realpath(spec.origin)
+            if _under(real, (root,)) and real not in allowed and not _under(real, _env):
+                raise NotApproved(f"{spec.origin} was not imported when the hook was "
+                                  "approved (a module of that name now resolves to it)",
+                                  name=fullname, path=spec.origin)
+        if not covered(spec.origin):
+            return spec
+        if isinstance(spec.loader, importlib.machinery.SourcelessFileLoader):
+            raise ImportError(f"{spec.origin}: bytecode without its source is never imported "
+                              "from a hook's or an extension's folder", name=fullname,
+                              path=spec.origin)
+        if type(spec.loader) is importlib.machinery.SourceFileLoader:
+            spec.loader = SourceOnlyLoader(fullname, spec.origin)
+            spec.cached = None
         return spec
+
+
+_loading = threading.local()
+
+
+@contextmanager
+def only(allowed: Iterable[str] | None, root: Path | None) -> Iterator[None]:
+    """While a handler loads: with ``allowed`` (the project modules its approval
+    recorded), a module under ``root`` that is not one of them is refused before
+    it runs, so a file planted to shadow a recorded one (a package folder beside
+    ``helper.py``, a re-pointed symlink) never runs as approved."""
+    if allowed is None or root is None:
+        yield
+        return
+    before = getattr(_loading, "gate", None)
+    _loading.gate = (frozenset(os.path.realpath(f) for f in allowed), os.path.realpath(root))
+    try:
+        yield
+    finally:
+        _loading.gate = before
 
 
 def _environment() -> tuple[str, ...]:

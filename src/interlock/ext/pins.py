@@ -58,7 +58,6 @@ MANIFEST = "extension.toml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")
 _IGNORED_DIRS = frozenset({"__pycache__", ".git", ".hg", ".svn", ".mypy_cache",
                            ".pytest_cache", ".ruff_cache"})
-_IGNORED_SUFFIXES = (".pyc", ".pyo")
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,9 +149,9 @@ def read_manifest(folder: Path) -> Manifest:
 def _files(folder: Path) -> Iterable[Path]:
     for root, dirs, files in os.walk(folder):
         dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS)
+        # A .pyc outside __pycache__ is a module Python imports without its source.
         for name in sorted(files):
-            if not name.endswith(_IGNORED_SUFFIXES):
-                yield Path(root) / name
+            yield Path(root) / name
 
 
 def folder_digest(folder: Path) -> str:
