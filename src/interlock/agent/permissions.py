@@ -69,13 +69,32 @@ def rule_from_dict(data: Any, *, where: str = "permissions") -> PermissionRule:
                               'action = "allow"}') from None
 
 
+SUBJECT_KEYS = ("command", "path", "task", "title")
+
+
 def subject_of(tool: str, args: Mapping[str, Any]) -> str:
     """The text a rule's pattern is matched against."""
-    for key in ("command", "path", "task", "title"):
+    for key in SUBJECT_KEYS:
         value = args.get(key)
         if isinstance(value, str):
             return value
+    return _as_json(args)
+
+
+def _as_json(args: Mapping[str, Any]) -> str:
     return json.dumps(dict(args), sort_keys=True, default=str)
+
+
+def _subjects(args: Mapping[str, Any]) -> tuple[list[str], list[str]]:
+    """What an allow rule must match (every subject argument present, else the
+    JSON) and what a deny or ask rule may match (any of those, and the JSON).
+
+    The model chooses the argument keys: a ``title`` added to a call whose real
+    argument is ``text`` must neither hide that argument from a deny rule nor
+    stand in for it before an allow rule."""
+    present = [v for k in SUBJECT_KEYS if isinstance(v := args.get(k), str)]
+    whole = _as_json(args)
+    return (present or [whole]), [*present, whole]
 
 
 class PermissionPolicy:
@@ -123,13 +142,17 @@ class PermissionPolicy:
         # every terminal call of a run with no such rule is work for nothing.
         line = (split(command) if isinstance(command, str)
                 and any(not r.any_argument for r in mine) else None)
-        texts = [subject] if line is None else [subject, *line.commands]
+        each, anywhere = _subjects(args)
+        texts = anywhere if line is None else [*anywhere, *line.commands]
         best: Action | None = None
         allows: list[PermissionRule] = []
         for r in mine:
             action = Action(r.action)
-            if action is Action.ALLOW and line is not None and not r.any_argument:
-                allows.append(r)
+            if action is Action.ALLOW and not r.any_argument:
+                if line is not None:
+                    allows.append(r)
+                elif all(r.matches(tool, text) for text in each) and best is None:
+                    best = action
             elif any(r.matches(tool, text) for text in texts) and \
                     (best is None or _STRENGTH[action] > _STRENGTH[best]):
                 best = action
