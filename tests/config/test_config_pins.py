@@ -24,8 +24,9 @@ def root(tmp_path: Path) -> Path:
     return root
 
 
-def pins(root: Path, command: str | list[str], **kw: str) -> set[str]:
-    pinner = command_pins(command, cwd=root, root=root, **kw)
+def pins(root: Path, command: str | list[str], *, cwd: Path | None = None,
+         **kw: str) -> set[str]:
+    pinner = command_pins(command, cwd=cwd or root, root=root, **kw)
     return {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
             for p in [*pinner.files, *(Path(f"{d}/") for d in pinner.folders)]}
 
@@ -50,6 +51,20 @@ def test_a_script_at_the_root_pins_the_root_modules_and_packages(root: Path) -> 
     assert read(root.resolve()).sha != listing
     (root / "top.py").write_text("import other.y\n")  # a namespace package
     assert {"other/y.py", "other"} <= pins(root, ["python3", "top.py"])
+
+
+def test_dash_m_pins_the_folder_it_runs_in_and_the_hooks_pythonpath(root: Path) -> None:
+    # sys.path[0] is the folder -m runs in: its modules, and the package.
+    got = pins(root, ["python3", "-m", "x"], cwd=root / "hooks")
+    assert {"hooks/x.py", "hooks/lib.py", "hooks"} <= got
+    (root / "lib" / "util.py").parent.mkdir()
+    (root / "lib" / "util.py").write_text("")
+    assert {"lib/util.py", "lib"} <= pins(root, ["python3", "top.py"], pythonpath="lib")
+    assert "lib/util.py" not in pins(root, ["node", "x.js"], pythonpath="lib")  # no Python
+
+
+def test_a_program_on_a_relative_path_entry_is_found_from_where_it_runs(root: Path) -> None:
+    assert "bin/tool" in pins(root, ["tool"], path_env="bin:/usr/bin")
 
 
 def test_words_in_any_position_and_option_values_are_pinned(root: Path) -> None:

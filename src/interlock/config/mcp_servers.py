@@ -75,9 +75,13 @@ class McpServer:
         from interlock.config.pins import command_pins
         from interlock.config.refs import digest
 
-        files = command_pins(self.argv, cwd=self.cwd, root=self.root).files if self.argv \
-            else []
-        return digest(self.definition.normalised(), files, self.root)
+        if not self.argv:
+            return digest(self.definition.normalised(), [], self.root)
+        env = self.definition.env
+        pinner = command_pins(self.argv, cwd=self.cwd, root=self.root,
+                              path_env=env.get("PATH"), pythonpath=env.get("PYTHONPATH"))
+        return digest(self.definition.normalised(), [*pinner.files, *pinner.folders],
+                      self.root)
 
 
 def to_mcp_server(data: Any, file: Path, base: PathKey, locate: Locator, source: Source,

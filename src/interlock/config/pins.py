@@ -75,10 +75,13 @@ def _commands(words: list[str], writes: set[str]) -> list[list[str]]:
 class Pinner:
     """Collects the files one hook's command runs (see the module docstring)."""
 
-    def __init__(self, cwd: Path, root: Path, path_env: str | None = None) -> None:
+    def __init__(self, cwd: Path, root: Path, path_env: str | None = None,
+                 pythonpath: str | None = None) -> None:
         self.cwd = cwd
         self.root = root.resolve()
         self.path_env = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
+        self.pythonpath = pythonpath
+        """The hook's own ``PYTHONPATH`` (its ``env``): folders its Python imports from."""
         self.files: list[Path] = []
         self.folders: list[Path] = []
         """Folders whose list of modules is pinned (in the digest and each call's
@@ -202,7 +205,10 @@ class Pinner:
             if only_project and not self._inside(path):
                 return  # a `#!/bin/sh` line: the system's, not the project's to swap
         else:
-            found = shutil.which(word, path=self.path_env)
+            # A relative PATH entry is looked up from where the process runs (its cwd).
+            search = os.pathsep.join(e if os.path.isabs(e) else str(self.cwd / e)
+                                     for e in self.path_env.split(os.pathsep))
+            found = shutil.which(word, path=search)
             if found is None:
                 return
             path = Path(found)
@@ -253,7 +259,11 @@ class Pinner:
                     self.add(path)
 
     def _python(self, args: list[str]) -> None:
-        """The folder a Python script imports from (or the package ``-m`` runs)."""
+        """The folder a Python script imports from (or, for ``-m``, the folder it
+        runs in and the package), and the folders of the hook's ``PYTHONPATH``."""
+        for entry in (self.pythonpath or "").split(os.pathsep):
+            if entry:
+                self._import_folder(Path(entry) if os.path.isabs(entry) else self.cwd / entry)
         i = 0
         while i < len(args):
             word = args[i]
@@ -269,21 +279,33 @@ class Pinner:
             if script is None:  # an option's value (-W ignore), or no script at all
                 i += 1
                 continue
-            folder = script.parent
-            if folder.resolve() == self.root:
-                self.root_modules(script)
-            elif self._inside(folder):
-                self.tree(folder)
+            self._import_folder(script.parent, script)
             return
 
+    def _import_folder(self, folder: Path, script: Path | None = None) -> None:
+        """A folder first on the script's ``sys.path``: the root by its modules and
+        packages (``root_modules``), any other project folder as a whole tree."""
+        try:
+            if not folder.is_dir():
+                return
+            resolved = folder.resolve()
+        except OSError:
+            return
+        if resolved == self.root:
+            self.root_modules(script if script is not None else folder / "__main__.py")
+        elif self._inside(folder) and folder not in self.folders:
+            self.tree(folder)
+
     def _module(self, name: str) -> None:
+        """``python -m name`` imports it, and everything else, from where it runs."""
         top = name.split(".")[0]
-        for base in (self.cwd,):
-            package = base / top
-            if package.is_dir() and self._inside(package):
-                self.tree(package)
-            elif (base / f"{top}.py").is_file():
-                self.add(base / f"{top}.py")
+        base = self.cwd
+        package = base / top
+        if (base / f"{top}.py").is_file():
+            self.add(base / f"{top}.py")
+        self._import_folder(base, base / f"{top}.py")
+        if package.is_dir() and self._inside(package) and package not in self.folders:
+            self.tree(package)
 
 
 def _imported_names(scripts: list[Path]) -> set[str]:
@@ -342,14 +364,15 @@ def folder_pins(folder: Path) -> list[Path]:
 
 
 def command_pins(command: str | list[str], *, cwd: Path, root: Path,
-                 named: Iterable[Path] = (), path_env: str | None = None) -> Pinner:
+                 named: Iterable[Path] = (), path_env: str | None = None,
+                 pythonpath: str | None = None) -> Pinner:
     """What ``command`` runs when started in ``cwd`` (see the module docstring):
     ``.files`` and ``.folders``.
 
     ``named``: files already known to be named (``./x`` words), pinned unless
     only written to.
     """
-    pinner = Pinner(cwd, root, path_env)
+    pinner = Pinner(cwd, root, path_env, pythonpath)
     pinner.command(command)
     for path in named:
         pinner.add(path)
@@ -366,7 +389,8 @@ def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path
     folders: list[Path] = []
     if command is not None:
         pinner = command_pins(command, cwd=hook_cwd(decl, project_root), root=project_root,
-                              named=named, path_env=d.env.get("PATH"))
+                              named=named, path_env=d.env.get("PATH"),
+                              pythonpath=d.env.get("PYTHONPATH"))
         files, folders = pinner.files, pinner.folders
     if decl.hook_dir is not None:
         return [*folder_pins(decl.hook_dir),
