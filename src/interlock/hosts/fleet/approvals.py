@@ -45,6 +45,8 @@ class SharedTrust(TrustStore):
         super().__init__(state_dir)
         self.fleet = fleet
         self._cache: dict[str, Approval] | None = None
+        self._generation = 0
+        """Counts forget() calls: a read that a notification overtook is not cached."""
         self._lock = threading.Lock()
         fleet.on(KIND, lambda _key: self.forget())
         fleet.on_resync(self.forget)
@@ -52,6 +54,7 @@ class SharedTrust(TrustStore):
     def forget(self) -> None:
         with self._lock:
             self._cache = None
+            self._generation += 1
 
     def _fail(self, what: str, exc: Exception) -> ConfigError:
         return ConfigError(f"cannot {what} the fleet's approvals in {self.fleet.location}: "
@@ -61,7 +64,9 @@ class SharedTrust(TrustStore):
 
     def _table(self) -> dict[str, Approval]:
         fresh = self.fleet.fresh()
-        cached = self._cache if fresh else None
+        with self._lock:
+            cached = self._cache if fresh else None
+            generation = self._generation
         if cached is not None:
             return cached
         try:
@@ -70,8 +75,11 @@ class SharedTrust(TrustStore):
             raise self._fail("read", exc) from None
         table = {str(k): Approval(str(k), str(d), str(n), float(a), str(b))
                  for k, d, n, a, b in rows}
-        if fresh and self.fleet.fresh():  # no notification could have been missed
-            with self._lock:
+        with self._lock:
+            # Cached only if no notification could have been missed (the listener
+            # stayed up) and none arrived while the rows were read: a revocation
+            # announced meanwhile must not be overwritten by the table read before it.
+            if fresh and self.fleet.fresh() and generation == self._generation:
                 self._cache = table
         return table
 
