@@ -102,6 +102,11 @@ def test_a_repository_allow_all_rule_does_nothing_until_approved(tmp_path, env):
     assert "project:permissions" in out.stdout, out.stderr
     run(env, root, "echo approved > pwned.txt")
     assert (root / "pwned.txt").read_text() == "approved\n"
+    # And the operator can take the consent back by its name.
+    out = interlock(env, "hooks", "revoke", "project:permissions", "-C", str(root), cwd=root)
+    assert out.returncode == 0, out.stderr
+    assert "revoked: project:permissions" in out.stdout
+    assert listing(env, root)["permissions"]["approved"] is False  # type: ignore[index]
 
 
 def test_editing_approved_rules_needs_approval_again(tmp_path, env):

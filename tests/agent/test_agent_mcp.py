@@ -200,5 +200,9 @@ def test_approve_all_and_by_name_approve_the_projects_servers(tmp_path):
             assert registry.mcp_consent.pending
             assert "project:mcp_servers" in registry.approve(names)
             assert [s.name for s in registry.mcp_servers] == ["demo"]
+            assert registry.revoke("mcp_servers" if names is None else "project:mcp_servers")
+            assert registry.mcp_servers == []  # revoked: not started again
+            assert registry.mcp_consent is not None
+            assert registry.mcp_consent.pending
         finally:
             engine.close()

@@ -86,6 +86,16 @@ def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def consent_name(name: str) -> str | None:
+    """The consent item ``name`` means besides hooks (project:permissions,
+    project:mcp_servers), or None."""
+    if name in RULE_ALIASES:
+        return RULES
+    if name in mcp_servers.ALIASES:
+        return mcp_servers.NAME
+    return None
+
+
 class Registry:
     def __init__(self, engine: Engine, *, project_root: Path, home: Path | None = None,
                  managed: Path | None = None, accept_hooks: bool = False,
@@ -441,8 +451,15 @@ class Registry:
         return done
 
     def revoke(self, name: str) -> bool:
-        e = self.entry(name)
-        removed = self.trust.revoke([e.key]) > 0
+        """Revoke a hook's approval, or the project's rules' or MCP servers' consent."""
+        rules, servers = self.permission_consent, self.mcp_consent
+        if consent_name(name) == RULES and rules is not None:
+            key = rules.key
+        elif consent_name(name) == mcp_servers.NAME and servers is not None:
+            key = servers.key
+        else:
+            key = self.entry(name).key
+        removed = self.trust.revoke([key]) > 0
         self.reload(operator=True, release=False)
         return removed
 

@@ -349,7 +349,8 @@ def approve_cmd(
 def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")],
                project: Project = None, config: Config = None, fleet: Fleet = False,
                store: Store = None) -> None:
-    """Withdraw a hook's approval."""
+    """Withdraw a hook's approval (or project:permissions', project:mcp_servers')."""
+    from interlock.config.registry import consent_name
     from interlock.hosts.cli._common import user_errors
 
     with user_errors():
@@ -358,7 +359,7 @@ def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")]
         try:
             shared = _shared(host, fleet, store)
             removed = host.registry.revoke(name)
-            q = host.registry.entry(name).qualified_name
+            q = consent_name(name) or host.registry.entry(name).qualified_name
         finally:
             if shared is not None:
                 shared.close()
