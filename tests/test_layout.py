@@ -31,6 +31,14 @@ def test_the_top_of_the_package_has_at_most_20_entries() -> None:
     assert len(entries) <= 20, entries
 
 
+def test_no_module_is_over_600_lines() -> None:
+    """A module that long holds more than one idea (docs/architecture.md)."""
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
+            if "__pycache__" not in p.parts
+            and (n := len(p.read_text(encoding="utf-8").splitlines())) > 600}
+    assert long == {}
+
+
 @pytest.mark.slow
 def test_the_installed_bridge_line_runs_this_version(tmp_path: Path) -> None:
     """Agents' configs hold ``python -I -m interlock.bridge <agent> ...``: a line

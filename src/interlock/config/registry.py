@@ -55,7 +55,7 @@ from interlock.config.revision import (
 )
 from interlock.config.rules import ALIASES as RULE_ALIASES
 from interlock.config.rules import NAME as RULES
-from interlock.config.rules import RulesConsent, guard, in_force, project_rules
+from interlock.config.rules import RulesConsent, consent_name, guard, in_force, project_rules
 from interlock.config.sources import Declared, Discovered, Place, discover
 from interlock.config.trust import APPROVALS, BASELINES, TOGGLES, TrustStore, hook_key
 from interlock.config.watch import DEBOUNCE_MS, POLL_MS, Plan, Stop, watch
@@ -84,16 +84,6 @@ _NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER, HookKind.HTTP, HookKind.PR
 
 def _truthy(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
-
-
-def consent_name(name: str) -> str | None:
-    """The consent item ``name`` means besides hooks (project:permissions,
-    project:mcp_servers), or None."""
-    if name in RULE_ALIASES:
-        return RULES
-    if name in mcp_servers.ALIASES:
-        return mcp_servers.NAME
-    return None
 
 
 class Registry:
@@ -452,13 +442,9 @@ class Registry:
 
     def revoke(self, name: str) -> bool:
         """Revoke a hook's approval, or the project's rules' or MCP servers' consent."""
-        rules, servers = self.permission_consent, self.mcp_consent
-        if consent_name(name) == RULES and rules is not None:
-            key = rules.key
-        elif consent_name(name) == mcp_servers.NAME and servers is not None:
-            key = servers.key
-        else:
-            key = self.entry(name).key
+        items = {RULES: self.permission_consent, mcp_servers.NAME: self.mcp_consent}
+        item = items.get(consent_name(name) or "")
+        key = item.key if item is not None else self.entry(name).key
         removed = self.trust.revoke([key]) > 0
         self.reload(operator=True, release=False)
         return removed

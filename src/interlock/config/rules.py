@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from interlock.config import mcp_servers
 from interlock.config.model import PermissionRule
 from interlock.config.trust import TrustStore, hook_key
 from interlock.store.paths import project_dir
@@ -135,3 +136,13 @@ def guard(c: RulesConsent) -> dict[str, Any]:
     """What the baseline keeps of the project's rules: its deny rules in force."""
     denies = {(r.tool, r.pattern) for r in [*c.declared, *c.withheld] if r.action == "deny"}
     return {"denies": sorted([t, p] for t, p in denies)}
+
+
+def consent_name(name: str) -> str | None:
+    """The consent item ``name`` means besides hooks (project:permissions,
+    project:mcp_servers), or None."""
+    if name in ALIASES:
+        return NAME
+    if name in mcp_servers.ALIASES:
+        return mcp_servers.NAME
+    return None

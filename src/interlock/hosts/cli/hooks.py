@@ -350,7 +350,7 @@ def revoke_cmd(name: Annotated[str, typer.Argument(help="source:name or name.")]
                project: Project = None, config: Config = None, fleet: Fleet = False,
                store: Store = None) -> None:
     """Withdraw a hook's approval (or project:permissions', project:mcp_servers')."""
-    from interlock.config.registry import consent_name
+    from interlock.config.rules import consent_name
     from interlock.hosts.cli._common import user_errors
 
     with user_errors():
