@@ -11,7 +11,7 @@ import marshal
 import os
 import shutil
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,6 @@ from helpers.cfg import World, world
 from interlock import Verdict
 from interlock.engine.errors import ConfigError
 from interlock.ext.install import Installer
-from interlock.ext.pins import folder_digest
 from interlock.hosts.assembly import Host
 from interlock.store.paths import user_dir
 from interlock.testing import fire
@@ -162,24 +161,28 @@ def guard(event):
 """
 
 
-def test_a_bytecode_package_planted_in_an_extension_never_runs(world: World) -> None:
+def extension(world: World, helpers: Callable[[Path], None]) -> Path:
+    """An approved project extension (a package) whose ``helpers`` module
+    ``helpers(pkg)`` writes; returns the package folder."""
+    for m in [m for m in sys.modules if m.startswith("interlock_ext_theirs")]:
+        del sys.modules[m]
     folder = world.project / "extensions" / "theirs"
     pkg = folder / "extension"
     pkg.mkdir(parents=True)
     (folder / "extension.toml").write_text('name = "theirs"\nguards = ["before_tool_call"]\n')
     (pkg / "__init__.py").write_text(INIT)
-    (pkg / "helpers.py").write_text(HELPERS)
+    helpers(pkg)
     Installer(user_dir()).approve("theirs", project=world.root)
     host = Host.open(world.root, use_entry_points=False, record=False)
     try:
         assert rm(host.engine).reason == "v1"  # type: ignore[attr-defined]
     finally:
         host.close()
-    before = folder_digest(folder)
-    marker = world.root / "PWNED"
-    sourceless(pkg / "helpers", f"open({str(marker)!r}, 'w').close()\n"
-                                "def guard(event):\n    return None\n")
-    assert folder_digest(folder) != before  # importable bytecode is part of the folder
+    return pkg
+
+
+def changed_and_closed(world: World, marker: Path) -> None:
+    """The extension no longer loads as approved: its guard blocks, the code never ran."""
     for m in [m for m in sys.modules if m.startswith("interlock_ext_theirs")]:
         del sys.modules[m]
     host = Host.open(world.root, use_entry_points=False, record=False)
@@ -192,6 +195,32 @@ def test_a_bytecode_package_planted_in_an_extension_never_runs(world: World) -> 
     finally:
         host.close()
     assert not marker.exists()
+
+
+def test_a_bytecode_package_planted_in_an_extension_never_runs(world: World) -> None:
+    pkg = extension(world, lambda pkg: (pkg / "helpers.py").write_text(HELPERS))
+    marker = world.root / "PWNED"
+    sourceless(pkg / "helpers", f"open({str(marker)!r}, 'w').close()\n"
+                                "def guard(event):\n    return None\n")
+    changed_and_closed(world, marker)
+
+
+def test_a_symlinked_package_planted_in_an_extension_never_runs(world: World) -> None:
+    pkg = extension(world, lambda pkg: (pkg / "helpers.py").write_text(HELPERS))
+    marker = world.root / "PWNED"
+    evil = world.root / "docs" / "evil"
+    world.write(evil / "__init__.py", f"open({str(marker)!r}, 'w').close()\n"
+                                      "def guard(event):\n    return None\n")
+    os.symlink(os.path.relpath(evil, pkg), pkg / "helpers")
+    changed_and_closed(world, marker)
+
+
+def test_an_edit_behind_an_extensions_symlinked_file_is_a_change(world: World) -> None:
+    shared = world.write(world.root / "shared" / "helpers.py", HELPERS)
+    extension(world, lambda pkg: os.symlink(os.path.relpath(shared, pkg), pkg / "helpers.py"))
+    marker = world.root / "PWNED"
+    shared.write_text(f"open({str(marker)!r}, 'w').close()\ndef guard(event):\n    return None\n")
+    changed_and_closed(world, marker)
 
 
 ROOT_CHECK = """\

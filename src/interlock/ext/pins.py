@@ -147,22 +147,34 @@ def read_manifest(folder: Path) -> Manifest:
 
 
 def _files(folder: Path) -> Iterable[Path]:
-    for root, dirs, files in os.walk(folder):
+    """Every file and symlinked folder under ``folder``, through symlinked folders
+    (each real folder once), caches and VCS folders left out."""
+    seen: set[str] = set()
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:  # a link back up the tree, or two links to one folder
+            dirs[:] = []
+            continue
+        seen.add(real)
         dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS)
+        for name in dirs:
+            if os.path.islink(os.path.join(root, name)):
+                yield Path(root) / name  # where it points is part of what loads
         # A .pyc outside __pycache__ is a module Python imports without its source.
         for name in sorted(files):
             yield Path(root) / name
 
 
 def folder_digest(folder: Path) -> str:
-    """sha256 over every file's relative path and bytes (caches and VCS dirs excluded)."""
+    """sha256 over every file's relative path and bytes (caches and VCS dirs excluded),
+    and where each symlink points; a linked file's bytes count as well."""
     h = hashlib.sha256()
     for file in _files(folder):
         rel = file.relative_to(folder).as_posix()
         h.update(rel.encode() + b"\0")
         if file.is_symlink():
-            h.update(b"link:" + os.readlink(file).encode())
-        else:
+            h.update(b"link:" + os.readlink(file).encode() + b"\0")
+        if file.is_file():
             h.update(hashlib.sha256(file.read_bytes()).digest())
     return "sha256:" + h.hexdigest()
 
