@@ -11,6 +11,8 @@ import marshal
 import os
 import shutil
 import sys
+import zipfile
+import zipimport
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -132,6 +134,68 @@ def test_a_re_pointed_helper_symlink_never_runs(world: World) -> None:
     os.unlink(folder / f"{mod}.py")
     os.symlink("b.py", folder / f"{mod}.py")
     refused(world, mod, folder, marker)
+
+
+THREADED = """\
+import importlib, os, sys
+from concurrent.futures import ThreadPoolExecutor
+sys.path.insert(0, os.path.dirname(__file__))
+from interlock import block
+
+with ThreadPoolExecutor(1) as pool:  # an import made by a thread the handler starts
+    {mod} = pool.submit(importlib.import_module, "{mod}").result()
+
+def handle(event):
+    return block({mod}.WORD)
+"""
+
+
+def test_an_import_made_in_a_thread_while_loading_is_gated_too(world: World) -> None:
+    mod = "adv_helper_thread"
+    folder = config_hook(world, mod)
+    world.write(folder / "guard.py", THREADED.format(mod=mod))
+    world.write(folder / f"{mod}.py", 'WORD = "v1"\n')
+    approved_first(world)
+    marker = world.root / "PWNED"
+    world.write(folder / mod / "__init__.py",
+                f"open({str(marker)!r}, 'w').close()\nWORD = 'evil'\n")
+    refused(world, mod, folder, marker)
+
+
+ZIPPED = """\
+import os, sys
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "lib.zip"))
+from interlock import block
+import {mod}
+
+def handle(event):
+    return block({mod}.WORD)
+"""
+
+
+def test_a_helper_imported_from_an_archive_pins_the_archive(world: World) -> None:
+    mod = "adv_helper_zip"
+    folder = config_hook(world, mod)
+    world.write(folder / "guard.py", ZIPPED.format(mod=mod))
+    archive = folder / "lib.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr(f"{mod}.py", 'WORD = "v1"\n')
+    reg = world.registry(accept=True)
+    reg.load()
+    assert rm(reg.engine).reason == "v1"  # type: ignore[attr-defined]
+    marker = world.root / "PWNED"
+    archive.unlink()
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr(f"{mod}.py", f"open({str(marker)!r}, 'w').close()\nWORD = 'evil'\n")
+    out = rm(reg.engine)  # the running host: the archive drifted
+    assert out.verdict is Verdict.BLOCK  # type: ignore[attr-defined]
+    assert "lib.zip" in (out.reason or "")  # type: ignore[attr-defined]
+    zipimport._zip_directory_cache.clear()  # type: ignore[attr-defined]
+    for key in [k for k in sys.path_importer_cache if "lib.zip" in k]:
+        del sys.path_importer_cache[key]
+    fresh = restart(world, mod, folder)
+    assert not fresh.hooks[0].approved
+    assert not marker.exists()
 
 
 def test_approving_again_allows_the_new_module(world: World) -> None:

@@ -75,7 +75,7 @@ def hook_for(registry: Registry, e: HookEntry,
             else registry.trust.imports(e.key, e.digest)
         fn = load_handler(e.declared, e.digest, e.options, root=registry.project_root,
                           imported=imported, allowed=recorded)
-        pin_imports(registry.trust, e, imported)
+        pin_imports(registry.trust, e, imported, accept=registry.accept_hooks)
         # The breaker inside, the pin check outside (as for executors below).
         return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta),
                               policy_for(d), breakers=registry.breakers), e.pins)

@@ -168,6 +168,8 @@ def _project_modules(module: Any, new: list[Any], root: Path | None,
         if not isinstance(file, str):
             continue
         path = Path(file).resolve()
+        while not path.is_file() and path.parent != path:
+            path = path.parent  # a module inside an archive (lib.zip/x.py): the archive
         if path != handler and path.is_relative_to(root) and path not in out:
             out.append(path)
     return sorted(out)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interlock.config.drift import read
+from interlock.engine.errors import ConfigError
 
 if TYPE_CHECKING:
     from interlock.config.revision import HookEntry
@@ -58,9 +59,14 @@ def import_problem(trust: TrustStore, e: HookEntry, *, accept: bool) -> str | No
             f"run `interlock hooks approve {e.qualified_name}`")
 
 
-def pin_imports(trust: TrustStore, e: HookEntry, files: list[Path]) -> None:
+def pin_imports(trust: TrustStore, e: HookEntry, files: list[Path], *,
+                accept: bool = False) -> None:
     """Pin the modules the handler imported: check them before each call, record them
-    (for a hook that needs approval) when this approval has not yet."""
+    (for a hook that needs approval) when this approval has not yet.
+
+    A project module that this approval's record lacks, yet the load imported
+    anyway (past the import gate), is refused rather than added to the record:
+    ConfigError, unless ``accept`` (``--accept-hooks``) approves it as it is."""
     reads = [read(p) for p in files if p not in e.files]
     e.files += [r.path for r in reads]
     if e.pins is not None:
@@ -69,5 +75,10 @@ def pin_imports(trust: TrustStore, e: HookEntry, files: list[Path]) -> None:
         return
     recorded = trust.imports(e.key, e.digest)
     fresh = {str(r.path): r.sha for r in reads if str(r.path) not in (recorded or {})}
+    if fresh and recorded is not None and not accept:
+        raise ConfigError(f"hook {e.qualified_name} imported {min(fresh)}, which it did not "
+                          "import when it was approved",
+                          fix=f"look at it, then run `interlock hooks approve "
+                              f"{e.qualified_name}`")
     if fresh or recorded is None:  # an empty record counts: it imported nothing
         trust.set_imports(e.key, e.digest, {**(recorded or {}), **fresh})

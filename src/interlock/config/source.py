@@ -62,11 +62,12 @@ class _CoveredFolders:
         spec = importlib.machinery.PathFinder.find_spec(fullname, path, target)
         if spec is None or not spec.origin or not os.path.isabs(spec.origin):
             return spec
-        gate: tuple[frozenset[str], str] | None = getattr(_loading, "gate", None)
-        if gate is not None:
-            allowed, root = gate
+        if _gates:
             real = os.path.realpath(spec.origin)
-            if _under(real, (root,)) and real not in allowed and not _under(real, _env):
+            under = [allowed for allowed, root in tuple(_gates) if _under(real, (root,))]
+            # A recorded archive (lib.zip) allows the modules inside it.
+            if under and not any(_under(real, allowed) for allowed in under) \
+                    and not _under(real, _env):
                 raise NotApproved(f"{spec.origin} was not imported when the hook was "
                                   "approved (a module of that name now resolves to it)",
                                   name=fullname, path=spec.origin)
@@ -82,7 +83,9 @@ class _CoveredFolders:
         return spec
 
 
-_loading = threading.local()
+_gates: list[tuple[frozenset[str], str]] = []
+"""The handler loads under way: (the files allowed, the project root). Imports in
+every thread count, so a handler cannot slip one past through a thread it starts."""
 
 
 @contextmanager
@@ -90,16 +93,19 @@ def only(allowed: Iterable[str] | None, root: Path | None) -> Iterator[None]:
     """While a handler loads: with ``allowed`` (the project modules its approval
     recorded), a module under ``root`` that is not one of them is refused before
     it runs, so a file planted to shadow a recorded one (a package folder beside
-    ``helper.py``, a re-pointed symlink) never runs as approved."""
+    ``helper.py``, a re-pointed symlink) never runs as approved. Two loads of one
+    project at once allow what either recorded."""
     if allowed is None or root is None:
         yield
         return
-    before = getattr(_loading, "gate", None)
-    _loading.gate = (frozenset(os.path.realpath(f) for f in allowed), os.path.realpath(root))
+    gate = (frozenset(os.path.realpath(f) for f in allowed), os.path.realpath(root))
+    with _lock:
+        _gates.append(gate)
     try:
         yield
     finally:
-        _loading.gate = before
+        with _lock:
+            _gates.remove(gate)
 
 
 def _environment() -> tuple[str, ...]:
