@@ -23,7 +23,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +72,21 @@ class Read:
             h.update(b"\0link\0" + self.link.encode(errors="surrogateescape"))
         h.update(self.data)
         return h.hexdigest()
+
+
+def real_walk(folder: Path, skip: frozenset[str] | set[str]
+              ) -> Iterator[tuple[str, list[str], list[str]]]:
+    """``os.walk`` through symlinked folders, each real folder once (a link back up
+    the tree ends there), folders named in ``skip`` left out; ``dirs`` sorted."""
+    seen: set[str] = set()
+    for root, dirs, names in os.walk(folder, followlinks=True):
+        real = os.path.realpath(root)
+        if real in seen:  # a link back up the tree, or two links to one folder
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        yield root, dirs, names
 
 
 PACKAGES_ONLY: set[str] = set()

@@ -30,7 +30,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from interlock.config.build import hook_cwd
-from interlock.config.drift import IMPORTABLE, PACKAGES_ONLY, SKIP_DIRS, is_package
+from interlock.config.drift import (
+    IMPORTABLE,
+    PACKAGES_ONLY,
+    SKIP_DIRS,
+    is_package,
+    real_walk,
+)
 from interlock.config.sources import Declared
 
 MAX_FILES = 2000
@@ -329,16 +335,9 @@ def walk(folder: Path, *, only: tuple[str, ...] | None = None, limit: int = MAX_
     """Every file under ``folder``, following symlinked folders (each real folder once);
     the folders read are appended to ``folders``."""
     out: list[Path] = []
-    seen: set[str] = set()
-    for root, dirs, names in os.walk(folder, followlinks=True):
-        real = os.path.realpath(root)
-        if real in seen:  # a link back up the tree, or two links to one folder
-            dirs[:] = []
-            continue
-        seen.add(real)
+    for root, _dirs, names in real_walk(folder, SKIP_DIRS):
         if folders is not None:
             folders.append(Path(root))
-        dirs[:] = sorted(d for d in dirs if d not in SKIP_DIRS)
         for name in sorted(names):
             # A .pyc outside __pycache__ (pruned above) is a module Python imports
             # without any source: it counts like one.

@@ -47,6 +47,7 @@ from importlib.metadata import Distribution
 from pathlib import Path
 from typing import Any, Protocol
 
+from interlock.config.drift import real_walk
 from interlock.config.trust import TrustStore
 from interlock.engine.catalog import BY_NAME
 from interlock.engine.errors import ConfigError
@@ -149,14 +150,7 @@ def read_manifest(folder: Path) -> Manifest:
 def _files(folder: Path) -> Iterable[Path]:
     """Every file and symlinked folder under ``folder``, through symlinked folders
     (each real folder once), caches and VCS folders left out."""
-    seen: set[str] = set()
-    for root, dirs, files in os.walk(folder, followlinks=True):
-        real = os.path.realpath(root)
-        if real in seen:  # a link back up the tree, or two links to one folder
-            dirs[:] = []
-            continue
-        seen.add(real)
-        dirs[:] = sorted(d for d in dirs if d not in _IGNORED_DIRS)
+    for root, dirs, files in real_walk(folder, _IGNORED_DIRS):
         for name in dirs:
             if os.path.islink(os.path.join(root, name)):
                 yield Path(root) / name  # where it points is part of what loads
