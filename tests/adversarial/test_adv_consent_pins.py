@@ -117,13 +117,15 @@ def test_a_module_added_beside_the_script_to_shadow_the_stdlib_unapproves_it(tmp
     held_by_consent(try_rm(env, root))
 
 
-def test_a_planted_bytecode_file_does_not_stand_in_for_a_pinned_module(tmp_path, env):
+@pytest.mark.parametrize("flags", [[], ["-E"]], ids=["plain", "python -E"])
+def test_a_planted_bytecode_file_does_not_stand_in_for_a_pinned_module(tmp_path, env, flags):
     """A .pyc in hooks/__pycache__ whose header matches rules.py (same mtime and
-    size) would be imported instead of it. Hooks never read bytecode from the project."""
+    size) would be imported instead of it. Hooks never read bytecode from the project,
+    also when -E makes Python ignore PYTHONPYCACHEPREFIX."""
     import importlib.util
     import py_compile
 
-    root = project(tmp_path, json.dumps([sys.executable, "hooks/no_rm.py"]))
+    root = project(tmp_path, json.dumps([sys.executable, *flags, "hooks/no_rm.py"]))
     approve(env, root)
     assert try_rm(env, root)["reason"] == "no rm -rf (script)"
     rules = root / "hooks" / "rules.py"

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import inspect
+import os
 import sys
 import traceback
 from collections.abc import Iterable, Sequence
@@ -20,6 +21,7 @@ from types import ModuleType
 from typing import Any
 
 from interlock.config import kinds, source
+from interlock.config.drift import PYTHON_PROGRAM
 from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.sources import Declared
 from interlock.engine.catalog import BY_NAME, FailClosed
@@ -244,8 +246,12 @@ def make_executor(decl: Declared, command: str | list[str] | None,
     env = dict(d.env)
     if pycache is not None:
         # Python reads and writes bytecode there, never from a __pycache__ in the
-        # project: a planted .pyc cannot stand in for a pinned script.
+        # project: a planted .pyc cannot stand in for a pinned script. -E and -I
+        # make Python ignore the variable, not the same option given with -X.
         env.setdefault("PYTHONPYCACHEPREFIX", str(pycache))
+        if isinstance(command, list) and command \
+                and PYTHON_PROGRAM.match(os.path.basename(command[0])):
+            command = [command[0], "-X", f"pycache_prefix={pycache}", *command[1:]]
     kwargs: dict[str, Any] = {
         "hook_name": d.name, "cwd": cwd, "env": env,
         "env_passthrough": tuple(d.env_passthrough), "timeout": min(d.timeout, MAX_TIMEOUT),

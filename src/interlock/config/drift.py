@@ -20,6 +20,7 @@ import functools
 import hashlib
 import inspect
 import os
+import re
 import stat
 import threading
 import time
@@ -87,6 +88,10 @@ def real_walk(folder: Path, skip: frozenset[str] | set[str]
         seen.add(real)
         dirs[:] = sorted(d for d in dirs if d not in skip)
         yield root, dirs, names
+
+
+PYTHON_PROGRAM = re.compile(r"^(python|pypy)[0-9.]*$")
+"""The base name of a Python interpreter (``python3``, ``python3.11``, ``pypy3``)."""
 
 
 PACKAGES_ONLY: set[str] = set()

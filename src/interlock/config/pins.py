@@ -33,6 +33,7 @@ from interlock.config.build import hook_cwd
 from interlock.config.drift import (
     IMPORTABLE,
     PACKAGES_ONLY,
+    PYTHON_PROGRAM,
     SKIP_DIRS,
     is_package,
     real_walk,
@@ -44,7 +45,6 @@ MAX_FILES = 2000
 _MAX_DEPTH = 3
 """How deep ``sh -c '...'`` words are read for more commands."""
 
-_PYTHON = re.compile(r"^(python|pypy)[0-9.]*$")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _WRITES = {">", ">>", ">|", "&>", "&>>", "<>"}
 
@@ -194,7 +194,7 @@ class Pinner:
             if name in _SHELLS and word == "-c" and i + 1 < len(argv) \
                     and depth < _MAX_DEPTH:
                 self._shell(argv[i + 1], depth + 1)
-        if _PYTHON.match(name):
+        if PYTHON_PROGRAM.match(name):
             self._python(argv[1:])
         elif name in ("env", "exec", "nice", "nohup", "command", "time", "timeout", "xargs"):
             rest = argv[1:]
@@ -248,7 +248,7 @@ class Pinner:
         if not words:
             return
         self._program(words[0], depth, only_project=True)
-        if _PYTHON.match(os.path.basename(words[0])):
+        if PYTHON_PROGRAM.match(os.path.basename(words[0])):
             self._python([str(script)])
 
     def _venv(self, program: Path) -> None:
