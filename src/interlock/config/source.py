@@ -13,6 +13,11 @@ the bytes on disk each time they are imported, and no bytecode is written
 beside them. A project module a hook imported and that has since changed is
 dropped from ``sys.modules`` before the next hook loads (:func:`forget_changed`),
 so an approved edit of a helper runs, not the copy imported before it.
+
+Two refusals complete it: bytecode with no source beside it is never imported
+from those folders, and while a handler loads under :func:`only`, a project
+module that its approval did not record (a package planted beside a recorded
+``helper.py``, a re-pointed link) is refused before it runs.
 """
 
 from __future__ import annotations
