@@ -136,7 +136,18 @@ class PermissionPolicy:
         """
         rules = self.rules if self.live is None else [*self.live(), *self.rules]
         mine = [r for r in rules if r.matches_tool(tool)]
-        subject = subject_of(tool, args)
+        best: Action | None = None
+        if mine:
+            best = self._strictest(mine, tool, args)
+        if best is None and self.unmatched is not None:
+            fallback = self.unmatched(tool)
+            best = Action(fallback) if fallback is not None else None
+        return best
+
+    @staticmethod
+    def _strictest(mine: list[PermissionRule], tool: str,
+                   args: Mapping[str, Any]) -> Action | None:
+        """What the rules for this tool say of this call, or None."""
         command = args.get("command")
         # Split the line only when some rule looks at the argument: parsing
         # every terminal call of a run with no such rule is work for nothing.
@@ -156,11 +167,9 @@ class PermissionPolicy:
             elif any(r.matches(tool, text) for text in texts) and \
                     (best is None or _STRENGTH[action] > _STRENGTH[best]):
                 best = action
-        if best is None and allows and _covers(allows, tool, subject, line):
+        # A command line is in ``each`` first: the subject its allow rules read.
+        if best is None and allows and _covers(allows, tool, each[0], line):
             best = Action.ALLOW
-        if best is None and self.unmatched is not None:
-            fallback = self.unmatched(tool)
-            best = Action(fallback) if fallback is not None else None
         return best
 
 

@@ -33,11 +33,13 @@ from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
 
+from interlock.config.drift import StatKey, stat_key
+
 _lock = threading.Lock()
 _roots: tuple[str, ...] = ()
 _installed = False
 _env: tuple[str, ...] = ()
-_imported: dict[str, tuple[str, tuple[int, int, int, int]]] = {}
+_imported: dict[str, tuple[str, StatKey]] = {}
 """Modules a hook imported from a covered folder: name -> (file, stamp at import)."""
 
 
@@ -157,12 +159,11 @@ def spec_for(name: str, file: Path, *, package: bool = False) -> importlib.machi
     return spec
 
 
-def _stamp(file: str) -> tuple[int, int, int, int] | None:
+def _stamp(file: str) -> StatKey | None:
     try:
-        st = os.stat(file)
+        return stat_key(os.stat(file))
     except OSError:
         return None
-    return (st.st_size, st.st_mtime_ns, st.st_ino, st.st_ctime_ns)
 
 
 def remember(modules: Iterable[Any]) -> None:
