@@ -67,9 +67,9 @@ def restart(world: World, mod: str, folder: Path):  # type: ignore[no-untyped-de
     return reg
 
 
-def config_hook(world: World, mod: str) -> Path:
+def config_hook(world: World, mod: str, handler: str = HANDLER) -> Path:
     folder = world.project / "hooks"
-    world.write(folder / "guard.py", HANDLER.format(mod=mod))
+    world.write(folder / "guard.py", handler.format(mod=mod))
     world.config(world.project, """
         [[hooks]]
         name = "guard"
@@ -94,9 +94,26 @@ def refused(world: World, mod: str, folder: Path, marker: Path) -> None:
     assert not marker.exists()
 
 
-def test_a_package_planted_beside_an_approved_helper_never_runs(world: World) -> None:
+THREADED = """\
+import importlib, os, sys
+from concurrent.futures import ThreadPoolExecutor
+sys.path.insert(0, os.path.dirname(__file__))
+from interlock import block
+
+with ThreadPoolExecutor(1) as pool:  # an import made by a thread the handler starts
+    {mod} = pool.submit(importlib.import_module, "{mod}").result()
+
+def handle(event):
+    return block({mod}.WORD)
+"""
+
+
+@pytest.mark.parametrize("handler", [HANDLER, THREADED],
+                         ids=["imported", "imported by a thread the handler starts"])
+def test_a_package_planted_beside_an_approved_helper_never_runs(
+        world: World, handler: str) -> None:
     mod = "adv_helper_pkg"
-    folder = config_hook(world, mod)
+    folder = config_hook(world, mod, handler)
     world.write(folder / f"{mod}.py", 'WORD = "v1"\n')
     approved_first(world)
     marker = world.root / "PWNED"
@@ -133,32 +150,6 @@ def test_a_re_pointed_helper_symlink_never_runs(world: World) -> None:
     world.write(folder / "b.py", f"open({str(marker)!r}, 'w').close()\nWORD = 'evil'\n")
     os.unlink(folder / f"{mod}.py")
     os.symlink("b.py", folder / f"{mod}.py")
-    refused(world, mod, folder, marker)
-
-
-THREADED = """\
-import importlib, os, sys
-from concurrent.futures import ThreadPoolExecutor
-sys.path.insert(0, os.path.dirname(__file__))
-from interlock import block
-
-with ThreadPoolExecutor(1) as pool:  # an import made by a thread the handler starts
-    {mod} = pool.submit(importlib.import_module, "{mod}").result()
-
-def handle(event):
-    return block({mod}.WORD)
-"""
-
-
-def test_an_import_made_in_a_thread_while_loading_is_gated_too(world: World) -> None:
-    mod = "adv_helper_thread"
-    folder = config_hook(world, mod)
-    world.write(folder / "guard.py", THREADED.format(mod=mod))
-    world.write(folder / f"{mod}.py", 'WORD = "v1"\n')
-    approved_first(world)
-    marker = world.root / "PWNED"
-    world.write(folder / mod / "__init__.py",
-                f"open({str(marker)!r}, 'w').close()\nWORD = 'evil'\n")
     refused(world, mod, folder, marker)
 
 

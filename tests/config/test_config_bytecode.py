@@ -49,7 +49,7 @@ def plant_pyc(source: Path, evil: str) -> None:
     cache.write_bytes(bytes(_code_to_timestamp_pyc(code, int(st.st_mtime), st.st_size)))
 
 
-def reason(world: World, reg) -> str | None:  # type: ignore[no-untyped-def]
+def reason(reg) -> str | None:  # type: ignore[no-untyped-def]
     out = fire(reg.engine, "before_tool_call", tool_name="terminal", args={"command": "ls"})
     assert out.verdict is Verdict.BLOCK
     return out.reason
@@ -65,12 +65,12 @@ def test_an_edit_of_the_same_size_in_the_same_second_runs_the_new_code(world: Wo
     handler = python_hook(world)
     reg = world.registry(accept=True)
     reg.load()
-    assert reason(world, reg) == "v1"
+    assert reason(reg) == "v1"
     st = handler.stat()
     handler.write_text(HANDLER.format(reason="v2"))
     os.utime(handler, ns=(st.st_atime_ns, st.st_mtime_ns))  # same size, same second
     reg.reload()
-    assert reason(world, reg) == "v2"
+    assert reason(reg) == "v2"
 
 
 def test_a_planted_pyc_never_stands_in_for_an_approved_handler(world: World) -> None:
@@ -78,7 +78,7 @@ def test_a_planted_pyc_never_stands_in_for_an_approved_handler(world: World) -> 
     plant_pyc(handler, HANDLER.format(reason="ev"))
     reg = world.registry(accept=True)
     reg.load()
-    assert reason(world, reg) == "v1"
+    assert reason(reg) == "v1"
 
 
 def hook_with_helper(world: World, monkeypatch: pytest.MonkeyPatch) -> Path:
@@ -98,7 +98,7 @@ def test_a_planted_pyc_never_stands_in_for_a_module_the_handler_imports(
     plant_pyc(helper, 'WORD = "ev"\n')
     reg = world.registry(accept=True)
     reg.load()
-    assert reason(world, reg) == "v1"
+    assert reason(reg) == "v1"
 
 
 def test_an_approved_edit_of_an_imported_helper_runs_the_new_helper(
@@ -106,10 +106,10 @@ def test_an_approved_edit_of_an_imported_helper_runs_the_new_helper(
     helper = hook_with_helper(world, monkeypatch)
     reg = world.registry(accept=True)
     reg.load()
-    assert reason(world, reg) == "v1"
+    assert reason(reg) == "v1"
     helper.write_text('WORD = "a new word"\n')
     reg.reload()  # the handler pins its helper: a new digest, approved again
-    assert reason(world, reg) == "a new word"
+    assert reason(reg) == "a new word"
 
 
 EXT = """\
