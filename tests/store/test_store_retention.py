@@ -91,3 +91,84 @@ def test_the_overflow_count_survives_a_restart(url: str) -> None:
         {"hook": "code:flood", "mode": "crash", "count": 8}]
     again.close()
     engine.close()
+
+
+def _failure(name: str, at: float):  # type: ignore[no-untyped-def]
+    from interlock.engine.sinks import FailureRecord
+
+    return FailureRecord(hook="code:h", event="before_tool_call", session_id="s", subject=None,
+                         mode="crash", error=name, invocation_id=name, at=at)
+
+
+def test_the_opening_prune_runs_before_the_first_write(url: str) -> None:
+    """Pruning on open must not race what the caller does after its first write
+    commits: a prune that counted rows mid-way could drop more than retention says."""
+    import time
+
+    from interlock.store import Store, backend_for
+
+    seed = open_store(url)
+    now = time.time()
+    for i in range(3):
+        seed.submit_failure(_failure(f"old{i}", now - 7200))
+    assert seed.flush(10)
+    for d in seed.dead_letters(limit=0):
+        assert seed.resolve(d.id)
+    seed.close()
+
+    backend = backend_for(url)
+    order: list[str] = []
+    real_prune, real_write = backend.prune_dead_letters, backend.write
+
+    def prune(*a):  # type: ignore[no-untyped-def]
+        order.append("prune")
+        time.sleep(0.2)  # a slow database: the first write must still wait for it
+        return real_prune(*a)
+
+    def write(*a):  # type: ignore[no-untyped-def]
+        order.append("write")
+        return real_write(*a)
+
+    backend.prune_dead_letters, backend.write = prune, write  # type: ignore[method-assign]
+    store = Store(backend, retention=Retention(dead_letter_age=3600))
+    store.submit_failure(_failure("new", now))
+    assert store.flush(10)
+    assert order[:2] == ["prune", "write"]
+    assert [d.invocation_id for d in store.dead_letters(limit=0)] == ["new"]
+    store.close()
+
+
+def test_concurrent_prunes_remove_no_more_than_retention_allows(url: str) -> None:
+    """Two prunes at once (this server's timer and `interlock dead-letters prune`, or
+    two servers on one PostgreSQL) each count the rows; neither may delete on a stale
+    count."""
+    import threading
+    import time
+
+    from interlock.store import backend_for
+
+    store = open_store(url)
+    now = time.time()
+    for i in range(40):
+        store.submit_failure(_failure(f"i{i}", now))
+    assert store.flush(10)
+    for d in store.dead_letters(limit=0):
+        assert store.resolve(d.id)
+    store.close()
+
+    backends = [backend_for(url) for _ in range(4)]
+    start = threading.Barrier(len(backends))
+
+    def prune(backend) -> None:  # type: ignore[no-untyped-def]
+        start.wait()
+        backend.prune_dead_letters(30, now - 3600)
+
+    threads = [threading.Thread(target=prune, args=(b,)) for b in backends]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    left = backends[0].dead_letters(unresolved=False, hook=None, limit=0, before=None)
+    assert [d.invocation_id for d in left] == [f"i{i}" for i in range(10, 40)]
+    for b in backends:
+        b.close()

@@ -212,12 +212,12 @@ class SQLBackend:
         ph = self.ph
         removed = self._change(f"DELETE FROM {DL} WHERE resolved_at IS NOT NULL AND at < {ph}",
                                (oldest,))
-        (total,), = self._query(f"SELECT COUNT(*) FROM {DL}")
-        excess = int(total) - max_rows
-        if excess > 0:
-            removed += self._change(
-                f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
-                f"NULL ORDER BY id LIMIT {ph})", (excess,))
+        # One statement counts and deletes: a count read first could be stale by the
+        # time another prune (this store's timer, the CLI, a second server) deleted.
+        removed += self._change(
+            f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
+            f"NULL ORDER BY id LIMIT (SELECT CASE WHEN COUNT(*) > {ph} THEN COUNT(*) - {ph} "
+            f"ELSE 0 END FROM {DL}))", (max_rows, max_rows))
         return removed
 
     def overflow(self) -> list[tuple[str, str, int, float, float]]:

@@ -96,6 +96,7 @@ class Store:
         self._ids = itertools.count(1)
         self._prefix = os.urandom(4).hex()
         self._next_prune = 0.0
+        self._prune_lock = threading.Lock()
         self._names: dict[Any, str] = {}
         self._thread = threading.Thread(target=self._run, name="interlock-store", daemon=True)
         self._thread.start()
@@ -267,6 +268,10 @@ class Store:
             self._wake.wait(self.interval)
             self._wake.clear()
             closing = self._closed
+            if not closing and time.monotonic() >= self._next_prune:
+                # Before the batch, so the first prune (right after open) is done
+                # before anyone's first write commits and they go on.
+                self._prune()
             queue = self._queue
             while queue and len(pending) < self.max_batch:
                 pending.append(queue.popleft())
@@ -304,8 +309,6 @@ class Store:
                     continue
             if closing and not queue:
                 return
-            if time.monotonic() >= self._next_prune:
-                self._prune()
 
     def _write(self, items: list[tuple[int, Any, float]]) -> tuple[
             collections.Counter[tuple[str, str]], collections.Counter[tuple[str, str]]]:
@@ -352,13 +355,9 @@ class Store:
         return added, over
 
     def _prune(self) -> None:
-        r = self.retention
-        self._next_prune = time.monotonic() + r.every
-        now = time.time()
+        self._next_prune = time.monotonic() + self.retention.every
         try:
-            self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-            self.backend.prune(PAYLOADS, r.audit_rows, now - r.audit_age)
-            self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
+            self._prune_tables()
             # Other processes (the CLI, other servers on one PostgreSQL) resolve too.
             counts = self.backend.unresolved_by_key()
             with self._counts_lock:
@@ -408,11 +407,15 @@ class Store:
     def prune(self) -> None:
         """Prune now (it also happens on its own every ``retention.every`` seconds)."""
         self.flush()
+        self._prune_tables()
+
+    def _prune_tables(self) -> None:
         r = self.retention
         now = time.time()
-        self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-        self.backend.prune(PAYLOADS, r.audit_rows, now - r.audit_age)
-        self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
+        with self._prune_lock:  # the timer's prune and an explicit one, one at a time
+            self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
+            self.backend.prune(PAYLOADS, r.audit_rows, now - r.audit_age)
+            self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
 
     def payloads(self, since: float, limit: int = 1000) -> list[tuple[float, str, str, str]]:
         """Kept gate-event payloads since ``since`` (newest ``limit``, oldest first)."""
