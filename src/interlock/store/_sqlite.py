@@ -18,6 +18,7 @@ import os
 import sqlite3
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +54,16 @@ class SQLiteBackend(SQLBackend):
         self.location = str(self.path)
         self.synchronous = synchronous
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fresh = not self.path.exists() or self.path.stat().st_size == 0
+        # Concurrent first opens (parallel bridge calls on a new machine) take turns
+        # until the store has its tables: a half-made file is neither gone nor emptied.
+        with _folder_lock(self.path.parent) if fresh else contextlib.nullcontext():
+            self._open()
+        if _ledger.created(self.path) is None:  # new, or older than the ledger
+            _ledger.remember(self.path, time.time())
+
+    def _open(self) -> None:
+        """Create the file if it never existed, then check it and its tables."""
         if not self.path.exists():
             gone = _ledger.created(self.path)
             if gone is not None:
@@ -84,8 +95,12 @@ class SQLiteBackend(SQLBackend):
             why = " ".join(str(exc).split())[:300]
             raise ConfigError(f"the store {self.path} is damaged: {why}",
                               field="store", fix=REPAIR) from None
-        if _ledger.created(self.path) is None:  # new, or older than the ledger
-            _ledger.remember(self.path, time.time())
+
+    def ensure_schema(self, conn: Any) -> None:
+        # One write transaction from the look at the tables to the version row, so
+        # two openers never both see a store without them.
+        conn.execute("BEGIN IMMEDIATE")
+        super().ensure_schema(conn)
 
     def existing_tables(self, cur: Any) -> set[str]:
         cur.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
@@ -156,3 +171,16 @@ class SQLiteBackend(SQLBackend):
 def _has_wal(path: Path) -> bool:
     wal = path.with_name(path.name + "-wal")
     return wal.exists() and wal.stat().st_size > 0
+
+
+@contextlib.contextmanager
+def _folder_lock(folder: Path) -> Iterator[None]:
+    """An exclusive ``flock`` on the store's folder itself (no file of its own)."""
+    import fcntl
+
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
