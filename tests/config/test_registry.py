@@ -54,6 +54,23 @@ def test_reload_keeps_last_good_revision_on_a_broken_edit(world: World) -> None:
     assert fixed.revision > first
 
 
+def test_a_broken_edit_put_back_as_it_was_clears_the_error(world: World) -> None:
+    """Undoing a broken edit (back to the exact bytes that are running) is a config
+    that loads: hosts that refuse while ``last_error`` is set must answer again."""
+    user_guard(world)
+    reg = world.registry()
+    first = reg.load()
+    world.config(world.home, HOOK + 'timeout = "soon"\n')
+    assert not reg.reload().ok
+    assert reg.last_error is not None
+    world.config(world.home, HOOK)
+    back = reg.reload()
+    assert back.ok
+    assert not back.changed
+    assert reg.revision == first
+    assert reg.last_error is None
+
+
 def test_no_good_revision_refuses_to_start_and_gates_block(world: World) -> None:
     world.config(world.home, "[[hooks]]\nname = 'x'\nevents = ['nope']\nhandler = 'x.py'\n")
     reg = world.registry()

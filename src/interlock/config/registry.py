@@ -14,10 +14,9 @@ engine with ``Engine.replace_hooks``. A bad revision never becomes active:
 
 Trust (docs/configuration.md, Trust): command and worker hooks, every project hook,
 and a project's permission rules and MCP servers, apply only once approved (pinned
-to their digest). A fail-closed hook that cannot run
-(unapproved, ineligible, or a removal/weakening no operator approved) is
-replaced by a refusal that blocks what it guarded; a fail-open one is simply
-left out.
+to their digest). A fail-closed hook that cannot run (unapproved, ineligible, or a
+removal/weakening no operator approved) is replaced by a refusal that blocks what
+it guarded; a fail-open one is simply left out.
 """
 
 from __future__ import annotations
@@ -356,6 +355,7 @@ class Registry:
         changed = changed_files(previous.found.files if previous else {}, rev.found.files)
         same = previous is not None and signature(previous) == signature(rev)
         if previous is not None and not changed and same:
+            self.last_error = None  # a broken edit undone: what runs is what is on disk
             return self._tell(ReloadResult(True, False, self.revision))
         if changed and all(Path(p).name in _STATE_FILES for p in changed):
             operator = True  # only the CLI (an operator) writes the state dir
