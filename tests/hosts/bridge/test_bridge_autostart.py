@@ -89,6 +89,26 @@ class Env:
     def socket(self, root: Path) -> Path:
         return Path(auto_socket_path_in(self.vars, root))
 
+    def up(self, root: Path, variables: dict[str, str] | None = None) -> Path:
+        """The project's server socket, once its server listens (a first call starts
+        it after answering, and does not wait for it)."""
+        import socket
+
+        path = Path(auto_socket_path_in(variables or self.vars, root))
+
+        def listening() -> bool:
+            probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            try:
+                probe.connect(str(path))
+            except OSError:
+                return False
+            finally:
+                probe.close()
+            return True
+
+        wait_for(listening, seen=path)
+        return path
+
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[Env]:
@@ -117,14 +137,37 @@ def test_the_first_call_starts_the_server_and_later_calls_reuse_it(env: Env,
     assert blocked(first), first
     servers = env.servers()
     assert len(servers) == 1
-    sock = env.socket(root)
-    assert sock.is_socket()
+    sock = env.up(root)
     assert (sock.stat().st_mode & 0o777) == 0o600
     assert (sock.parent.stat().st_mode & 0o777) == 0o700
     for command in ("rm -rf /", "ls"):
         again = env.call(root, command)
         assert blocked(again) if command != "ls" else again.returncode == 0, again
     assert env.servers() == servers  # the same server answered
+
+
+def test_the_first_call_answers_itself_and_the_server_answers_the_next(
+        env: Env, tmp_path: Path) -> None:
+    """The first call loads the hooks in process and answers; the server it starts
+    on the way out answers the calls after it. No call waits for a server to load."""
+    root = env.project(tmp_path / "p")
+    seen = tmp_path / "seen"
+    (root / ".interlock" / "who.py").write_text(
+        "import os, pathlib\n\n"
+        "def handle(e):\n"
+        "    cmd = pathlib.Path(f'/proc/{os.getpid()}/cmdline').read_bytes()\n"
+        "    server = b'interlock.hosts.bridge._daemon' in cmd\n"
+        f"    with open({str(seen)!r}, 'a') as out:\n"
+        "        out.write(('server' if server else 'call') + '\\n')\n")
+    with (root / ".interlock" / "config.toml").open("a") as cfg:
+        cfg.write('\n[[hooks]]\nname = "who"\nevents = ["before_tool_call"]\n'
+                  'handler = "who.py"\n')
+    assert env.call(root, "ls").returncode == 0
+    assert seen.read_text() == "call\n"
+    assert len(env.servers()) == 1  # started before the first call ended
+    env.up(root)
+    assert env.call(root, "ls").returncode == 0
+    assert seen.read_text() == "call\nserver\n"
 
 
 def test_concurrent_first_calls_start_one_server(env: Env, tmp_path: Path) -> None:
@@ -140,6 +183,7 @@ def test_concurrent_first_calls_start_one_server(env: Env, tmp_path: Path) -> No
 def test_a_config_change_shows_in_the_next_answers(env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
     assert blocked(env.call(root))
+    env.up(root)
     assert env.call(root, "ls").returncode == 0
     (root / ".interlock" / "no_ls.py").write_text(
         "from interlock import block\n\ndef handle(e):\n"
@@ -156,7 +200,8 @@ def test_a_config_change_shows_in_the_next_answers(env: Env, tmp_path: Path) -> 
 def test_another_environment_never_reaches_a_server_loaded_with_other_consent(
         env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
-    assert blocked(env.call(root))  # a server loaded with INTERLOCK_ACCEPT_HOOKS=1
+    assert blocked(env.call(root))
+    env.up(root)  # a server loaded with INTERLOCK_ACCEPT_HOOKS=1
     strict = {k: v for k, v in env.vars.items() if k != "INTERLOCK_ACCEPT_HOOKS"}
     strict["INTERLOCK_HOME"] = str(tmp_path / "other-home")  # no approvals there
     unapproved = env.call(root, "ls", env=strict)
@@ -218,6 +263,7 @@ def test_a_server_that_dies_mid_call_is_a_deny(env: Env, tmp_path: Path) -> None
         cfg.write('\n[[hooks]]\nname = "slow"\nevents = ["before_tool_call"]\n'
                   'handler = "slow.py"\n')
     assert blocked(env.call(root))
+    env.up(root)
     (server,) = env.servers()
     call = env.start(root, "sleepy")
     wait_for(marker.exists)
@@ -242,6 +288,7 @@ def test_a_project_with_no_hooks_denies_as_before_and_leaves_no_server(
 def test_guarded_adds_its_offset_to_the_forwarded_answer(env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
     assert blocked(env.call(root))
+    env.up(root)
     result = env.call(root, args=("--guarded",))
     assert result.returncode == 102, result
     assert "no rm here" in result.stdout, result
@@ -252,8 +299,7 @@ def test_an_idle_server_exits_and_takes_its_socket_with_it(env: Env, tmp_path: P
     root = env.project(tmp_path / "p")
     quick = {**env.vars, "INTERLOCK_BRIDGE_IDLE": "0.5"}
     assert blocked(env.call(root, env=quick))
-    sock = Path(auto_socket_path_in(quick, root))  # the idle setting is part of its name
-    assert sock.exists()
+    sock = env.up(root, quick)  # the idle setting is part of its name
     wait_for(lambda: not sock.exists() and not env.servers())
     assert blocked(env.call(root, env=quick))  # the next call starts a new one
 
@@ -269,6 +315,7 @@ def test_the_forwarding_call_imports_no_json_signal_re_or_enum(env: Env,
                                                                tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
     assert blocked(env.call(root))
+    env.up(root)
     result = subprocess.run(
         [sys.executable, "-I", "-X", "importtime", "-m", "interlock.bridge", "claude",
          "--project", str(root)], input=json.dumps(pre("rm -rf /")), capture_output=True,
@@ -334,6 +381,7 @@ def test_a_config_broken_while_the_server_runs_denies_the_very_next_call(
     """As in process: the config on disk decides, not the revision loaded before."""
     root = env.project(tmp_path / "p")
     assert env.call(root, "ls").returncode == 0
+    env.up(root)
     config = root / ".interlock" / "config.toml"
     good = config.read_text()
     config.write_text('[[hooks]\nname = "guard"\n')
@@ -349,12 +397,19 @@ def test_a_config_broken_while_the_server_runs_denies_the_very_next_call(
 def test_a_thread_a_hook_leaves_running_does_not_keep_an_idle_server_alive(
         env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
+    ran = tmp_path / "ran"
     (root / ".interlock" / "lingers.py").write_text(
-        "import threading, time\n\ndef handle(e):\n"
+        "import os, threading, time\n\ndef handle(e):\n"
+        f"    with open({str(ran)!r}, 'a') as out:\n"
+        "        out.write(open(f'/proc/{os.getpid()}/cmdline').read().replace(chr(0), ' ')"
+        " + '\\n')\n"
         "    threading.Thread(target=time.sleep, args=(3600,)).start()\n")
     with (root / ".interlock" / "config.toml").open("a") as cfg:
         cfg.write('\n[[hooks]]\nname = "lingers"\nevents = ["before_tool_call"]\n'
                   'handler = "lingers.py"\n')
-    quick = {**env.vars, "INTERLOCK_BRIDGE_IDLE": "0.5"}
-    assert blocked(env.call(root, env=quick))
+    quick = {**env.vars, "INTERLOCK_BRIDGE_IDLE": "2"}
+    assert env.call(root, "ls", env=quick).returncode == 0  # answered in process
+    env.up(root, quick)
+    assert env.call(root, "ls", env=quick).returncode == 0
+    assert "interlock.hosts.bridge._daemon" in ran.read_text()  # the server ran it
     wait_for(lambda: not env.servers())

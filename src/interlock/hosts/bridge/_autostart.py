@@ -8,10 +8,11 @@ made with other consent never reaches a server loaded with this one's.
 It lives beside ``interlock serve``'s socket, in the same private folder
 (``<runtime>/interlock-<uid>/``, 0700, checked by the client before every
 request; see interlock.hosts.bridge._client). Concurrent first calls take an
-exclusive ``flock`` on ``<socket>.lock`` in that folder: the first starts the
-server and waits for its ready line, the others wait on the lock and then
-find it listening. A socket left by a server that died is removed under the
-lock before a new one binds it.
+exclusive ``flock`` on ``<socket>.lock`` in that folder without waiting for
+it: the one that gets it starts the server and hands it the lock, which the
+server holds until it listens; the others (and any call meanwhile) answer in
+process. A socket left by a server that died is removed under the lock before
+a new one binds it.
 
 The server (interlock.hosts.bridge._daemon) runs detached in its own session, so
 it outlives the call that started it, and exits once idle.
@@ -50,11 +51,12 @@ def python_flags() -> list[str]:
     return flags
 
 
-def start(root: str, sock_path: str) -> bool:
-    """Start the project's bridge server unless one listens; True once it does.
+def start(root: str, sock_path: str) -> None:
+    """Start the project's bridge server in the background, unless one listens or
+    another call is starting it. Never waits for it: the call that found no server
+    has answered in process, and the server answers the calls after it.
 
-    False when it could not start (the caller evaluates in process, and meets
-    the same error there). BridgeError when the socket folder is not private.
+    BridgeError when the socket folder is not private.
     """
     import fcntl
 
@@ -66,7 +68,7 @@ def start(root: str, sock_path: str) -> bool:
     except FileExistsError:
         pass
     except OSError:
-        return False
+        return
     check_folder(sock_path)  # ours, private, a real folder: else a deny
     try:
         lock = os.open(sock_path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
@@ -74,14 +76,17 @@ def start(root: str, sock_path: str) -> bool:
         raise BridgeError(f"cannot open the bridge server's lock {sock_path}.lock: {exc}") \
             from None
     try:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # the bridge's deadline interrupts a wait too long
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return  # another call is starting it; its server holds the lock until it listens
         if _listening(sock_path):
-            return True
+            return
         try:
             os.unlink(sock_path)  # a dead server's socket (daemons bind only under this lock)
         except FileNotFoundError:
             pass
-        return _spawn(root, sock_path)
+        _spawn(root, sock_path, lock)
     finally:
         os.close(lock)
 
@@ -99,28 +104,16 @@ def _listening(sock_path: str) -> bool:
     return True
 
 
-def _spawn(root: str, sock_path: str) -> bool:
-    """Start the server detached; wait for its ``ready`` line (EOF: it failed)."""
-    read_end, write_end = os.pipe()
+def _spawn(root: str, sock_path: str, lock: int) -> None:
+    """Start the server detached, handing it the lock: it closes it once it listens
+    (or by exiting), so no other call starts a second one meanwhile."""
+    os.set_inheritable(lock, True)
     argv = [sys.executable, *python_flags(), "-m", DAEMON, "--project", root,
-            "--socket", sock_path]
+            "--socket", sock_path, "--lock-fd", str(lock)]
     try:
         os.posix_spawn(sys.executable, argv, os.environ, setsid=True, file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
-            (os.POSIX_SPAWN_DUP2, write_end, 1),
+            (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
             (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])
     except OSError:
-        os.close(read_end)
-        return False
-    finally:
-        os.close(write_end)
-    line = b""
-    try:
-        while not line.endswith(b"\n"):
-            chunk = os.read(read_end, 256)
-            if not chunk:
-                break
-            line += chunk
-    finally:
-        os.close(read_end)
-    return line == b"ready\n"
+        pass  # not started: the next call tries again

@@ -9,6 +9,7 @@ threading is start-up time the bridge does not have.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -258,10 +259,11 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
 
 
 def main(argv: list[str], *, raw: bytes | None = None, started: float | None = None,
-         outcome: dict[str, Any] | None = None) -> int:
+         outcome: dict[str, Any] | None = None, start: tuple[str, str] | None = None) -> int:
     """The full bridge. From the fast path (interlock.hosts.bridge._fast): the input it
-    already read (``raw``), when it started (the deadline counts from there), and
-    the outcome an older server answered with as JSON."""
+    already read (``raw``), when it started (the deadline counts from there), the
+    outcome an older server answered with as JSON, and ``start``: (project root,
+    socket) of the bridge server to start once this call has answered in process."""
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if argv else 2
@@ -300,6 +302,7 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
             raise BridgeError("the hook input is larger than 8 MiB")
         reply = run(mod, opts, raw, state, deadline, outcome)
     except BaseException as exc:  # any failure at all is a deny
+        start = None  # the server would fail the same way; the next call tries again
         # BaseException too: a hook (in process) raising SystemExit or
         # KeyboardInterrupt must not end the bridge with exit 0 and no answer,
         # which the host reads as "allow" (docs/one-policy.md, When the bridge
@@ -310,4 +313,9 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, previous)
     out.write(reply)
+    if start is not None:
+        from interlock.hosts.bridge._autostart import start as start_server
+
+        with contextlib.suppress(Exception):  # answered already; the next call tries again
+            start_server(*start)
     return reply.code + offset

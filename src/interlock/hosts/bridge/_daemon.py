@@ -1,14 +1,17 @@
 """The project's bridge server, started by the first call (interlock.hosts.bridge._autostart).
 
-``python -I -m interlock.hosts.bridge._daemon --project ROOT --socket PATH``
+``python -I -m interlock.hosts.bridge._daemon --project ROOT --socket PATH [--lock-fd N]``
+
+``--lock-fd``: the start lock the starting call holds (interlock.hosts.bridge._autostart),
+handed over and closed once this listens.
 
 It holds what every in-process bridge call would load: the host every
 command assembles (interlock.hosts.assembly: the project's config, the same approvals
 and consent, the extensions), recording into the store, and watching its
 files, so an edit, an approval or a revocation shows in the next answer as
 in ``interlock serve`` (docs/serve.md, Which project, and live reload). A
-config with no good revision or no hooks does not start: the calling bridge
-then evaluates in process and denies with the same message as before.
+config with no good revision or no hooks does not start (the bridge starts
+it only after answering in process, which such a config denies).
 
 It speaks the one request the bridge sends (``POST /v1/bridge/{agent}`` with
 ``X-Interlock-Reply: host``, HTTP/1.1 over its Unix socket) and answers with
@@ -41,8 +44,11 @@ MAX_HEAD = 64 << 10
 
 
 class Daemon:
-    def __init__(self, host: Any, root: str, sock_path: str, idle: float) -> None:
+    def __init__(self, host: Any, root: str, sock_path: str, idle: float,
+                 lock: int | None = None) -> None:
         self.host = host
+        self.lock = lock
+        """The start lock the starting call handed over: held until this listens."""
         self.root = root
         self.sock_path = sock_path
         self.idle = idle
@@ -89,6 +95,9 @@ class Daemon:
         # answer and then edit them: a change made before that look would be missed.
         await asyncio.sleep(0)
         _ready()
+        if self.lock is not None:
+            os.close(self.lock)  # listening: a call that takes the lock now finds it up
+            self.lock = None
         try:
             while not self.stop.is_set():
                 with contextlib.suppress(TimeoutError):
@@ -190,11 +199,9 @@ def _unquote(text: str) -> str:
 
 
 def _ready() -> None:
-    """Tell the starting bridge we listen, then let go of its pipe."""
-    os.write(1, b"ready\n")
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.close(devnull)
+    """Say it listens (to whoever started it by hand: a bridge gives it /dev/null)."""
+    with contextlib.suppress(OSError):
+        os.write(1, b"ready\n")
 
 
 def _fail(message: str) -> int:
@@ -207,11 +214,16 @@ def main(argv: list[str]) -> int:
     args = dict(zip(argv[::2], argv[1::2], strict=False))
     root, sock_path = args.get("--project"), args.get("--socket")
     if not root or not sock_path:
-        return _fail("usage: python -m interlock.hosts.bridge._daemon --project ROOT --socket PATH")
+        return _fail("usage: python -m interlock.hosts.bridge._daemon --project ROOT "
+                     "--socket PATH [--lock-fd N]")
     try:
         idle = float(os.environ.get(IDLE_ENV) or IDLE_S)
     except ValueError:
         idle = IDLE_S
+    try:
+        lock = int(args["--lock-fd"]) if "--lock-fd" in args else None
+    except ValueError:
+        return _fail("--lock-fd takes a file descriptor number")
     from interlock.hosts.bridge._common import logs_off_stderr
 
     logs_off_stderr()
@@ -224,7 +236,7 @@ def main(argv: list[str]) -> int:
     try:
         if not host.engine.hooks:
             return _fail(f"no hooks are configured for {root}")
-        asyncio.run(Daemon(host, os.path.realpath(root), sock_path, idle).serve())
+        asyncio.run(Daemon(host, os.path.realpath(root), sock_path, idle, lock).serve())
     except Exception as exc:
         return _fail(f"{type(exc).__name__}: {exc}")
     finally:

@@ -8,11 +8,11 @@ almost nothing: no ``json``, ``signal``, ``re``, ``enum`` or host module
 Which server: :func:`transport` (the one place that chooses locally; a remote
 server, ``--server`` or ``$INTERLOCK_SERVER``, goes to the full bridge). A server the
 user started (``interlock serve``) first; else the project's own bridge
-server, started here on first use (interlock.hosts.bridge._autostart) and reused
-until it has been idle for a while. Anything this path cannot do (no
-project given, ``--local``, no server and none could be started) goes to
-the full bridge (interlock.hosts.bridge._core), which evaluates in process as
-before. Any failure after a server was chosen is the host's deny, never a
+server, reused until it has been idle for a while. Anything this path cannot
+do (no project given, ``--local``, no server up) goes to the full bridge
+(interlock.hosts.bridge._core), which evaluates in process; when no server was
+up, it then starts the project's own (interlock.hosts.bridge._autostart) for
+the calls after it. Any failure after a server was chosen is the host's deny, never a
 fall-back to another evaluator, and never an allow.
 """
 
@@ -81,9 +81,19 @@ def transport(root: str, socket: str | None) -> list[Route]:
     return [Route(served, False), Route(auto, True)]
 
 
+class Unstarted:
+    """No server listens, and this call may start the one at ``socket`` once it has
+    answered in process (interlock.hosts.bridge._autostart)."""
+
+    __slots__ = ("socket",)
+
+    def __init__(self, socket: str) -> None:
+        self.socket = socket
+
+
 def exchange(agent: str, root: str, raw: bytes, socket: str | None,
-             deadline: float) -> "HostReply | dict[str, object] | None":
-    """The server's reply, or None when no server is up and none could be started."""
+             deadline: float) -> "HostReply | dict[str, object] | Unstarted | None":
+    """The server's reply; :class:`Unstarted` or None when no server is up."""
     from interlock.hosts.bridge._client import NoServer, post_for_host
 
     path = f"/v1/bridge/{agent}"
@@ -91,16 +101,8 @@ def exchange(agent: str, root: str, raw: bytes, socket: str | None,
         try:
             return post_for_host(route.socket, path, raw, project=root, deadline=deadline)
         except NoServer:
-            if not route.autostart:
-                continue
-        from interlock.hosts.bridge._autostart import start
-
-        if not start(root, route.socket):
-            return None
-        try:
-            return post_for_host(route.socket, path, raw, project=root, deadline=deadline)
-        except NoServer:  # it answered ready, then went away before our request
-            return None
+            if route.autostart:
+                return Unstarted(route.socket)
     return None
 
 
@@ -150,7 +152,7 @@ def main(argv: list[str]) -> int:
     previous = _signal.signal(_signal.SIGALRM, expire)
     _signal.setitimer(_signal.ITIMER_REAL, seconds)
     raw = b""
-    got: HostReply | dict[str, object] | None = None
+    got: HostReply | dict[str, object] | Unstarted | None = None
     failed = ""
     try:
         raw = sys.stdin.buffer.read(MAX_INPUT + 1)
@@ -166,6 +168,9 @@ def main(argv: list[str]) -> int:
         _signal.signal(_signal.SIGALRM, previous)
     if failed:
         return _deny(agent, raw, failed) + offset
+    if isinstance(got, Unstarted):
+        # No server yet: answer in process, then start it for the calls after this one.
+        return _full(argv, raw, started, start=(root, got.socket))
     if got is None or isinstance(got, dict):
         # No server (evaluate in process), an answer too large to forward, or an
         # older server's JSON outcome: the full bridge answers from here.
@@ -180,10 +185,11 @@ def main(argv: list[str]) -> int:
 
 
 def _full(argv: list[str], raw: bytes | None, started: float,
-          outcome: "dict[str, object] | None" = None) -> int:
+          outcome: "dict[str, object] | None" = None,
+          start: "tuple[str, str] | None" = None) -> int:
     from interlock.hosts.bridge._core import main as core_main
 
-    return core_main(argv, raw=raw, started=started, outcome=outcome)
+    return core_main(argv, raw=raw, started=started, outcome=outcome, start=start)
 
 
 def _deny(agent: str, raw: bytes, reason: str) -> int:
