@@ -89,6 +89,14 @@ class SQLBackend:
     def existing_tables(self, cur: Any) -> set[str]:
         raise NotImplementedError
 
+    def complete(self, cur: Any) -> bool:
+        """Every table and the version row are there (nothing for :meth:`create` to add)."""
+        found = self.existing_tables(cur)
+        if not all(t in found for t in (*TABLES, META)):
+            return False
+        cur.execute(f"SELECT 1 FROM {META} WHERE key = 'schema_version'")
+        return cur.fetchone() is not None
+
     def create(self, cur: Any) -> None:
         """Create what is missing, after checking that nothing was lost: a store
         whose version row says it held tables that are now gone is refused, as

@@ -57,7 +57,7 @@ class SQLiteBackend(SQLBackend):
         fresh = not self.path.exists() or self.path.stat().st_size == 0
         # Concurrent first opens (parallel bridge calls on a new machine) take turns
         # until the store has its tables: a half-made file is neither gone nor emptied.
-        with _folder_lock(self.path.parent) if fresh else contextlib.nullcontext():
+        with _creating(self.path.parent) if fresh else contextlib.nullcontext():
             self._open()
         if _ledger.created(self.path) is None:  # new, or older than the ledger
             _ledger.remember(self.path, time.time())
@@ -91,15 +91,27 @@ class SQLiteBackend(SQLBackend):
                 self.ensure_schema(conn)
             finally:
                 conn.close()
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc):
+                raise self._damaged(exc) from None
+            raise ConfigError(f"the store {self.path} is busy: another process has held "
+                              "its write lock for 30 s", field="store",
+                              fix="try again; `fuser` on the file shows who holds it") from None
         except sqlite3.DatabaseError as exc:
-            why = " ".join(str(exc).split())[:300]
-            raise ConfigError(f"the store {self.path} is damaged: {why}",
-                              field="store", fix=REPAIR) from None
+            raise self._damaged(exc) from None
+
+    def _damaged(self, exc: Exception) -> ConfigError:
+        why = " ".join(str(exc).split())[:300]
+        return ConfigError(f"the store {self.path} is damaged: {why}", field="store",
+                           fix=REPAIR)
 
     def ensure_schema(self, conn: Any) -> None:
-        # One write transaction from the look at the tables to the version row, so
-        # two openers never both see a store without them.
-        conn.execute("BEGIN IMMEDIATE")
+        cur = conn.cursor()
+        if not self.complete(cur):
+            # One write transaction from the look at the tables to the version row,
+            # so two openers never both see a store without them. A made store (the
+            # usual open) skips it: it would wait on any writer.
+            cur.execute("BEGIN IMMEDIATE")
         super().ensure_schema(conn)
 
     def existing_tables(self, cur: Any) -> set[str]:
@@ -173,14 +185,37 @@ def _has_wal(path: Path) -> bool:
     return wal.exists() and wal.stat().st_size > 0
 
 
+CREATE_LOCK = ".interlock-stores.lock"
+"""Beside the stores: held while one is created, so concurrent first opens take turns."""
+CREATE_WAIT = 10.0
+"""Seconds to wait for it; then the open goes on (the write transaction still guards)."""
+
+
 @contextlib.contextmanager
-def _folder_lock(folder: Path) -> Iterator[None]:
-    """An exclusive ``flock`` on the store's folder itself (no file of its own)."""
+def _creating(folder: Path) -> Iterator[None]:
+    """The creation lock, waited for at most CREATE_WAIT seconds. Where locks do
+    not work (some network filesystems), or the file cannot be made, none is taken."""
     import fcntl
 
-    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fd = os.open(folder / CREATE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        yield
+        return
+    try:
+        deadline = time.monotonic() + CREATE_WAIT
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    log.warning("interlock store: %s stayed locked for %.0f s; opening "
+                                "without it", folder / CREATE_LOCK, CREATE_WAIT)
+                    break
+                time.sleep(0.01)
+            except OSError:  # ENOLCK, EOPNOTSUPP: a filesystem without locks
+                break
         yield
     finally:
         os.close(fd)

@@ -170,6 +170,23 @@ def test_the_first_call_answers_itself_and_the_server_answers_the_next(
     assert seen.read_text() == "call\nserver\n"
 
 
+def test_the_server_starts_with_the_environment_its_name_was_made_from(
+        env: Env, tmp_path: Path) -> None:
+    """The first call's hooks run before the server starts: what they set in the
+    environment (consent variables among them) must not reach the server."""
+    root = env.project(tmp_path / "p")
+    (root / ".interlock" / "sets.py").write_text(
+        "import os\nos.environ['INTERLOCK_ACCEPT_PLANTED'] = '1'\n\n"
+        "def handle(e):\n    return None\n")
+    with (root / ".interlock" / "config.toml").open("a") as cfg:
+        cfg.write('\n[[hooks]]\nname = "sets"\nevents = ["before_tool_call"]\n'
+                  'handler = "sets.py"\n')
+    assert env.call(root, "ls").returncode == 0
+    env.up(root)
+    (server,) = env.servers()
+    assert b"INTERLOCK_ACCEPT_PLANTED" not in Path(f"/proc/{server}/environ").read_bytes()
+
+
 def test_concurrent_first_calls_start_one_server(env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
     racers = [env.start(root) for _ in range(6)]

@@ -51,10 +51,13 @@ def python_flags() -> list[str]:
     return flags
 
 
-def start(root: str, sock_path: str) -> None:
+def start(root: str, sock_path: str, env: dict[str, str]) -> None:
     """Start the project's bridge server in the background, unless one listens or
     another call is starting it. Never waits for it: the call that found no server
     has answered in process, and the server answers the calls after it.
+
+    ``env``: the environment the socket's name was made from, taken before the
+    call ran any hook in process (a hook may change ``os.environ``).
 
     BridgeError when the socket folder is not private.
     """
@@ -72,6 +75,9 @@ def start(root: str, sock_path: str) -> None:
     check_folder(sock_path)  # ours, private, a real folder: else a deny
     try:
         lock = os.open(sock_path + ".lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        if lock < 3:  # stdio was closed: the server's /dev/null would replace the lock
+            lock, low = fcntl.fcntl(lock, fcntl.F_DUPFD, 3), lock
+            os.close(low)
     except OSError as exc:
         raise BridgeError(f"cannot open the bridge server's lock {sock_path}.lock: {exc}") \
             from None
@@ -86,7 +92,7 @@ def start(root: str, sock_path: str) -> None:
             os.unlink(sock_path)  # a dead server's socket (daemons bind only under this lock)
         except FileNotFoundError:
             pass
-        _spawn(root, sock_path, lock)
+        _spawn(root, sock_path, lock, env)
     finally:
         os.close(lock)
 
@@ -95,8 +101,11 @@ def _listening(sock_path: str) -> bool:
     import _socket
 
     probe = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
+    probe.settimeout(1.0)  # a listener with a full backlog: taken as up
     try:
         probe.connect(sock_path)
+    except TimeoutError:
+        return True
     except OSError:
         return False
     finally:
@@ -104,14 +113,14 @@ def _listening(sock_path: str) -> bool:
     return True
 
 
-def _spawn(root: str, sock_path: str, lock: int) -> None:
+def _spawn(root: str, sock_path: str, lock: int, env: dict[str, str]) -> None:
     """Start the server detached, handing it the lock: it closes it once it listens
     (or by exiting), so no other call starts a second one meanwhile."""
     os.set_inheritable(lock, True)
     argv = [sys.executable, *python_flags(), "-m", DAEMON, "--project", root,
             "--socket", sock_path, "--lock-fd", str(lock)]
     try:
-        os.posix_spawn(sys.executable, argv, os.environ, setsid=True, file_actions=[
+        os.posix_spawn(sys.executable, argv, env, setsid=True, file_actions=[
             (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
             (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
             (os.POSIX_SPAWN_OPEN, 2, os.devnull, os.O_WRONLY, 0)])

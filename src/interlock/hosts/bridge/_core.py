@@ -259,11 +259,13 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
 
 
 def main(argv: list[str], *, raw: bytes | None = None, started: float | None = None,
-         outcome: dict[str, Any] | None = None, start: tuple[str, str] | None = None) -> int:
+         outcome: dict[str, Any] | None = None,
+         start: tuple[str, str, dict[str, str]] | None = None) -> int:
     """The full bridge. From the fast path (interlock.hosts.bridge._fast): the input it
     already read (``raw``), when it started (the deadline counts from there), the
     outcome an older server answered with as JSON, and ``start``: (project root,
-    socket) of the bridge server to start once this call has answered in process."""
+    socket, environment) of the bridge server to start once this call has answered
+    in process."""
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if argv else 2
@@ -316,6 +318,7 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
     if start is not None:
         from interlock.hosts.bridge._autostart import start as start_server
 
-        with contextlib.suppress(Exception):  # answered already; the next call tries again
+        # Answered already: nothing here may change the exit code (the next call tries again).
+        with contextlib.suppress(BaseException):
             start_server(*start)
     return reply.code + offset

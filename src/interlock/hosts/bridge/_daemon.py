@@ -41,6 +41,8 @@ IDLE_ENV = "INTERLOCK_BRIDGE_IDLE"
 IDLE_S = 600.0
 MAX_BODY = 8 << 20
 MAX_HEAD = 64 << 10
+STARTUP_S = 120
+"""Seconds a starting server may take to listen (loading the hooks) before it exits."""
 
 
 class Daemon:
@@ -95,6 +97,7 @@ class Daemon:
         # answer and then edit them: a change made before that look would be missed.
         await asyncio.sleep(0)
         _ready()
+        signal.alarm(0)  # listening: the start-up limit is over
         if self.lock is not None:
             os.close(self.lock)  # listening: a call that takes the lock now finds it up
             self.lock = None
@@ -227,6 +230,9 @@ def main(argv: list[str]) -> int:
     from interlock.hosts.bridge._common import logs_off_stderr
 
     logs_off_stderr()
+    # A server stuck before it listens would hold the start lock for good (every call
+    # answering in process); SIGALRM's default action ends it, and frees the lock.
+    signal.alarm(STARTUP_S)
     try:
         from interlock.hosts.assembly import Host
 
