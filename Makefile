@@ -50,10 +50,12 @@ unit: $(VENV)/.installed
 test: lint typecheck unit
 
 # The unit tests only: no `slow` or `e2e` marks, and the folders that are end to end
-# throughout are not even collected (tests/conftest.py says what gets which mark).
+# or slow throughout are not even collected (tests/conftest.py says what gets which
+# mark), on every core (pytest-xdist).
 test-fast: $(VENV)/.installed
-	$(BIN)/pytest -m "not slow and not e2e and not realclients" \
-	    --ignore=tests/adversarial --ignore=tests/console --ignore=tests/realclients
+	$(BIN)/pytest -n auto -m "not slow and not e2e and not realclients" \
+	    --ignore=tests/adversarial --ignore=tests/console --ignore=tests/realclients \
+	    --ignore=tests/adapters/frameworks
 
 # Each benchmark prints its figures and ends with one JSON line.
 BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console cli

@@ -14,21 +14,27 @@ TESTS = Path(__file__).resolve().parent
 
 E2E_FOLDERS = ("adversarial", "console", "realclients")
 """Folders whose every test runs real servers, agents or browsers: marked ``e2e``."""
+SLOW_FOLDERS = (("adapters", "frameworks"),)
+"""Folders whose every module imports a heavy library (an agent framework: seconds
+each): marked ``slow``; `make test-fast` does not even collect them."""
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """``make test-fast`` skips ``slow`` and ``e2e``. A test is ``e2e`` when its module
     says so (``pytestmark = pytest.mark.e2e``), its file is named ``*_e2e.py``, or it
-    lives in one of E2E_FOLDERS; a module that is slow but not end to end sets
+    lives in one of E2E_FOLDERS; a test is ``slow`` when it lives in one of
+    SLOW_FOLDERS, or its module, slow but not end to end, sets
     ``pytestmark = pytest.mark.slow``."""
     for item in items:
         path = Path(str(item.path))
         try:
-            folder = path.relative_to(TESTS).parts[0]
+            parts = path.relative_to(TESTS).parts
         except ValueError:
             continue
-        if folder in E2E_FOLDERS or path.stem.endswith("_e2e"):
+        if parts[0] in E2E_FOLDERS or path.stem.endswith("_e2e"):
             item.add_marker(pytest.mark.e2e)
+        if any(parts[:len(f)] == f for f in SLOW_FOLDERS):
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(autouse=True)

@@ -12,7 +12,7 @@ import pytest
 
 pytest.importorskip("claude_agent_sdk")
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "realclients"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "realclients"))
 
 from adapter_project import audit
 from claude_agent_sdk import (

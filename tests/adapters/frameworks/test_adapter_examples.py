@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "realclients"))
+sys.path.insert(0, str(Path(__file__).parents[2] / "realclients"))
 
 from fake_models import FakeModels, Turn
 
-ROOT = Path(__file__).parents[2]
+ROOT = Path(__file__).parents[3]
 EXAMPLES = ROOT / "examples" / "adapters"
 DOC = (ROOT / "docs" / "adapters.md").read_text()
 NAMES = ["with_pydantic_ai", "with_langchain", "with_openai_agents", "with_claude_agent_sdk"]
