@@ -51,6 +51,14 @@ class Env:
                 'handler = "guard.py"\n')
         return root
 
+    def add_hook(self, root: Path, name: str, source: str) -> None:
+        """Add the project hook ``name`` (before_tool_call), its handler ``source``."""
+        handler = name.replace("-", "_") + ".py"
+        (root / ".interlock" / handler).write_text(source)
+        with (root / ".interlock" / "config.toml").open("a") as cfg:
+            cfg.write(f'\n[[hooks]]\nname = "{name}"\nevents = ["before_tool_call"]\n'
+                      f'handler = "{handler}"\n')
+
     def call(self, root: Path, command: str = "rm -rf /", *, env: dict[str, str] | None = None,
              args: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -152,16 +160,13 @@ def test_the_first_call_answers_itself_and_the_server_answers_the_next(
     on the way out answers the calls after it. No call waits for a server to load."""
     root = env.project(tmp_path / "p")
     seen = tmp_path / "seen"
-    (root / ".interlock" / "who.py").write_text(
+    env.add_hook(root, "who", (
         "import os, pathlib\n\n"
         "def handle(e):\n"
         "    cmd = pathlib.Path(f'/proc/{os.getpid()}/cmdline').read_bytes()\n"
         "    server = b'interlock.hosts.bridge._daemon' in cmd\n"
         f"    with open({str(seen)!r}, 'a') as out:\n"
-        "        out.write(('server' if server else 'call') + '\\n')\n")
-    with (root / ".interlock" / "config.toml").open("a") as cfg:
-        cfg.write('\n[[hooks]]\nname = "who"\nevents = ["before_tool_call"]\n'
-                  'handler = "who.py"\n')
+        "        out.write(('server' if server else 'call') + '\\n')\n"))
     assert env.call(root, "ls").returncode == 0
     assert seen.read_text() == "call\n"
     assert len(env.servers()) == 1  # started before the first call ended
@@ -175,12 +180,9 @@ def test_the_server_starts_with_the_environment_its_name_was_made_from(
     """The first call's hooks run before the server starts: what they set in the
     environment (consent variables among them) must not reach the server."""
     root = env.project(tmp_path / "p")
-    (root / ".interlock" / "sets.py").write_text(
+    env.add_hook(root, "sets", (
         "import os\nos.environ['INTERLOCK_ACCEPT_PLANTED'] = '1'\n\n"
-        "def handle(e):\n    return None\n")
-    with (root / ".interlock" / "config.toml").open("a") as cfg:
-        cfg.write('\n[[hooks]]\nname = "sets"\nevents = ["before_tool_call"]\n'
-                  'handler = "sets.py"\n')
+        "def handle(e):\n    return None\n"))
     assert env.call(root, "ls").returncode == 0
     env.up(root)
     (server,) = env.servers()
@@ -202,12 +204,9 @@ def test_a_config_change_shows_in_the_next_answers(env: Env, tmp_path: Path) -> 
     assert blocked(env.call(root))
     env.up(root)
     assert env.call(root, "ls").returncode == 0
-    (root / ".interlock" / "no_ls.py").write_text(
+    env.add_hook(root, "no-ls", (
         "from interlock import block\n\ndef handle(e):\n"
-        "    return block('new rule') if e.args.get('command') == 'ls' else None\n")
-    with (root / ".interlock" / "config.toml").open("a") as cfg:
-        cfg.write('\n[[hooks]]\nname = "no-ls"\nevents = ["before_tool_call"]\n'
-                  'handler = "no_ls.py"\n')
+        "    return block('new rule') if e.args.get('command') == 'ls' else None\n"))
     seen: list[subprocess.CompletedProcess[str]] = []
     wait_for(lambda: blocked(seen.append(env.call(root, "ls")) or seen[-1], "new rule"),
              seen=seen[-1:])
@@ -270,15 +269,12 @@ def test_a_socket_folder_owned_by_someone_else_is_a_deny_and_starts_nothing(
 def test_a_server_that_dies_mid_call_is_a_deny(env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
     marker = tmp_path / "in-flight"
-    (root / ".interlock" / "slow.py").write_text(
+    env.add_hook(root, "slow", (
         "import pathlib, time\n\n"
         "def handle(e):\n"
         "    if 'sleepy' in e.args.get('command', ''):\n"
         f"        pathlib.Path({str(marker)!r}).write_text('x')\n"
-        "        time.sleep(30)\n")
-    with (root / ".interlock" / "config.toml").open("a") as cfg:
-        cfg.write('\n[[hooks]]\nname = "slow"\nevents = ["before_tool_call"]\n'
-                  'handler = "slow.py"\n')
+        "        time.sleep(30)\n"))
     assert blocked(env.call(root))
     env.up(root)
     (server,) = env.servers()
@@ -415,15 +411,12 @@ def test_a_thread_a_hook_leaves_running_does_not_keep_an_idle_server_alive(
         env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
     ran = tmp_path / "ran"
-    (root / ".interlock" / "lingers.py").write_text(
+    env.add_hook(root, "lingers", (
         "import os, threading, time\n\ndef handle(e):\n"
         f"    with open({str(ran)!r}, 'a') as out:\n"
         "        out.write(open(f'/proc/{os.getpid()}/cmdline').read().replace(chr(0), ' ')"
         " + '\\n')\n"
-        "    threading.Thread(target=time.sleep, args=(3600,)).start()\n")
-    with (root / ".interlock" / "config.toml").open("a") as cfg:
-        cfg.write('\n[[hooks]]\nname = "lingers"\nevents = ["before_tool_call"]\n'
-                  'handler = "lingers.py"\n')
+        "    threading.Thread(target=time.sleep, args=(3600,)).start()\n"))
     quick = {**env.vars, "INTERLOCK_BRIDGE_IDLE": "2"}
     assert env.call(root, "ls", env=quick).returncode == 0  # answered in process
     env.up(root, quick)
