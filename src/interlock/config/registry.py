@@ -524,11 +524,8 @@ class Registry:
     def close_recording(self, timeout: float = 30.0) -> bool:
         """Flush what is queued and close the store (after the engine has drained)."""
         recording, self.recording = self.recording, None
-        if recording is None:
-            return True
-        done = recording.close(timeout)
         self.metrics.store = None
-        return done
+        return recording is None or recording.close(timeout)
 
     def close(self) -> None:
         """Stop the worker processes of the current revision (sync hosts)."""
@@ -590,11 +587,14 @@ def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks:
     return engine, registry
 
 
-def close_engine(engine: Engine, registry: Registry, timeout: float = 30.0) -> None:
+def close_engine(engine: Engine, registry: Registry, timeout: float = 30.0,
+                 record_timeout: float | None = None) -> bool:
     """Shut a host down in order: workers, then the engine (draining observers, whose
-    failures are still dead-lettered), then the store (flushed)."""
+    failures are still dead-lettered), then the store (flushed). False when what was
+    recorded did not all commit within ``record_timeout`` (else ``timeout``)."""
     try:
         registry.close()
         engine.close(timeout=timeout)
     finally:
-        registry.close_recording(timeout)
+        committed = registry.close_recording(record_timeout or timeout)
+    return committed

@@ -310,7 +310,9 @@ class Host:
             thread.join(10)
 
     # -- closing -----------------------------------------------------------------------
-    def close(self) -> None:
+    def close(self, record_timeout: float | None = None) -> bool:
+        """Stop everything; False when the store did not commit what was recorded
+        within ``record_timeout`` seconds (else the 30 s every close waits)."""
         from interlock.config.registry import close_engine
 
         self.stop_live()
@@ -318,7 +320,7 @@ class Host:
             # Deliver what extensions already published before their listeners go.
             self.extensions.bus.drain(5.0)
             self.extensions.close()
-        close_engine(self.engine, self.registry)
+        return close_engine(self.engine, self.registry, record_timeout=record_timeout)
 
 
 def open_host(project_root: Path | Project, **options: Any) -> Host:

@@ -505,9 +505,10 @@ def _registry(factory: Any) -> ModuleType:
     def open_engine(root: Path, **options: Any) -> tuple[Engine, _NoRegistry]:
         return factory(root), _NoRegistry()
 
-    def close_engine(engine: Engine, registry: _NoRegistry, **options: Any) -> None:
+    def close_engine(engine: Engine, registry: _NoRegistry, *args: Any, **options: Any) -> bool:
         registry.close()
         engine.close()
+        return True  # nothing recorded, so nothing left to commit
 
     module.open_engine = open_engine  # type: ignore[attr-defined]
     module.close_engine = close_engine  # type: ignore[attr-defined]

@@ -33,6 +33,9 @@ USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--dead
          "[--fallback local]]\n"
          "Reads the agent's hook input on stdin and answers on stdout, as the agent expects.\n")
 MAX_INPUT = 8 << 20
+STRICT_AUDIT_S = 5.0
+"""How long an in-process answer waits for its audit record to commit (the server's
+``Store.settled`` waits as long)."""
 
 
 GUARDED = 100
@@ -228,8 +231,14 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
         host.registry.record()
         outcome = host.engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
-    finally:
+    except BaseException:
         host.close()
+        raise
+    # Strict audit, as the bridge's server: the answer leaves once its record has
+    # committed (the server waits as long for it).
+    if not host.close(record_timeout=STRICT_AUDIT_S):
+        raise BridgeError("the audit store is not committing, so this decision was not "
+                          "recorded; see `interlock status`")
     from interlock.hosts.bridge._common import redact_reasons
 
     redact_reasons(out)
