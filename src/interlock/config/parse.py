@@ -13,13 +13,15 @@ import re
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-import yaml
 
 from interlock.config.model import ConfigDoc, HookDef, PermissionRule
 from interlock.engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    import yaml
 
 PathKey = tuple[str | int, ...]
 Locator = Callable[[PathKey], int | None]
@@ -83,6 +85,8 @@ def read_toml(text: str, file: Path, *, line_offset: int = 0) -> tuple[dict[str,
 
 
 def _yaml_lines(node: yaml.Node, path: PathKey, out: dict[PathKey, int], offset: int) -> None:
+    import yaml
+
     out.setdefault(path, node.start_mark.line + 1 + offset)
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
@@ -95,6 +99,8 @@ def _yaml_lines(node: yaml.Node, path: PathKey, out: dict[PathKey, int], offset:
 
 
 def read_yaml(text: str, file: Path, *, line_offset: int = 0) -> tuple[dict[str, Any], Locator]:
+    import yaml  # here: a project of TOML files never loads it (~15 ms a process start)
+
     try:
         data = yaml.safe_load(text)
         node = yaml.compose(text, Loader=yaml.SafeLoader)

@@ -341,6 +341,22 @@ def test_the_forwarding_call_imports_no_json_signal_re_or_enum(env: Env,
                            "interlock.hosts.bridge.claude", "asyncio"}, sorted(imported)
 
 
+def test_an_in_process_call_for_a_toml_project_does_not_load_yaml(env: Env,
+                                                                  tmp_path: Path) -> None:
+    """The first call of a session answers in process: it loads only what the
+    project's files need (PyYAML only for YAML configs and front matter)."""
+    root = env.project(tmp_path / "p")
+    result = subprocess.run(
+        [sys.executable, "-I", "-X", "importtime", "-m", "interlock.bridge", "claude",
+         "--project", str(root)], input=json.dumps(pre("rm -rf /")), capture_output=True,
+        text=True, env={**env.vars, "INTERLOCK_BRIDGE_AUTOSTART": "0"}, timeout=60)
+    assert blocked(result), result
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "interlock.config.registry" in imported  # it did load the hooks here
+    assert "yaml" not in imported
+
+
 def test_the_fast_path_tables_match_the_host_modules() -> None:
     from interlock.hosts.bridge import HOSTS, _fast, host
 
