@@ -189,6 +189,21 @@ def test_the_server_starts_with_the_environment_its_name_was_made_from(
     assert b"INTERLOCK_ACCEPT_PLANTED" not in Path(f"/proc/{server}/environ").read_bytes()
 
 
+def test_hooks_slower_to_load_than_the_deadline_still_get_their_server(
+        env: Env, tmp_path: Path) -> None:
+    """The call that runs out of time denies, and starts the server on its way out:
+    the server has the time to load, and answers the calls after it."""
+    root = env.project(tmp_path / "p")
+    env.add_hook(root, "heavy", (
+        "import time\ntime.sleep(3)  # an import that takes its time\n\n"
+        "def handle(e):\n    return None\n"))
+    late = env.call(root, "ls", args=("--deadline", "1"))
+    assert late.returncode == 2, late
+    assert "no answer within 1 s" in late.stdout
+    env.up(root)
+    assert blocked(env.call(root))
+
+
 def test_concurrent_first_calls_start_one_server(env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")
     racers = [env.start(root) for _ in range(6)]

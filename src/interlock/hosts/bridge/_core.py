@@ -22,6 +22,7 @@ from interlock.hosts.bridge._common import BridgeError, Reply, Result
 # Start-up time is the bridge's budget: no typing, dataclasses or pathlib here.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from types import ModuleType
     from typing import Any
 
@@ -298,10 +299,13 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
         seconds = max(0.001, seconds - (time.monotonic() - started))
     deadline = time.monotonic() + seconds
 
+    later = _starter(start)
+
     def expire(signum: int, frame: object) -> None:
         reply = failure(mod, state["host_event"], f"no answer within {budget:g} s", scrub=False)
         if out.write(reply):
             kill_hook_groups()
+            later()  # hooks slower to load than the deadline: the server has the time
             os._exit(reply.code + offset)
 
     previous = signal.signal(signal.SIGALRM, expire)
@@ -325,9 +329,20 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
     signal.signal(signal.SIGALRM, previous)
     out.write(reply)
     if start is not None:
-        from interlock.hosts.bridge._autostart import start as start_server
+        later()
+    return reply.code + offset
 
+
+def _starter(start: tuple[str, str, dict[str, str]] | None) -> Callable[[], None]:
+    """What starts the bridge's server once this call has answered (nothing when
+    ``start`` is None). Imported now: the watchdog may call it mid-import."""
+    if start is None:
+        return lambda: None
+    from interlock.hosts.bridge._autostart import start as start_server
+
+    def later() -> None:
         # Answered already: nothing here may change the exit code (the next call tries again).
         with contextlib.suppress(BaseException):
             start_server(*start)
-    return reply.code + offset
+
+    return later
