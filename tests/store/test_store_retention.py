@@ -139,7 +139,7 @@ def test_the_opening_prune_runs_before_the_first_write(url: str) -> None:
 
 
 def test_concurrent_prunes_remove_no_more_than_retention_allows(url: str) -> None:
-    """Two prunes at once (this server's timer and `interlock dead-letters prune`, or
+    """Two prunes at once (a server's timer and a CLI command's open store, or
     two servers on one PostgreSQL) each count the rows; neither may delete on a stale
     count."""
     import threading
