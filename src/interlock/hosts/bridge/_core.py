@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from interlock.hosts.assembly import Host
+    from interlock.hosts.bridge._fast import Unstarted
 
 USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--deadline SECONDS] "
          "[--socket PATH] [--state-dir DIR] [--local] [--guarded]\n"
@@ -270,12 +271,11 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
 
 def main(argv: list[str], *, raw: bytes | None = None, started: float | None = None,
          outcome: dict[str, Any] | None = None,
-         start: tuple[str, str, dict[str, str]] | None = None) -> int:
+         start: Unstarted | None = None) -> int:
     """The full bridge. From the fast path (interlock.hosts.bridge._fast): the input it
     already read (``raw``), when it started (the deadline counts from there), the
-    outcome an older server answered with as JSON, and ``start``: (project root,
-    socket, environment) of the bridge server to start once this call has answered
-    in process."""
+    outcome an older server answered with as JSON, and ``start``: the bridge server
+    to start once this call has answered in process."""
     if not argv or argv[0] in ("-h", "--help"):
         sys.stdout.write(USAGE)
         return 0 if argv else 2
@@ -333,16 +333,16 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
     return reply.code + offset
 
 
-def _starter(start: tuple[str, str, dict[str, str]] | None) -> Callable[[], None]:
+def _starter(start: Unstarted | None) -> Callable[[], None]:
     """What starts the bridge's server once this call has answered (nothing when
     ``start`` is None). Imported now: the watchdog may call it mid-import."""
     if start is None:
         return lambda: None
-    from interlock.hosts.bridge._autostart import start as start_server
+    import interlock.hosts.bridge._autostart  # noqa: F401
 
     def later() -> None:
         # Answered already: nothing here may change the exit code (the next call tries again).
         with contextlib.suppress(BaseException):
-            start_server(*start)
+            start.start()
 
     return later

@@ -82,15 +82,22 @@ def transport(root: str, socket: str | None) -> list[Route]:
 
 
 class Unstarted:
-    """No server listens, and this call may start the one at ``socket`` once it has
-    answered in process (interlock.hosts.bridge._autostart), with ``env``: the
-    environment the socket's name digests, as it was before any hook ran here."""
+    """No server listens, and this call may start the one for ``root`` at ``socket``
+    once it has answered in process (interlock.hosts.bridge._autostart), with
+    ``env``: the environment the socket's name digests, as it was before any hook
+    ran here."""
 
-    __slots__ = ("env", "socket")
+    __slots__ = ("env", "root", "socket")
 
-    def __init__(self, socket: str, env: dict[str, str]) -> None:
+    def __init__(self, root: str, socket: str, env: dict[str, str]) -> None:
+        self.root = root
         self.socket = socket
         self.env = env
+
+    def start(self) -> None:
+        from interlock.hosts.bridge._autostart import start
+
+        start(self.root, self.socket, self.env)
 
 
 def exchange(agent: str, root: str, raw: bytes, socket: str | None,
@@ -104,7 +111,7 @@ def exchange(agent: str, root: str, raw: bytes, socket: str | None,
             return post_for_host(route.socket, path, raw, project=root, deadline=deadline)
         except NoServer:
             if route.autostart:
-                return Unstarted(route.socket, dict(os.environ))
+                return Unstarted(root, route.socket, dict(os.environ))
     return None
 
 
@@ -172,7 +179,7 @@ def main(argv: list[str]) -> int:
         return _deny(agent, raw, failed) + offset
     if isinstance(got, Unstarted):
         # No server yet: answer in process, then start it for the calls after this one.
-        return _full(argv, raw, started, start=(root, got.socket, got.env))
+        return _full(argv, raw, started, start=got)
     if got is None or isinstance(got, dict):
         # No server (evaluate in process), an answer too large to forward, or an
         # older server's JSON outcome: the full bridge answers from here.
@@ -188,7 +195,7 @@ def main(argv: list[str]) -> int:
 
 def _full(argv: list[str], raw: bytes | None, started: float,
           outcome: "dict[str, object] | None" = None,
-          start: "tuple[str, str, dict[str, str]] | None" = None) -> int:
+          start: Unstarted | None = None) -> int:
     from interlock.hosts.bridge._core import main as core_main
 
     return core_main(argv, raw=raw, started=started, outcome=outcome, start=start)
