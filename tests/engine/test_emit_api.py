@@ -154,14 +154,22 @@ class _SwapDuringRead(dict):
         return value
 
 
-@pytest.mark.parametrize("table", ["_settled", "_passed"])
-async def test_hooks_removed_between_two_reads_mean_no_hooks(eng: Engine, table: str) -> None:
+async def test_hooks_removed_between_two_reads_mean_no_hooks(eng: Engine) -> None:
     eng.on("before_tool_call", lambda event: block("old revision"))
-    setattr(eng, table, _SwapDuringRead(eng, getattr(eng, table)))
-    ev = _event()
-    outcome = await eng.emit(ev) if table == "_settled" else eng.emit_sync(ev)
+    eng._settled = _SwapDuringRead(eng, eng._settled)  # type: ignore[assignment]
+    outcome = await eng.emit(_event())
     assert outcome.verdict is Verdict.NONE
     assert not eng.hooks
+
+
+def test_a_sync_emit_runs_the_hooks_of_the_one_entry_it_read(eng: Engine) -> None:
+    # emit_sync reads its event's entry once: hooks removed right after that
+    # read are still the ones in force for this call, as for emit().
+    eng.on("before_tool_call", lambda event: block("old revision"))
+    eng._table = _SwapDuringRead(eng, eng._table)  # type: ignore[assignment]
+    assert eng.emit_sync(_event()).reason == "old revision"
+    assert not eng.hooks
+    assert not eng.emit_sync(_event()).blocked
 
 
 async def test_the_hooks_in_force_when_emit_is_called_are_the_ones_that_run(eng: Engine) -> None:

@@ -71,3 +71,58 @@ def test_plans_with_anything_else_are_not_lean():
     plan = engine._set.plan(BeforeToolCall(tool_name="t"))
     assert plan is not None
     assert not plan.lean
+
+
+def test_a_quiet_hooks_record_cannot_be_changed_by_a_reader():
+    # The fast path shares the record of a hook with no opinion between
+    # dispatches: it must be read-only, or one reader could rewrite others.
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: None, name="quiet")
+    first = engine.emit_sync(BeforeToolCall(tool_name="terminal", args={"command": "ls"}))
+    second = engine.emit_sync(BeforeToolCall(tool_name="terminal", args={"command": "ls"}))
+    assert [r.status.value for r in second.raw] == ["none"]
+    import pytest
+
+    with pytest.raises(AttributeError):
+        first.raw[0].status = second.raw[0].status.APPLIED  # type: ignore[misc]
+    assert second.to_dict()["hooks"][0]["status"] == "none"
+
+
+def test_a_failed_hook_leaves_nothing_behind_once_its_outcome_is_gone():
+    # A failure raised inside a dispatch has a traceback holding the
+    # dispatch's frames, which hold its results, which hold the failure. The
+    # run and the outcome are not tracked by the garbage collector, so that
+    # cycle leaked every failed hook's frames, events and answers (on the
+    # timed path, which every server takes). Stored failures drop their
+    # tracebacks.
+    import gc
+    import logging
+    import weakref
+
+    from interlock import Decision, Verdict
+
+    class Marker:
+        pass
+
+    refs: list[weakref.ref[Marker]] = []
+
+    def malformed(event):
+        marker = Marker()
+        refs.append(weakref.ref(marker))
+        return Decision(verdict=Verdict.BLOCK, reason=marker)  # type: ignore[arg-type]
+
+    logging.disable(logging.WARNING)  # a captured log record would hold the failure
+    try:
+        for timed in (False, True):
+            engine = Engine(timed=timed)
+            engine.on("before_tool_call", malformed, name="malformed", on_error="open")
+            outcome = engine.emit_sync(BeforeToolCall(tool_name="terminal",
+                                                      args={"command": "ls"}))
+            assert "malformed" in str(outcome.raw[0].failure)
+            del outcome
+            engine.close()
+    finally:
+        logging.disable(logging.NOTSET)
+    gc.collect()
+    assert len(refs) == 2
+    assert all(r() is None for r in refs)

@@ -139,18 +139,16 @@ class Engine(DispatchLoop):
     # -- registry -------------------------------------------------------------
     def _install(self, hookset: HookSet) -> None:
         events = hookset.events
-        # Every event type maps to its shared no-hook outcome, or to None when
-        # it has hooks: one dict read and an `is None` decide the hot path.
-        passed: dict[type[Event], Outcome | None] = {
-            cls: (None if cls in events else outcome) for cls, outcome in _PASSED.items()}
+        # The sync entry table: every event type maps to its shared no-hook
+        # outcome, or to the runner of its hooks. One dict read and a class
+        # check decide the hot path.
+        table: dict[type[Event], Outcome | Runner] = {}
+        for cls, outcome in _PASSED.items():
+            table[cls] = self._first_runner(hookset, cls, table) if cls in events else outcome
         settled: dict[type[Event], Settled | None] = {
             cls: (None if cls in events else done) for cls, done in _SETTLED.items()}
-        runners: dict[type[Event], Runner] = {}
-        for cls in events:
-            runners[cls] = self._first_runner(hookset, cls, runners)
         self._set = hookset
-        self._runners = runners
-        self._passed = passed
+        self._table = table
         self._settled = settled
 
     @property
@@ -158,14 +156,14 @@ class Engine(DispatchLoop):
         return self._set.entries
 
     def _first_runner(self, hookset: HookSet, cls: type[Event],
-                      runners: dict[type[Event], Runner]) -> Runner:
+                      table: dict[type[Event], Outcome | Runner]) -> Runner:
         """The runner of ``cls`` until its first emit, which builds the real one
         and puts it in the table (that revision's table: a newer one is left alone)."""
         def first(event: Event) -> Outcome:
             entry = hookset.entry(cls)
             if entry is None:  # pragma: no cover - events with hooks have an entry
                 return _PASSED[cls]
-            runner = runners[cls] = self._runner(entry)
+            runner = table[cls] = self._runner(entry)
             return runner(event)
         return first
 
@@ -283,20 +281,13 @@ class Engine(DispatchLoop):
     # -- emitting -------------------------------------------------------------
     def emit_sync(self, event: Event) -> Outcome:
         """Dispatch ``event`` and return the merged outcome (sync hosts)."""
-        cls = event.__class__
         try:
-            passed = self._passed[cls]
+            entry = self._table[event.__class__]
         except KeyError:
             raise _not_an_event("emit_sync", event) from None
-        if passed is not None:
-            return passed
-        try:
-            runner = self._runners[cls]
-        except KeyError:
-            # A concurrent replace_hooks dropped this event's hooks between
-            # the two reads; then it has none, as the new revision says.
-            return _PASSED[cls]
-        return runner(event)
+        if entry.__class__ is NoHooks:
+            return entry
+        return entry(event)  # type: ignore[operator]
 
     def _run_sync(self, event: Event, plan: Plan | None) -> Outcome:
         if plan is None:

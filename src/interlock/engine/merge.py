@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from interlock.engine.contract import copy_payload
-from interlock.engine.decisions import RANK, Verdict
+from interlock.engine.decisions import RANK
 from interlock.engine.events import Event
 from interlock.engine.outcome import HookResult, Outcome, Status
 from interlock.engine.plan import Plan
@@ -56,61 +56,58 @@ def merge(run: Run) -> Outcome:
 
 def merge_raw(original: Event, current: Event, raw: list[HookResult],
               changes: Mapping[str, Any], revision: int) -> Outcome:
-    """merge() on the parts of a Run (the lean path has no Run to build)."""
-    best_i = -1
+    """merge() on the parts of a Run (the lean path has no Run to build).
+
+    One pass: each answer is marked applied or superseded as it is seen
+    (the best so far is applied until a stronger one comes), rather than
+    collected and marked after (a second pass cost ~20% of a dispatch in
+    which three hooks answer).
+    """
+    best: HookResult | None = None
     best_rank = 0
+    best_answered = False
     contexts: list[tuple[str, str]] = []
-    answered: list[int] = []  # results with a decision, to mark applied or superseded
     rank_of, not_applied = RANK, _NOT_APPLIED
     decided = False
-    for i, r in enumerate(raw):
+    for r in raw:
         decision = r.decision
         if decision is None:
             continue
-        status = r.status
-        if status is _NONE:  # the usual case: no set lookup
-            answered.append(i)
-        elif status in not_applied:
+        # Answered: no failure, not a shadow, not cut off. Only these are
+        # marked; a failure's block keeps its "failed" status.
+        answered = r.status is _NONE
+        if not answered and r.status in not_applied:
             continue
         decided = True
         if decision.context is not None:
             contexts.append((r.hook.qualified_name, decision.context))
         rank = rank_of[decision.verdict]
         if rank > best_rank:  # strict: ties go to the earliest hook
-            best_rank = rank
-            best_i = i
+            if best_answered:
+                best.status = _SUPERSEDED  # type: ignore[union-attr]
+            best, best_rank, best_answered = r, rank, answered
+            if answered:
+                r.status = _APPLIED
+        elif answered:
+            # no opinion or modify: its context or change is applied anyway
+            r.status = _APPLIED if rank == 0 else _SUPERSEDED
     payload = current if current is not original else None
+    name = original.name
     if not decided:
-        return Outcome(name=original.name, event=original, payload=payload, raw=raw,
-                       revision=revision)
-    for i in answered:
-        r = raw[i]
-        applied = i == best_i or r.decision.verdict in _ALWAYS_APPLIED  # type: ignore[union-attr]
-        r.status = _APPLIED if applied else _SUPERSEDED
-    if best_i < 0:
-        return Outcome(name=original.name, event=original, payload=payload,
-                       changes=changes, contexts=contexts, raw=raw, revision=revision)
-    best = raw[best_i]
-    hook, decision = best.hook, best.decision
+        return Outcome(name, original, raw, revision, payload=payload)
+    if best is None:
+        return Outcome(name, original, raw, revision, payload=payload, changes=changes,
+                       contexts=contexts)
+    decision = best.decision
     assert decision is not None
-    return Outcome(
-        name=original.name,
-        event=original,
-        verdict=decision.verdict,
-        reason=decision.reason,
-        hint=decision.hint,
-        hook=hook,
-        payload=payload,
-        changes=changes,
-        value=decision.value,
-        contexts=contexts,
-        raw=raw,
-        revision=revision,
-    )
+    # By position, in Outcome's field order (name, event, raw, revision,
+    # verdict, reason, hint, hook, payload, changes, value, contexts): this
+    # runs on every dispatch where a hook answers, and keywords cost ~60 ns.
+    return Outcome(name, original, raw, revision, decision.verdict, decision.reason,
+                   decision.hint, best.hook, payload, changes, decision.value, contexts)
 
 
 _NOT_APPLIED = frozenset({Status.SHADOW, Status.CANCELLED, Status.SUPERSEDED, Status.QUEUED})
 # Enum members as module constants: `Status.NONE` is a ~65 ns class attribute
 # lookup on Python 3.11, and merge runs on every dispatch where a hook answers.
 _NONE, _APPLIED, _SUPERSEDED = Status.NONE, Status.APPLIED, Status.SUPERSEDED
-_ALWAYS_APPLIED = (Verdict.MODIFY, Verdict.NONE)
