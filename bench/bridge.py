@@ -16,6 +16,9 @@ per-pair ratios, with their spread (10th to 90th percentile).
 - ``in_process``: ``INTERLOCK_BRIDGE_AUTOSTART=0``, no server at all: the
   call loads the hooks itself (what every call cost before the server).
 - ``installed_line``: the whole ``/bin/sh -c`` guard line, server up.
+- ``loading_floor``: ``python -I -c "from interlock import Engine, block"``,
+  what any call that loads the hooks must import (the engine, and the
+  import line of the hooks themselves); no first call can be below it.
 
 The project has 3 Python hooks (block ``rm -rf``, an audit no-op, a context
 note). Run: ``python bench/bridge.py``; the last line is JSON.
@@ -78,7 +81,7 @@ def run(argv: list[str], env: dict[str, str], stdin: bytes) -> tuple[float, str]
 
 
 def pairs(argv: list[str], env: dict[str, str], runs: int,
-          before: Any = None) -> tuple[list[float], list[float]]:
+          before: Any = None, expect: str = "destructive") -> tuple[list[float], list[float]]:
     """``runs`` (floor, bridge) pairs, alternating which goes first; ``before(i)``
     prepares each bridge call (and returns the env it runs with)."""
     floor, bridge = [], []
@@ -91,7 +94,7 @@ def pairs(argv: list[str], env: dict[str, str], runs: int,
         else:
             b, out = run(argv, call_env, PAYLOAD)
             f, _ = run(bare, env, b"")
-        assert "destructive" in out, out  # the policy's answer, not a failed-closed deny
+        assert expect in out, out  # the policy's answer, not a failed-closed deny
         floor.append(f)
         bridge.append(b)
     return floor, bridge
@@ -148,6 +151,13 @@ def main() -> None:
         local = {**env, "INTERLOCK_BRIDGE_AUTOSTART": "0",
                  "XDG_RUNTIME_DIR": tempfile.mkdtemp(prefix="il-run-", dir="/tmp")}
         figures["in_process"] = summary("in process", *pairs(bridge, local, FIRST_RUNS))
+        # What a call that loads the hooks cannot avoid: the engine (asyncio,
+        # msgspec) and the hooks' own `from interlock import block`. A first
+        # call can only be as fast as this, plus reading the config.
+        loading = [sys.executable, "-I", "-c",
+                   "from interlock import Engine, block; print('loaded')"]
+        figures["loading_floor"] = summary("loading floor", *pairs(loading, env, RUNS,
+                                                                  expect="loaded"))
     finally:
         stop_servers(runtime_dirs)
     figures["very_first_call_ms"] = round(first_t * 1000, 2)

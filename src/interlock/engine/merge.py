@@ -50,7 +50,8 @@ def mutated(event: Event, snaps: list[tuple[str, Any]]) -> bool:
 
 
 def merge(run: Run) -> Outcome:
-    """The outcome: the strongest decision seen, ties to the earliest hook (rule 4)."""
+    """The outcome: the strongest decision seen, ties to the earliest hook
+    (docs/engine.md, Phases of a gate event, Merge)."""
     return merge_raw(run.event, run.current, run.raw, run.changes, run.revision)
 
 
