@@ -126,3 +126,34 @@ def test_a_failed_hook_leaves_nothing_behind_once_its_outcome_is_gone():
     gc.collect()
     assert len(refs) == 2
     assert all(r() is None for r in refs)
+
+
+def test_a_hook_failing_while_the_host_handles_an_error_leaves_the_hosts_traceback():
+    # A failure raised while the host is inside `except` is chained to the
+    # host's exception; dropping the failure's traceback must not touch it.
+    from interlock.engine.errors import HookTimeout
+
+    engine = Engine()
+
+    def fails(event):
+        raise HookTimeout("the hook gave up waiting on its backend")
+
+    engine.on("before_tool_call", fails, name="fails", on_error="open")
+
+    def tool_step():
+        raise OSError("disk full")
+
+    try:
+        tool_step()
+    except OSError as exc:
+        before = len(_frames(exc))
+        outcome = engine.emit_sync(BeforeToolCall(tool_name="terminal", args={"command": "ls"}))
+        after = len(_frames(exc))
+    assert outcome.raw[0].failure is not None
+    assert after == before == 2
+
+
+def _frames(exc):
+    import traceback
+
+    return traceback.extract_tb(exc.__traceback__)

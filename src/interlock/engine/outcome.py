@@ -115,12 +115,13 @@ class HookResult(msgspec.Struct, gc=False):
 class FailedResult(HookResult, gc=True):
     """The result of a hook that failed.
 
-    It keeps the failure's message and mode, not its traceback. A traceback
-    holds the frames of the dispatch, which hold the results, which hold the
-    failure: a cycle that the untracked parts of a dispatch (outcomes, runs)
-    would hide from the garbage collector, so every failed hook would leak
-    its frames, events and answers for good. Nothing reads a stored
-    failure's traceback (the crash site is taken when the failure is made).
+    It keeps the failure's message and mode, not its traceback or the
+    exceptions chained to it. A traceback holds the frames of the dispatch,
+    which hold the results, which hold the failure: a cycle that the
+    untracked parts of a dispatch (outcomes, runs) would hide from the
+    garbage collector, so every failed hook would leak its frames, events
+    and answers for good. Nothing reads a stored failure's traceback (the
+    crash site is taken when the failure is made).
     """
 
     def __post_init__(self) -> None:
@@ -128,16 +129,14 @@ class FailedResult(HookResult, gc=True):
 
 
 def detach(failure: BaseException | None) -> None:
-    """Drop the tracebacks of ``failure`` and of the exceptions chained to it."""
-    seen: set[int] = set()
-    todo = [failure]
-    while todo:
-        exc = todo.pop()
-        if exc is None or id(exc) in seen:
-            continue
-        seen.add(id(exc))
-        exc.__traceback__ = None
-        todo += (exc.__cause__, exc.__context__)
+    """Drop ``failure``'s traceback and what it was raised from or during.
+
+    Only the failure itself is changed: an exception it was chained to may
+    be the host's own, still being handled, and keeps its traceback.
+    """
+    if failure is not None:
+        failure.__traceback__ = None
+        failure.__cause__ = failure.__context__ = None
 
 
 class Quiet(HookResult, frozen=True, gc=False):  # type: ignore[misc]  # msgspec allows it
