@@ -260,3 +260,21 @@ def test_emit_still_reads_as_an_async_api_to_tools_that_ask(eng: Engine) -> None
 
     assert asyncio.iscoroutinefunction(eng.emit)
     assert isinstance(MagicMock(spec=Engine).emit, AsyncMock)
+
+
+def test_decisions_and_outcomes_are_built_with_keywords_and_subclass_freely() -> None:
+    from interlock import Decision, Outcome
+
+    with pytest.raises(TypeError):
+        Decision(Verdict.BLOCK, "no", "try --dry-run")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Outcome("before_tool_call")  # type: ignore[misc]
+
+    class Tagged(Decision, frozen=True):  # type: ignore[misc]
+        tag: str
+
+    class Traced(Outcome):  # type: ignore[misc]
+        request_id: str
+
+    assert Tagged(verdict=Verdict.BLOCK, tag="t").tag == "t"
+    assert Traced(name="before_tool_call", request_id="r").request_id == "r"

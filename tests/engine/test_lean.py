@@ -157,3 +157,52 @@ def _frames(exc):
     import traceback
 
     return traceback.extract_tb(exc.__traceback__)
+
+
+def test_hosts_that_keep_outcomes_or_results_on_themselves_leak_nothing():
+    # A hook that is a bound method leads back to its host; a host that keeps
+    # the last outcome, or the per-hook results, closes a cycle through them.
+    # Every part of it must be visible to the garbage collector.
+    import gc
+    import weakref
+
+    from interlock import approve
+
+    class Host:
+        def __init__(self, answer):
+            self.answer = answer
+            self.engine = Engine()
+            self.engine.on(BeforeToolCall, self.check)
+
+        def check(self, event):
+            return self.answer
+
+    def one(answer, keep):
+        host = Host(answer)
+        outcome = host.engine.emit_sync(BeforeToolCall(tool_name="t", args={"command": "ls"}))
+        if keep == "outcome":
+            host.last = outcome
+        elif keep == "results":
+            host.seen = list(outcome.raw)
+        host.engine.close()
+        return weakref.ref(host), weakref.ref(host.engine)
+
+    refs = [ref for answer in (None, approve("ok")) for keep in ("nothing", "outcome", "results")
+            for ref in one(answer, keep)]
+    gc.collect()
+    assert [r() is None for r in refs] == [True] * len(refs)
+
+
+def test_the_fast_paths_records_equal_the_loops():
+    from interlock.engine.outcome import HookResult, Status
+
+    fast, timed = Engine(), Engine(timed=True)
+    records = []
+    for engine in (fast, timed):
+        hook = engine.on("before_tool_call", lambda e: None, name="quiet").hook
+        outcome = engine.emit_sync(BeforeToolCall(tool_name="t", args={"command": "ls"}))
+        records.append([(r.hook.name, r.decision, r.failure, r.status) for r in outcome.raw])
+        if engine is fast:
+            assert list(outcome.raw) == [HookResult(hook, None, None, 0, Status.NONE)]
+            assert outcome.raw[0] == HookResult(hook, None, None, 0, Status.NONE)
+    assert records[0] == records[1]

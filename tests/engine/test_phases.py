@@ -128,6 +128,39 @@ def test_garbage_answer_is_a_contract_error_and_blocks_closed(engine, sink):
     assert "unknown decision 'allow'" in sink.failures[0].error
 
 
+@pytest.mark.parametrize("timed", [False, True])
+def test_a_dict_answer_with_a_key_that_is_not_text_is_a_contract_error(timed):
+    # Keys of mixed types cannot be sorted for the message; that must still
+    # be the hook's contract error, never an exception out of emit_sync.
+    from interlock import Engine
+
+    engine = Engine(timed=timed)
+    engine.on("before_tool_call", lambda ev: {"decision": "block", 1: "x", "extra": 2},
+              name="mixed")
+    out = tool(engine)
+    engine.close()
+    assert out.blocked
+    assert out.raw[0].failure is not None
+    assert out.raw[0].failure.mode.value == "contract"
+    assert "unknown answer field(s)" in str(out.raw[0].failure)
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_an_answer_that_breaks_when_read_is_the_hooks_failure_not_the_hosts(timed):
+    from interlock import Engine
+
+    class Strange(dict):
+        def get(self, *args):
+            raise RuntimeError("read me and weep")
+
+    engine = Engine(timed=timed)
+    engine.on("before_tool_call", lambda ev: Strange(decision="block"), name="strange")
+    out = tool(engine)
+    engine.close()
+    assert out.blocked  # fails closed, as any crash does
+    assert "read me and weep" in str(out.raw[0].failure)
+
+
 def test_a_non_answer_value_is_a_contract_error(engine, sink):
     engine.on("before_tool_call", lambda ev: "block", name="text")
     assert tool(engine).blocked

@@ -159,6 +159,8 @@ def settle(hook: Hook, spec: EventSpec, answer: Any) -> Answer:
         return check_answer(hook, answer, spec), None
     except ContractError as exc:
         return None, exc
+    except HOOK_ERRORS as exc:  # reading a strange answer failed: the hook's fault
+        return None, crash(hook, exc)
 
 
 def crash(hook: Hook, exc: BaseException) -> HookCrash:

@@ -222,12 +222,12 @@ class DispatchLoop:
             elif mutated(event, snaps):
                 return handover(event, plan, snaps)
             if raw is None:
-                return Outcome(name, event, quiet, revision)
+                return Outcome(name=name, event=event, raw=quiet, revision=revision)
             if failed:
                 record_failures(event, raw)
             if decided:
                 return merge_raw(event, event, raw, _NO_CHANGES, revision)
-            return Outcome(name, event, raw, revision)
+            return Outcome(name=name, event=event, raw=raw, revision=revision)
 
         return fast
 

@@ -95,17 +95,16 @@ def merge_raw(original: Event, current: Event, raw: list[HookResult],
     payload = current if current is not original else None
     name = original.name
     if not decided:
-        return Outcome(name, original, raw, revision, payload=payload)
+        return Outcome(name=name, event=original, payload=payload, raw=raw, revision=revision)
     if best is None:
-        return Outcome(name, original, raw, revision, payload=payload, changes=changes,
-                       contexts=contexts)
+        return Outcome(name=name, event=original, payload=payload, changes=changes,
+                       contexts=contexts, raw=raw, revision=revision)
     decision = best.decision
     assert decision is not None
-    # By position, in Outcome's field order (name, event, raw, revision,
-    # verdict, reason, hint, hook, payload, changes, value, contexts): this
-    # runs on every dispatch where a hook answers, and keywords cost ~60 ns.
-    return Outcome(name, original, raw, revision, decision.verdict, decision.reason,
-                   decision.hint, best.hook, payload, changes, decision.value, contexts)
+    return Outcome(name=name, event=original, verdict=decision.verdict,
+                   reason=decision.reason, hint=decision.hint, hook=best.hook,
+                   payload=payload, changes=changes, value=decision.value,
+                   contexts=contexts, raw=raw, revision=revision)
 
 
 _NOT_APPLIED = frozenset({Status.SHADOW, Status.CANCELLED, Status.SUPERSEDED, Status.QUEUED})

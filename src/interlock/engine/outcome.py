@@ -87,17 +87,13 @@ class OutcomeRecord(msgspec.Struct, kw_only=True):
     """True when the stop-loop cap turned a block into no opinion."""
 
 
-class HookResult(msgspec.Struct, gc=False):
+class HookResult(msgspec.Struct):
     """One hook's part in a dispatch, as the dispatcher records it.
 
     A ``msgspec.Struct`` (built positionally, ~65 ns) because every hook that
     runs makes one. It still unpacks as ``hook, decision, failure, latency,
-    status`` for code written against the tuple it replaced.
-
-    Not tracked by the garbage collector (``gc=False``): a result holds its
-    hook and its answer, which never lead back to it, and untracked objects
-    are cheaper to make and free. A result with a failure is a
-    :class:`FailedResult`.
+    status`` for code written against the tuple it replaced. Results are
+    equal when their fields are, whichever kind of result they are.
     """
 
     hook: Hook
@@ -111,14 +107,21 @@ class HookResult(msgspec.Struct, gc=False):
     def __iter__(self) -> Iterator[Any]:
         return iter((self.hook, self.decision, self.failure, self.latency, self.status))
 
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, HookResult):
+            return NotImplemented
+        return tuple(self) == tuple(other)
 
-class FailedResult(HookResult, gc=True):
+    __hash__ = None  # type: ignore[assignment]  # mutable: status is set by the merge
+
+
+class FailedResult(HookResult):
     """The result of a hook that failed.
 
     It keeps the failure's message and mode, not its traceback or the
     exceptions chained to it. A traceback holds the frames of the dispatch,
     which hold the results, which hold the failure: a cycle that the
-    untracked parts of a dispatch (outcomes, runs) would hide from the
+    untracked parts of a dispatch (runs, events) would hide from the
     garbage collector, so every failed hook would leak its frames, events
     and answers for good. Nothing reads a stored failure's traceback (the
     crash site is taken when the failure is made).
@@ -139,7 +142,7 @@ def detach(failure: BaseException | None) -> None:
         failure.__cause__ = failure.__context__ = None
 
 
-class Quiet(HookResult, frozen=True, gc=False):  # type: ignore[misc]  # msgspec allows it
+class Quiet(HookResult, frozen=True):  # type: ignore[misc]  # msgspec allows it
     """The result of a hook that had no opinion, made once per plan and shared
     by every dispatch of it (the fast path); frozen, so it stays true."""
 
@@ -154,22 +157,19 @@ _BLOCK, _STOP = Verdict.BLOCK, Verdict.STOP
 _ENDS = (Verdict.BLOCK, Verdict.STOP, Verdict.SKIP)
 
 
-class Outcome(msgspec.Struct, gc=False):
+class Outcome(msgspec.Struct, kw_only=True):
     """The merged result of one dispatch.
 
     A ``msgspec.Struct`` because an event with no hooks still returns one:
-    it must cost tens of nanoseconds, not hundreds. Build it with keywords;
-    the dispatch loop passes its first four fields by position, which is
-    ~40 ns cheaper on every dispatch, so they come first.
+    it must cost tens of nanoseconds, not hundreds. Tracked by the garbage
+    collector: a host that keeps its last outcome closes a cycle through
+    it (outcome -> results -> hook -> the host's bound method -> host).
     """
 
     name: str
     """The event's name."""
     event: Event | None = None
     """The event as emitted; None on the shared outcome of an event with no hooks."""
-    raw: Sequence[HookResult] = ()
-    """Every hook's result, in dispatch order."""
-    revision: int = 0
     verdict: Verdict = Verdict.NONE
     """The merged decision."""
     reason: str | None = None
@@ -184,6 +184,9 @@ class Outcome(msgspec.Struct, gc=False):
     """respond's value."""
     contexts: Sequence[tuple[str, str]] = ()
     """(hook, text) for every context, in hook order."""
+    raw: Sequence[HookResult] = ()
+    """Every hook's result, in dispatch order."""
+    revision: int = 0
     capped: bool = False
     """True when the stop-loop cap turned a block into no opinion."""
 
