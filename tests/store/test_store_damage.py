@@ -196,3 +196,49 @@ def test_a_moved_store_and_its_ledger_are_protected(tmp_path: Path,
                   secret_paths(tmp_path / "home")):
         assert db.resolve() in paths
         assert (db.parent / ".interlock-stores").resolve() in paths
+
+
+def test_a_short_lived_open_of_a_large_store_checks_it_whole_only_once_damage_is_known(
+        tmp_path: Path) -> None:
+    """A bridge call that loads the hooks itself opens the store for one record: it
+    reads the whole file only while the file is small (about 0.25 s per 100 MB
+    otherwise, on every such call). A whole-file check that finds damage marks
+    the store, and every later open, short-lived or not, refuses it."""
+    path = tmp_path / "state" / "interlock.db"
+    _filled(path)
+    _damage(path, "middle")
+    small = path.stat().st_size // 4
+    open_store(str(path), check_up_to=small).close()  # past the limit: not read whole
+    with pytest.raises(ConfigError, match="damaged"):
+        open_store(str(path)).close()  # a long-lived open reads it whole
+    with pytest.raises(ConfigError, match="damaged") as raised:
+        open_store(str(path), check_up_to=small).close()  # and the damage is now known
+    assert "interlock store repair" in raised.value.render()
+    # A damaged header is seen by every open, however short.
+    _damage(path, "header")
+    with pytest.raises(ConfigError, match="damaged"):
+        open_store(str(path), check_up_to=small).close()
+
+
+def test_a_store_put_back_from_a_backup_is_checked_again_not_refused(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "interlock.db"
+    _filled(path)
+    backup = tmp_path / "backup.db"
+    backup.write_bytes(path.read_bytes())
+    _damage(path, "middle")
+    with pytest.raises(ConfigError, match="damaged"):
+        open_store(str(path)).close()
+    path.write_bytes(backup.read_bytes())  # the operator restores the file
+    open_store(str(path), check_up_to=1024).close()  # checked whole again, and fine
+    open_store(str(path)).close()
+
+
+def test_repair_clears_what_a_check_found(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "interlock.db"
+    _filled(path)
+    _damage(path, "middle")
+    with pytest.raises(ConfigError):
+        open_store(str(path)).close()
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}, store=str(path))
+    assert serve.cli("store", "repair", "--store", str(path)).returncode == 0
+    open_store(str(path), check_up_to=1024).close()

@@ -504,17 +504,18 @@ class Registry:
                     debounce_ms=debounce_ms, poll_ms=rescan_ms)
 
     # -- recording ---------------------------------------------------------------------
-    def record(self, url: str | None = None) -> Attached:
+    def record(self, url: str | None = None, *, check_up_to: int | None = None) -> Attached:
         """Audit every dispatch, dead-letter every failure and count both, in the store
         at ``url`` (default: ``$INTERLOCK_STORE``, else ``interlock.db`` in the state
-        dir), with breaker openings counted and their states kept there."""
+        dir), with breaker openings counted and their states kept there.
+        ``check_up_to``: see interlock.store.open_store."""
         if self.recording is None:
             from interlock.reliability.sinks import attach
             from interlock.store import DB_NAME
 
             url = url or os.environ.get("INTERLOCK_STORE") or str(self.state_dir / DB_NAME)
             self.recording = attach(self.engine, url=url, breakers=self.breakers,
-                                    metrics=self.metrics)
+                                    metrics=self.metrics, check_up_to=check_up_to)
         return self.recording
 
     def status(self) -> dict[str, Any]:

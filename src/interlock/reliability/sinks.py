@@ -90,17 +90,19 @@ class Attached:
 
 def attach(engine: Engine, store: Store | None = None, *, url: str | None = None,
            breakers: BreakerBook | None = None,
-           metrics: Metrics | None = None, tracing: bool = True) -> Attached:
+           metrics: Metrics | None = None, tracing: bool = True,
+           check_up_to: int | None = None) -> Attached:
     """Add the audit, dead-letter and metrics sinks (and tracing, when installed).
 
     Opens the default store (or ``url``) unless ``store`` is given. With
     ``breakers``, breaker openings are counted and state changes recorded.
     Pass ``metrics`` when the reliability wrappers already count into one.
+    ``check_up_to``: see interlock.store.open_store.
     """
     if store is None:
         from interlock.store import open_store
 
-        store = open_store(url)
+        store = open_store(url, check_up_to=check_up_to)
     if metrics is None:
         metrics = Metrics(store)
     elif metrics.store is None:

@@ -42,9 +42,9 @@ def default_url() -> str:
     return os.environ.get("INTERLOCK_STORE") or str(state_dir() / DB_NAME)
 
 
-def backend_for(url: str) -> SQLBackend:
+def backend_for(url: str, *, check_up_to: int | None = None) -> SQLBackend:
     """A backend for ``url``: ``postgresql://`` or ``postgres://``, ``sqlite:///path``,
-    or a plain file path."""
+    or a plain file path. ``check_up_to``: see SQLiteBackend."""
     if url.startswith(("postgresql://", "postgres://")):
         from interlock.store._postgres import PostgresBackend
 
@@ -57,17 +57,18 @@ def backend_for(url: str) -> SQLBackend:
 
     path = url.removeprefix("sqlite://") if url.startswith("sqlite://") else url
     try:
-        return SQLiteBackend(Path(path).expanduser())
+        return SQLiteBackend(Path(path).expanduser(), check_up_to=check_up_to)
     except OSError as exc:
         raise ConfigError(f"cannot open the store at {path}: {exc.strerror or exc}",
                           field="store", fix="check the path and its permissions") from None
 
 
 def open_store(url: str | None = None, *, retention: Retention | None = None,
-               interval: float = 0.05) -> Store:
-    """Open (creating if needed) the store at ``url``, or the default one."""
-    return Store(backend_for(url or default_url()), retention=retention,
-                 interval=interval)
+               interval: float = 0.05, check_up_to: int | None = None) -> Store:
+    """Open (creating if needed) the store at ``url``, or the default one.
+    ``check_up_to``: see SQLiteBackend (for opens that write a record and exit)."""
+    return Store(backend_for(url or default_url(), check_up_to=check_up_to),
+                 retention=retention, interval=interval)
 
 
 __all__ = [

@@ -7,6 +7,10 @@ ledger, ``.interlock-stores``, naming the store files created in it; opening a
 store the ledger names but that is missing is refused (docs/reliability.md,
 Stores that fail loudly) until ``interlock store repair`` starts a new one.
 A wiped folder takes its ledger with it, and the new store is announced.
+
+The ledger also notes a store that a whole-file check found damaged, with the
+file's modification time then: opens that do not read the file whole refuse
+it too, until the file changes (a backup put back) or is repaired.
 """
 
 from __future__ import annotations
@@ -48,7 +52,28 @@ def remember(store: Path, at: float) -> None:
 
 def forget(store: Path) -> None:
     entries = _read(store)
-    if entries.pop(store.name, None) is not None:
+    found = entries.pop(store.name, None), entries.pop(store.name + DAMAGED, None)
+    if found != (None, None):
+        _write(store, entries)
+
+
+DAMAGED = "#damaged"
+
+
+def damaged(store: Path) -> float | None:
+    """The file's modification time when a whole-file check found ``store``
+    damaged, or None if none did."""
+    return _read(store).get(store.name + DAMAGED)
+
+
+def mark_damaged(store: Path, mtime: float) -> None:
+    """Note that a whole-file check found ``store`` damaged while it had ``mtime``."""
+    _write(store, {**_read(store), store.name + DAMAGED: mtime})
+
+
+def clear_damaged(store: Path) -> None:
+    entries = _read(store)
+    if entries.pop(store.name + DAMAGED, None) is not None:
         _write(store, entries)
 
 

@@ -7,7 +7,9 @@ grows, held them all at once, periodically.
 
 Opening checks the file (``PRAGMA quick_check``, about 0.25 s per 100 MB): a
 damaged or emptied store is a one-line error naming the file and the fix,
-never a traceback, and never silently replaced by a fresh one.
+never a traceback, and never silently replaced by a fresh one. Short-lived
+opens may skip reading a large file whole (``check_up_to``); damage a whole
+check found is remembered, so they refuse it too.
 """
 
 from __future__ import annotations
@@ -43,10 +45,20 @@ class SQLiteBackend(SQLBackend):
     ph = "?"
     name = "sqlite"
 
-    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL") -> None:
+    def __init__(self, path: str | os.PathLike[str], *, synchronous: str = "FULL",
+                 check_up_to: int | None = None) -> None:
         """``synchronous``: FULL makes a committed batch survive power loss, not only a
-        crashed process; batches make its fsync cheap per record."""
+        crashed process; batches make its fsync cheap per record.
+
+        ``check_up_to``: read the whole file on open (``PRAGMA quick_check``) only
+        while it is at most this many bytes; None always reads it. For opens that
+        write a record or two and exit (a bridge call loading the hooks itself),
+        whose process the check would otherwise dominate on a large store. Every
+        open still reads the header and the tables, and refuses a store that a
+        whole-file check found damaged (interlock.store._ledger).
+        """
         super().__init__()
+        self.check_up_to = check_up_to
         self._checkpointing = threading.Event()
         self._checkpointer: threading.Thread | None = None
         self._stopping = False
@@ -82,12 +94,20 @@ class SQLiteBackend(SQLBackend):
             raise ConfigError(f"the store {self.path} is empty (0 bytes): its records are "
                               "gone", field="store",
                               fix="restore it from a backup, or " + REPAIR)
+        marked = _ledger.damaged(self.path)
+        mtime = self.path.stat().st_mtime
+        if marked is not None and marked == mtime:
+            raise self._damaged(sqlite3.DatabaseError(
+                "a whole-file check found it damaged, and it has not changed since"))
+        whole = (self.check_up_to is None or marked is not None
+                 or self.path.stat().st_size <= self.check_up_to)
         try:
             conn = self.connect(writer=True)
             try:
-                problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)")]
-                if problems != ["ok"]:
-                    raise sqlite3.DatabaseError("; ".join(problems))
+                if whole:
+                    problems = [str(r[0]) for r in conn.execute("PRAGMA quick_check(3)")]
+                    if problems != ["ok"]:
+                        raise sqlite3.DatabaseError("; ".join(problems))
                 self.ensure_schema(conn)
             finally:
                 conn.close()
@@ -98,7 +118,12 @@ class SQLiteBackend(SQLBackend):
                               "its write lock for 30 s", field="store",
                               fix="try again; `fuser` on the file shows who holds it") from None
         except sqlite3.DatabaseError as exc:
+            # Damage SQLite itself reported (not a lock, not a failed read): later
+            # opens that do not read the file whole must know of it.
+            _ledger.mark_damaged(self.path, mtime)
             raise self._damaged(exc) from None
+        if marked is not None:
+            _ledger.clear_damaged(self.path)  # put back from a backup, and whole again
 
     def _damaged(self, exc: Exception) -> ConfigError:
         why = " ".join(str(exc).split())[:300]

@@ -493,7 +493,7 @@ class _NoRegistry:
     def close(self) -> None:
         pass
 
-    def record(self) -> None:
+    def record(self, **options: Any) -> None:
         self.recorded = True
 
 

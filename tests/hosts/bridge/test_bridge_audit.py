@@ -9,6 +9,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -47,3 +48,50 @@ def test_an_unrecorded_in_process_decision_is_a_deny(tmp_path: Path) -> None:
     assert refused.returncode == 2, refused
     assert '"deny"' in refused.stdout
     assert "not recorded" in refused.stdout
+
+
+def test_an_in_process_call_reads_a_large_store_whole_only_when_damage_is_known(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the hooks in process is every session's first call: it does not
+    read a large store whole (the server it starts does), but it refuses one
+    a whole-file check found damaged."""
+    from interlock.engine.errors import ConfigError
+    from interlock.hosts.bridge import _core
+    from interlock.store import open_store
+
+    root = tmp_path / "p"
+    (root / ".interlock").mkdir(parents=True)
+    (root / ".interlock" / "guard.py").write_text(
+        "from interlock import block\n\ndef handle(e):\n"
+        "    return block('no rm') if 'rm' in e.args.get('command', '') else None\n")
+    (root / ".interlock" / "config.toml").write_text(
+        '[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\nhandler = "guard.py"\n')
+    store = tmp_path / "il.db"
+    for key in [k for k in os.environ if k.startswith("INTERLOCK_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("INTERLOCK_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("INTERLOCK_ACCEPT_HOOKS", "1")
+    monkeypatch.setenv("INTERLOCK_STORE", str(store))
+    filled = open_store(str(store))
+    now = time.time()  # recent: the opening prune must not drop the damaged pages
+    filled.backend.write([(now, f"d-{i}", "s", "before_tool_call", "terminal", "x", "none",
+                           "applied", "r" * 200, 0.1, 1, "none", None, None)
+                          for i in range(5000)], [], [])
+    filled.close()
+    conn = sqlite3.connect(store)
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    size = store.stat().st_size
+    with open(store, "r+b") as fh:
+        fh.seek(size // 3)
+        fh.write(os.urandom(size // 4))
+    monkeypatch.setattr(_core, "IN_PROCESS_CHECK_BYTES", size // 8)
+    payload = {"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse",
+               "tool_name": "Bash", "tool_input": {"command": "rm x"}, "tool_use_id": "t1"}
+    out = _core.evaluate_local("claude", payload, str(root))
+    assert out["decision"] == "block"  # the policy answered
+    assert out["reason"] == "no rm"
+    with pytest.raises(ConfigError, match="damaged"):
+        open_store(str(store)).close()  # what the server it starts does first
+    with pytest.raises(ConfigError, match="damaged"):
+        _core.evaluate_local("claude", payload, str(root))

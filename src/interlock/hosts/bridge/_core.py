@@ -205,6 +205,12 @@ def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: 
     return evaluate_local(system, payload, root)
 
 
+IN_PROCESS_CHECK_BYTES = 16 << 20
+"""A call that loads the hooks itself reads the store whole (about 40 ms here)
+only up to this size; the server it starts reads it whole, and damage found
+then is refused here too (docs/one-policy.md, The server the bridge starts)."""
+
+
 def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str, Any]:
     from interlock.hosts.bridge._common import logs_off_stderr
 
@@ -230,7 +236,7 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
                               "configure .interlock/config.toml or start `interlock serve`")
         # Recorded like any host, but only once there is something to record: the
         # store's rows are written in one transaction when the bridge exits.
-        host.registry.record()
+        host.registry.record(check_up_to=IN_PROCESS_CHECK_BYTES)
         outcome = host.engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
     except BaseException:
