@@ -220,17 +220,43 @@ def test_a_short_lived_open_of_a_large_store_checks_it_whole_only_once_damage_is
         open_store(str(path), check_up_to=small).close()
 
 
-def test_a_store_put_back_from_a_backup_is_checked_again_not_refused(tmp_path: Path) -> None:
+@pytest.mark.parametrize("restore", ["write", "copy2"])
+def test_a_store_put_back_from_a_backup_is_checked_again_not_refused(
+        tmp_path: Path, restore: str) -> None:
+    import shutil
+
     path = tmp_path / "state" / "interlock.db"
     _filled(path)
     backup = tmp_path / "backup.db"
-    backup.write_bytes(path.read_bytes())
+    shutil.copy2(path, backup)  # keeps the modification time, as cp -p and rsync -a do
+    stamp = path.stat()
     _damage(path, "middle")
+    os.utime(path, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # as failing sectors would
     with pytest.raises(ConfigError, match="damaged"):
         open_store(str(path)).close()
-    path.write_bytes(backup.read_bytes())  # the operator restores the file
+    if restore == "copy2":
+        shutil.copy2(backup, path)  # the very modification time the damaged file had
+        assert path.stat().st_mtime_ns == stamp.st_mtime_ns
+    else:
+        path.write_bytes(backup.read_bytes())
     open_store(str(path), check_up_to=1024).close()  # checked whole again, and fine
     open_store(str(path)).close()
+
+
+def test_check_and_repair_clear_a_note_that_no_longer_holds(tmp_path: Path) -> None:
+    from interlock.store import _ledger
+
+    path = tmp_path / "state" / "interlock.db"
+    _filled(path)
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}, store=str(path))
+    for command in ("check", "repair"):
+        _ledger.mark_damaged(path, _ledger.identity(path))  # however it came to be there
+        with pytest.raises(ConfigError, match="damaged"):
+            open_store(str(path), check_up_to=1024).close()
+        done = serve.cli("store", command, "--store", str(path))
+        assert done.returncode == 0, done.stdout + done.stderr
+        assert done.stdout.startswith("ok")
+        open_store(str(path), check_up_to=1024).close()
 
 
 def test_repair_clears_what_a_check_found(tmp_path: Path) -> None:

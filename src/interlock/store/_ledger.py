@@ -9,8 +9,9 @@ Stores that fail loudly) until ``interlock store repair`` starts a new one.
 A wiped folder takes its ledger with it, and the new store is announced.
 
 The ledger also notes a store that a whole-file check found damaged, with the
-file's modification time then: opens that do not read the file whole refuse
-it too, until the file changes (a backup put back) or is repaired.
+file's identity then (inode, size, modification and change times): opens that
+do not read the file whole refuse it too, until the file changes (a backup put
+back), `interlock store check` finds it whole, or it is repaired.
 """
 
 from __future__ import annotations
@@ -30,19 +31,21 @@ def _file(store: Path) -> Path:
     return store.with_name(LEDGER)
 
 
-def _read(store: Path) -> dict[str, float]:
+def _read(store: Path) -> dict[str, float | str]:
     try:
         data = json.loads(_file(store).read_text())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
         return {}
-    return {str(k): float(v) for k, v in data.items() if isinstance(v, int | float)}
+    return {str(k): (float(v) if isinstance(v, int | float) else v)
+            for k, v in data.items() if isinstance(v, int | float | str)}
 
 
 def created(store: Path) -> float | None:
     """When the ledger says ``store`` was created, or None if it never held one."""
-    return _read(store).get(store.name)
+    found = _read(store).get(store.name)
+    return found if isinstance(found, float) else None
 
 
 def remember(store: Path, at: float) -> None:
@@ -60,15 +63,25 @@ def forget(store: Path) -> None:
 DAMAGED = "#damaged"
 
 
-def damaged(store: Path) -> float | None:
-    """The file's modification time when a whole-file check found ``store``
-    damaged, or None if none did."""
-    return _read(store).get(store.name + DAMAGED)
+def identity(store: Path) -> str:
+    """The file as it is now: inode, size, and modification and change times in
+    ns. Restoring a backup changes the change time even where it keeps the
+    modification time (``cp -p``, ``rsync -a``); failing disk sectors change
+    neither."""
+    st = store.stat()
+    return f"{st.st_ino}:{st.st_size}:{st.st_mtime_ns}:{st.st_ctime_ns}"
 
 
-def mark_damaged(store: Path, mtime: float) -> None:
-    """Note that a whole-file check found ``store`` damaged while it had ``mtime``."""
-    _write(store, {**_read(store), store.name + DAMAGED: mtime})
+def damaged(store: Path) -> str | None:
+    """The file's :func:`identity` when a whole-file check found ``store``
+    damaged, or None if none did (or the ledger was written by an older one)."""
+    found = _read(store).get(store.name + DAMAGED)
+    return found if isinstance(found, str) else None
+
+
+def mark_damaged(store: Path, ident: str) -> None:
+    """Note that a whole-file check found ``store`` damaged while it was ``ident``."""
+    _write(store, {**_read(store), store.name + DAMAGED: ident})
 
 
 def clear_damaged(store: Path) -> None:
@@ -77,7 +90,7 @@ def clear_damaged(store: Path) -> None:
         _write(store, entries)
 
 
-def _write(store: Path, entries: dict[str, float]) -> None:
+def _write(store: Path, entries: dict[str, float | str]) -> None:
     target = _file(store)
     tmp = target.with_name(f"{LEDGER}.{os.getpid()}.tmp")
     try:

@@ -95,8 +95,8 @@ class SQLiteBackend(SQLBackend):
                               "gone", field="store",
                               fix="restore it from a backup, or " + REPAIR)
         marked = _ledger.damaged(self.path)
-        mtime = self.path.stat().st_mtime
-        if marked is not None and marked == mtime:
+        ident = _ledger.identity(self.path)
+        if marked is not None and marked == ident:
             raise self._damaged(sqlite3.DatabaseError(
                 "a whole-file check found it damaged, and it has not changed since"))
         whole = (self.check_up_to is None or marked is not None
@@ -120,7 +120,7 @@ class SQLiteBackend(SQLBackend):
         except sqlite3.DatabaseError as exc:
             # Damage SQLite itself reported (not a lock, not a failed read): later
             # opens that do not read the file whole must know of it.
-            _ledger.mark_damaged(self.path, mtime)
+            _ledger.mark_damaged(self.path, ident)
             raise self._damaged(exc) from None
         if marked is not None:
             _ledger.clear_damaged(self.path)  # put back from a backup, and whole again

@@ -50,13 +50,8 @@ def test_an_unrecorded_in_process_decision_is_a_deny(tmp_path: Path) -> None:
     assert "not recorded" in refused.stdout
 
 
-def test_an_in_process_call_reads_a_large_store_whole_only_when_damage_is_known(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Loading the hooks in process is every session's first call: it does not
-    read a large store whole (the server it starts does), but it refuses one
-    a whole-file check found damaged."""
-    from interlock.engine.errors import ConfigError
-    from interlock.hosts.bridge import _core
+def _damaged_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Path, int]:
+    """A project with a guard, and a store with a damaged middle: (root, store, size)."""
     from interlock.store import open_store
 
     root = tmp_path / "p"
@@ -85,13 +80,45 @@ def test_an_in_process_call_reads_a_large_store_whole_only_when_damage_is_known(
     with open(store, "r+b") as fh:
         fh.seek(size // 3)
         fh.write(os.urandom(size // 4))
-    monkeypatch.setattr(_core, "IN_PROCESS_CHECK_BYTES", size // 8)
-    payload = {"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse",
-               "tool_name": "Bash", "tool_input": {"command": "rm x"}, "tool_use_id": "t1"}
-    out = _core.evaluate_local("claude", payload, str(root))
+    return root, store, size
+
+
+PAYLOAD = {"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+           "tool_input": {"command": "rm x"}, "tool_use_id": "t1"}
+
+
+def test_an_in_process_call_reads_a_large_store_whole_only_when_damage_is_known(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Loading the hooks in process is every session's first call: when it starts
+    the project's server it does not read a large store whole (the server does),
+    but it refuses one a whole-file check found damaged."""
+    from interlock.engine.errors import ConfigError
+    from interlock.hosts.bridge import _core
+    from interlock.store import open_store
+
+    root, store, size = _damaged_store(tmp_path, monkeypatch)
+    payload = {**PAYLOAD, "cwd": str(root)}
+    out = _core.evaluate_local("claude", payload, str(root), check_up_to=size // 8)
     assert out["decision"] == "block"  # the policy answered
     assert out["reason"] == "no rm"
     with pytest.raises(ConfigError, match="damaged"):
         open_store(str(store)).close()  # what the server it starts does first
     with pytest.raises(ConfigError, match="damaged"):
-        _core.evaluate_local("claude", payload, str(root))
+        _core.evaluate_local("claude", payload, str(root), check_up_to=size // 8)
+
+
+def test_a_call_that_starts_no_server_reads_the_store_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """With no server to follow (INTERLOCK_BRIDGE_AUTOSTART=0, a remote server's
+    fallback), nobody else would ever read the store whole."""
+    from interlock.hosts.bridge import _core
+
+    root, _store, size = _damaged_store(tmp_path, monkeypatch)
+    monkeypatch.setattr(_core, "IN_PROCESS_CHECK_BYTES", size // 8)
+    raw = json.dumps({**PAYLOAD, "cwd": str(root)}).encode()
+    code = _core.main(["claude", "--project", str(root), "--local"], raw=raw, start=None)
+    out = capsys.readouterr().out
+    assert code == 2, out
+    assert '"deny"' in out
+    assert "damaged" in out

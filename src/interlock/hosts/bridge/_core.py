@@ -185,8 +185,10 @@ def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> str
 
 
 def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: Options,
-             deadline: float, host_event: str = "") -> dict[str, Any]:
-    """The outcome as a dict: from the server when one is up, else in process."""
+             deadline: float, host_event: str = "", *, server_follows: bool = False
+             ) -> dict[str, Any]:
+    """The outcome as a dict: from the server when one is up, else in process.
+    ``server_follows``: this call starts the project's server once it has answered."""
     if not opts.local and (opts.server or os.environ.get("INTERLOCK_SERVER")):
         from interlock.hosts.bridge import remote
 
@@ -202,16 +204,19 @@ def evaluate(system: str, raw: bytes, payload: dict[str, Any], root: str, opts: 
             return post(sock, f"/v1/bridge/{system}", raw, project=root, deadline=deadline)
         except NoServer:
             pass
-    return evaluate_local(system, payload, root)
+    return evaluate_local(system, payload, root,
+                          check_up_to=IN_PROCESS_CHECK_BYTES if server_follows else None)
 
 
 IN_PROCESS_CHECK_BYTES = 16 << 20
-"""A call that loads the hooks itself reads the store whole (about 40 ms here)
-only up to this size; the server it starts reads it whole, and damage found
-then is refused here too (docs/one-policy.md, The server the bridge starts)."""
+"""A call that loads the hooks itself and then starts the project's server
+reads the store whole (about 40 ms here) only up to this size: the server
+reads it whole, and damage found then is refused here too (docs/reliability.md,
+Damaged stores). A call that starts no server reads it whole."""
 
 
-def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str, Any]:
+def evaluate_local(system: str, payload: dict[str, Any], root: str, *,
+                   check_up_to: int | None = None) -> dict[str, Any]:
     from interlock.hosts.bridge._common import logs_off_stderr
 
     logs_off_stderr()  # hosts read stderr as the block reason
@@ -236,7 +241,7 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
                               "configure .interlock/config.toml or start `interlock serve`")
         # Recorded like any host, but only once there is something to record: the
         # store's rows are written in one transaction when the bridge exits.
-        host.registry.record(check_up_to=IN_PROCESS_CHECK_BYTES)
+        host.registry.record(check_up_to=check_up_to)
         outcome = host.engine.emit_sync(event)
         out: dict[str, Any] = outcome.to_dict(event)
     except BaseException:
@@ -254,7 +259,8 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str) -> dict[str,
 
 
 def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
-        deadline: float, outcome: dict[str, Any] | None = None) -> Reply:
+        deadline: float, outcome: dict[str, Any] | None = None, *,
+        server_follows: bool = False) -> Reply:
     try:
         payload = json.loads(raw)
     except ValueError as exc:
@@ -269,7 +275,8 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
     # fallback (bridge/remote.py).
     root = project_root(opts, mod, payload) if not remote or may_fall_back else ""
     if outcome is None:
-        outcome = evaluate(mod.SYSTEM, raw, payload, root, opts, deadline, state["host_event"])
+        outcome = evaluate(mod.SYSTEM, raw, payload, root, opts, deadline, state["host_event"],
+                           server_follows=server_follows)
     result = Result.from_dict(outcome)
     reply: Reply = mod.answer(state["host_event"], payload, result)
     return reply
@@ -321,7 +328,7 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
             raw = sys.stdin.buffer.read(MAX_INPUT + 1)
         if len(raw) > MAX_INPUT:
             raise BridgeError("the hook input is larger than 8 MiB")
-        reply = run(mod, opts, raw, state, deadline, outcome)
+        reply = run(mod, opts, raw, state, deadline, outcome, server_follows=start is not None)
     except BaseException as exc:  # any failure at all is a deny
         start = None  # the server would fail the same way; the next call tries again
         # BaseException too: a hook (in process) raising SystemExit or
