@@ -507,8 +507,7 @@ class Registry:
     def record(self, url: str | None = None, *, check_up_to: int | None = None) -> Attached:
         """Audit every dispatch, dead-letter every failure and count both, in the store
         at ``url`` (default: ``$INTERLOCK_STORE``, else ``interlock.db`` in the state
-        dir), with breaker openings counted and their states kept there.
-        ``check_up_to``: see interlock.store.open_store."""
+        dir), with breaker states kept there. ``check_up_to``: see open_store."""
         if self.recording is None:
             from interlock.reliability.sinks import attach
             from interlock.store import DB_NAME
