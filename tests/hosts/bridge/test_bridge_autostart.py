@@ -438,6 +438,31 @@ def test_a_config_broken_while_the_server_runs_denies_the_very_next_call(
     assert len(env.servers()) == 1
 
 
+def test_a_config_broken_while_the_server_loads_denies_the_first_call_it_answers(
+        env: Env, tmp_path: Path) -> None:
+    """An edit made after the starting server read the config, but before it
+    listened, is seen by its first answer: not the revision it loaded."""
+    root = env.project(tmp_path / "p")
+    loading = tmp_path / "loading"
+    env.add_hook(root, "slow", (
+        f"import os, time\nopen({str(loading)!r}, 'a').write(str(os.getpid()) + '\\n')\n"
+        "time.sleep(2)  # an import that takes its time\n\n"
+        "def handle(e):\n    return None\n"))
+    first = env.call(root, "ls")
+    assert first.returncode == 0, first
+    deadline = time.monotonic() + 60
+    while len(loading.read_text().split()) < 2:  # the server imports it now
+        assert time.monotonic() < deadline, "the server never loaded the hooks"
+        time.sleep(0.02)
+    config = root / ".interlock" / "config.toml"
+    config.write_text('[[hooks]\nname = "guard"\n')
+    env.up(root)
+    broken = env.call(root, "ls")
+    assert broken.returncode == 2, broken
+    assert "failed closed" in broken.stdout  # the config's error, not a drifted hook
+    assert "config.toml" in broken.stdout
+
+
 def test_a_thread_a_hook_leaves_running_does_not_keep_an_idle_server_alive(
         env: Env, tmp_path: Path) -> None:
     root = env.project(tmp_path / "p")

@@ -91,7 +91,12 @@ class Daemon:
         server = await asyncio.start_unix_server(self.handle, sock=sock, limit=MAX_HEAD)
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stop.set)
+        # An edit made after the hooks were loaded but before these stamps would
+        # otherwise go unseen until the next edit (a server answering from a stale
+        # revision): read the config once more now; an edit after the stamps is
+        # caught by catch_up on the next call.
         self.stamps = self.config_stamps()
+        await asyncio.to_thread(self.host.apply, set())
         self.host.start_live_task()
         # Let the watcher take its first look at the files before anyone can see an
         # answer and then edit them: a change made before that look would be missed.
