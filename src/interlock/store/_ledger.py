@@ -84,10 +84,14 @@ def mark_damaged(store: Path, ident: str) -> None:
     _write(store, {**_read(store), store.name + DAMAGED: ident})
 
 
-def clear_damaged(store: Path) -> None:
+def clear_damaged(store: Path) -> bool:
+    """Forget a damage note (the file was read whole since, and found sound);
+    True if there was one."""
     entries = _read(store)
-    if entries.pop(store.name + DAMAGED, None) is not None:
-        _write(store, entries)
+    if entries.pop(store.name + DAMAGED, None) is None:
+        return False
+    _write(store, entries)
+    return True
 
 
 def _write(store: Path, entries: dict[str, float | str]) -> None:

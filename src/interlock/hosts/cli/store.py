@@ -44,7 +44,9 @@ def check_cmd(
             problems, counts = [], _pg_counts(where)
     label = str(where) if isinstance(where, Path) else _safe(where)
     if isinstance(where, Path) and not problems:
-        _clear_mark(where)
+        from interlock.store import _ledger
+
+        _ledger.clear_damaged(where)
     if problems:
         typer.echo(f"damaged: {label}")
         for p in problems[:20]:
@@ -107,7 +109,9 @@ def repair_cmd(
                               fix="for PostgreSQL use its own tools (pg_dump, a "
                                   "restore); `interlock store export` reads it")
         if where.stat().st_size and not _sqlite_problems(where) and not force:
-            cleared = _clear_mark(where)
+            from interlock.store import _ledger
+
+            cleared = _ledger.clear_damaged(where)
             typer.echo(f"ok: {where} is not damaged; nothing to repair (--force "
                        "rebuilds it anyway)" + ("; opens no longer refuse it" if cleared
                                                else ""))
@@ -171,17 +175,6 @@ def _connect(path: Path) -> sqlite3.Connection:
     # Only read (the repair writes into a new file); no journal mode change.
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=30)
     return conn
-
-
-def _clear_mark(path: Path) -> bool:
-    """Forget that an earlier check found ``path`` damaged (it was just read whole
-    and found sound); True if there was such a note."""
-    from interlock.store import _ledger
-
-    if _ledger.damaged(path) is None:
-        return False
-    _ledger.clear_damaged(path)
-    return True
 
 
 def _sqlite_problems(path: Path) -> list[str]:
