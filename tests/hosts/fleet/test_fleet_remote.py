@@ -376,6 +376,50 @@ def test_forwarder_holds_the_connection_and_denies_on_a_wrong_pin(world: World,
         stop(proc)
 
 
+HARMLESS_POLICY = """
+[[hooks]]
+name = "log-only"
+events = ["before_tool_call"]
+command = "cat >/dev/null"
+"""
+
+
+@pytest.mark.parametrize("how", ["terminate", "kill"])
+def test_a_forwarder_that_is_gone_denies_rather_than_the_local_policy_answering(
+        world: World, tmp_path: Path, how: str) -> None:
+    """A bridge aimed at a forwarder's socket must not fall back to this
+    machine's own policy when the forwarder stops or is killed."""
+    project = tmp_path / "proj"
+    (project / ".interlock").mkdir(parents=True)
+    (project / ".interlock" / "config.toml").write_text(HARMLESS_POLICY)
+    sock = tmp_path / "fwd" / "s.sock"
+    sock.parent.mkdir(mode=0o700)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interlock", "serve", "--upstream", world.url,
+         "--token-file", str(world.token), "--ca", str(world.ca_pem), "--socket", str(sock)],
+        env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
+        stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "listening on" in line:
+            break
+    env = {**local_env(tmp_path), "INTERLOCK_SOCKET": str(sock)}
+    try:
+        assert bridge(["--project", str(project)], call("rm -rf ~"), env=env).denied
+    finally:
+        proc.kill() if how == "kill" else proc.terminate()
+        proc.wait(30)
+        proc.stderr.close()
+    for args, cwd in ((["--project", str(project)], None), ([], project)):
+        ran = bridge(args, call("rm -rf ~"), env=env, cwd=cwd)
+        assert ran.denied, (args, ran.code, ran.stdout, ran.stderr)
+        assert "forwarder" in ran.stdout
+        assert world.url in ran.stdout
+    # Deleting the mark is the way back to this machine's own policy.
+    (sock.parent / "s.sock.upstream").unlink()
+    assert bridge(["--project", str(project)], call("rm -rf ~"), env=env).allowed
+
+
 def test_install_writes_the_server_and_the_token_file_never_the_token(
         world: World, tmp_path: Path, local_project: Path) -> None:
     env = {**os.environ, **local_env(tmp_path)}

@@ -91,6 +91,15 @@ def request(sock_path: str, path: str, body: bytes, *, project: str, deadline: f
         try:
             sock.connect(sock_path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
+            forwarded = forwarder_of(sock_path)
+            if forwarded is not None:
+                # This socket is where a forwarder to the fleet's policy server
+                # answers: evaluating in process would swap that policy for this
+                # machine's own (docs/fleet.md, The forwarder).
+                raise BridgeError(
+                    f"the forwarder to {forwarded} is not running at {sock_path} (fix: start "
+                    f"`interlock serve --upstream {forwarded} ...` again, or delete "
+                    f"{sock_path}{FORWARDER_MARK} to use this machine's own policy)") from None
             raise NoServer(str(exc)) from None
         except OSError as exc:
             # The socket exists but we may not use it (another uid's directory):
@@ -110,6 +119,22 @@ def request(sock_path: str, path: str, body: bytes, *, project: str, deadline: f
     finally:
         sock.close()
     return _parse(raw)
+
+
+FORWARDER_MARK = ".upstream"
+"""Beside a socket ``interlock serve --upstream`` has served: the upstream's URL.
+It stays after the forwarder stops, so a bridge refuses rather than evaluating here."""
+
+
+def forwarder_of(sock_path: str) -> str | None:
+    """The upstream URL a forwarder served at ``sock_path`` (None when none did)."""
+    try:
+        with open(sock_path + FORWARDER_MARK, "rb") as fh:
+            return fh.read(2048).decode("utf-8", "replace").strip() or "the policy server"
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return "the policy server"
 
 
 _FIX = ("remove it (`interlock serve` makes a private one), or set XDG_RUNTIME_DIR or "

@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import ssl
 import sys
 from pathlib import Path
@@ -122,6 +123,19 @@ def create_forwarder(upstream: Upstream) -> Starlette:
     ])
 
 
+def mark_forwarder(socket_path: Path, base: str) -> None:
+    """Leave the upstream's URL beside the socket, for good: when this forwarder
+    is gone, a bridge that finds the mark denies instead of answering from this
+    machine's own policy (docs/fleet.md, The forwarder)."""
+    from interlock.hosts.bridge._client import FORWARDER_MARK
+
+    mark = socket_path.with_name(socket_path.name + FORWARDER_MARK)
+    mark.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = mark.with_name(mark.name + ".tmp")
+    tmp.write_text(base + "\n")
+    os.replace(tmp, mark)
+
+
 def serve_upstream(url: str, *, token_file: Path | None, pin: str | None, ca: Path | None,
                    socket_path: Path) -> None:
     """Run the forwarder on ``socket_path`` until stopped."""
@@ -138,5 +152,6 @@ def serve_upstream(url: str, *, token_file: Path | None, pin: str | None, ca: Pa
     except BridgeError as exc:
         raise ConfigError(str(exc), field="--upstream") from None
     serving = Serving(create_forwarder(upstream), socket_path=socket_path, tcp=False)
+    mark_forwarder(socket_path, upstream.base)
     sys.stderr.write(f"interlock serve: forwarding to {upstream.base}\n")
     serve_forever(serving)
