@@ -131,9 +131,20 @@ class LoopThread:
         self.loop.call_soon_threadsafe(fn)
 
     def close(self) -> None:
+        """Stop the loop, first cancelling what still runs on it (checks cut
+        off by an ending answer, background hooks) and waiting, for at most
+        ``DRAIN_SECONDS``, for their cleanup: a killed subprocess reaped, a
+        ``finally`` run. Left pending, asyncio reports them on stderr when the
+        loop goes, which an agent would show its model as part of a reason."""
         loop = self._loop
         if loop is None:
             return
+        if loop.is_running() and not self.in_thread():
+            drained = asyncio.run_coroutine_threadsafe(_drain(DRAIN_SECONDS), loop)
+            try:
+                drained.result(timeout=DRAIN_SECONDS + 1)
+            except Exception:  # closing goes on whatever the drain met
+                drained.cancel()
         loop.call_soon_threadsafe(loop.stop)
         if self._thread is not None:
             self._thread.join(timeout=5)
@@ -141,6 +152,20 @@ class LoopThread:
             loop.close()
         self._loop = None
         self._thread = None
+
+
+DRAIN_SECONDS = 2.0
+"""How long closing the loop waits for cancelled tasks to finish their cleanup."""
+
+
+async def _drain(seconds: float) -> None:
+    """Cancel every other task on this loop and wait for them, within ``seconds``."""
+    me = asyncio.current_task()
+    tasks = [t for t in asyncio.all_tasks() if t is not me]
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=seconds)
 
 
 monotonic_ns = time.perf_counter_ns

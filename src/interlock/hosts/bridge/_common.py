@@ -143,12 +143,15 @@ def logs_off_stderr() -> None:
     except OSError:
         handler = logging.NullHandler()
     handler.set_name("interlock-bridge-log")
-    logger = logging.getLogger("interlock")
-    for old in [h for h in logger.handlers if h.get_name() == "interlock-bridge-log"]:
-        logger.removeHandler(old)  # called again in the same process: replace, not stack
-        old.close()
-    logger.addHandler(handler)
-    logger.propagate = False
+    # asyncio's own lines too: a check cut off while its subprocess was still
+    # being created can outlive the loop, and asyncio says so when it goes.
+    for name in ("interlock", "asyncio"):
+        logger = logging.getLogger(name)
+        for old in [h for h in logger.handlers if h.get_name() == "interlock-bridge-log"]:
+            logger.removeHandler(old)  # called again in the same process: replace, not stack
+            old.close()
+        logger.addHandler(handler)
+        logger.propagate = False
 
 
 def redact_reasons(record: dict[str, Any]) -> None:
