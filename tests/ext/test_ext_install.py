@@ -297,3 +297,27 @@ def test_a_broken_folder_is_listed_and_does_not_stop_the_others(cli, tmp_path):
     assert infos["shouter"].status == "loaded"
     exts.close()
     engine.close()
+
+
+def test_enabling_or_disabling_an_unknown_extension_is_an_error_not_a_silent_no_op(
+        cli, tmp_path):
+    """A typo in `ext disable` would leave the extension running while saying
+    `disabled`."""
+    cli("ext", "install", str(_folder(tmp_path)), "--yes")
+    for verb in ("disable", "enable"):
+        result = cli("ext", verb, "shoutr", ok=False)
+        assert result.exit_code == 2
+        assert "no extension named 'shoutr'" in result.output
+        assert "did you mean 'shouter'?" in result.output
+    engine, exts, infos = _load(cli.home)
+    assert infos["shouter"].status == "loaded"
+    assert "shoutr" not in infos
+    exts.close()
+    engine.close()
+
+
+def test_installing_from_a_folder_that_does_not_exist_says_so(cli, tmp_path):
+    result = cli("ext", "install", str(tmp_path / "nowhere"), "--yes", ok=False)
+    assert result.exit_code == 2
+    assert f"no folder at {tmp_path / 'nowhere'}" in result.output
+    assert "pip install" not in result.output

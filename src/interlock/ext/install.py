@@ -81,6 +81,10 @@ class Installer:
                               field="source", fix="point at the extension's folder")
         if _GIT_URL.search(source):
             return "git"
+        if source.startswith(("/", "./", "../", "~")) and not source.endswith(".whl"):
+            raise ConfigError(f"no folder at {path}", field="source",
+                              fix="give the extension's folder, a git URL, a wheel or a "
+                                  "package name")
         return "package"
 
     def plan(self, source: str) -> str:

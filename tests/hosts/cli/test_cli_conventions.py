@@ -151,3 +151,14 @@ def test_help_is_plain_and_loads_neither_rich_nor_pkgutil() -> None:
     assert "╭" not in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80
     assert "env: None" in proc.stdout  # not left behind for the processes we start
+
+
+@pytest.mark.parametrize("args", [["-h"], ["hooks", "-h"], ["hooks", "test", "-h"]])
+def test_dash_h_is_help_as_in_ruff_and_uv(args: list[str], tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "interlock", *args], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: interlock")
+    long = subprocess.run([sys.executable, "-m", "interlock", *args[:-1], "--help"],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
+    assert done.stdout == long.stdout

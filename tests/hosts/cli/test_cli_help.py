@@ -16,7 +16,7 @@ from interlock.hosts.cli import _help
 
 def _tree():
     group = typer.main.get_command(cli.build_app())  # type: ignore[arg-type]
-    ctx = group.context_class(group)
+    ctx = group.context_class(group, **group.context_settings)
     return group, ctx
 
 
@@ -26,7 +26,7 @@ def test_the_table_lists_every_command_and_option_the_tree_has() -> None:
               for name in group.list_commands(ctx)}
     assert listed == _help.SUMMARIES
     assert list(listed) == list(_help.SUMMARIES)
-    options = {param.opts[0]: param.help for param in group.get_params(ctx)}
+    options = {param.get_help_record(ctx)[0]: param.help for param in group.get_params(ctx)}
     assert options == _help.OPTIONS
     assert group.help == _help.ABOUT
 

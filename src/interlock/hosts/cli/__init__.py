@@ -32,6 +32,7 @@ def build_app(only: str | None = None) -> object:
         help=ABOUT,
         no_args_is_help=True,
         pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},  # as ruff and uv take
     )
 
     def _version(value: bool) -> None:
@@ -94,7 +95,7 @@ def main(argv: list[str] | None = None) -> None:
         from interlock.hosts.cli._fast import run_bridge
 
         sys.exit(run_bridge(args[1:]))
-    if args == ["--help"]:
+    if args in (["--help"], ["-h"]):
         from interlock.hosts.cli._help import print_help
 
         sys.exit(print_help())

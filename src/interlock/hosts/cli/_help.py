@@ -43,7 +43,7 @@ OPTIONS: dict[str, str] = {
     "--install-completion": "Install completion for the current shell.",
     "--show-completion": "Show completion for the current shell, to copy it or customize "
                          "the installation.",
-    "--help": "Show this message and exit.",
+    "-h, --help": "Show this message and exit.",
 }
 """The top-level options and their help, as the tree declares them."""
 

@@ -92,6 +92,7 @@ def enable_cmd(name: str) -> None:
     from interlock.policies._common import interlock_home
 
     with user_errors():
+        _known(name)
         Installer(interlock_home()).set_enabled(name, True)
         typer.echo(f"enabled {name}")
 
@@ -103,6 +104,7 @@ def disable_cmd(name: str) -> None:
     from interlock.policies._common import interlock_home
 
     with user_errors():
+        _known(name)
         Installer(interlock_home()).set_enabled(name, False)
         typer.echo(f"disabled {name}")
 
@@ -133,6 +135,34 @@ def register(app: typer.Typer) -> None:
     ext.command("enable")(enable_cmd)
     ext.command("disable")(disable_cmd)
     ext.command("approve")(approve_cmd)
+
+
+def _known(name: str) -> None:
+    """ConfigError unless ``name`` is an extension this machine has or can find:
+    a typo in ``ext disable`` must not leave the extension running while it
+    says ``disabled``. Finding runs no extension code."""
+    import difflib
+
+    from interlock.engine.dispatch import Engine
+    from interlock.engine.errors import ConfigError
+    from interlock.ext.install import Installer
+    from interlock.ext.loader import ExtensionSet
+    from interlock.policies._common import interlock_home
+
+    home = interlock_home()
+    names = set(Installer(home).store.all())
+    engine = Engine()
+    try:
+        names.update(cand.name for cand in
+                     ExtensionSet(engine, home=home, project=_project()).discover())
+    finally:
+        engine.close()
+    if name in names:
+        return
+    close = difflib.get_close_matches(name, sorted(names), n=1)
+    raise ConfigError(f"no extension named {name!r}", field="name",
+                      fix=f"did you mean {close[0]!r}?" if close
+                      else "`interlock ext list` shows the extensions there are")
 
 
 def _status_rows() -> list[dict[str, object]]:
