@@ -321,3 +321,16 @@ def test_installing_from_a_folder_that_does_not_exist_says_so(cli, tmp_path):
     assert result.exit_code == 2
     assert f"no folder at {tmp_path / 'nowhere'}" in result.output
     assert "pip install" not in result.output
+
+
+def test_ext_list_is_a_table_that_fits_the_terminal(cli, tmp_path, monkeypatch):
+    cli("ext", "install", str(_folder(tmp_path)), "--yes")
+    monkeypatch.setenv("COLUMNS", "80")
+    lines = cli("ext", "list").output.splitlines()
+    # The origin is a long temporary path: the minor columns make room for it.
+    assert lines[0].split() == ["NAME", "STATUS", "ORIGIN"]
+    assert lines[1].split()[:2] == ["shouter", "ok"]
+    assert max(len(line) for line in lines) <= 80
+    wide = cli("ext", "list", "--wide").output.splitlines()
+    assert wide[0].split() == ["NAME", "SOURCE", "STATUS", "PIN", "ORIGIN", "MESSAGE"]
+    assert len(wide) == 2

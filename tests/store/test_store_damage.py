@@ -94,10 +94,21 @@ def test_store_check_export_and_repair_keep_the_evidence(tmp_path: Path) -> None
     assert good.returncode == 0, good.stderr
     assert "ok" in good.stdout
 
+    as_json = serve.cli("store", "check", "--store", str(path), "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    report = json.loads(as_json.stdout)
+    assert report["ok"] is True
+    assert report["problems"] == []
+    assert report["counts"]["interlock_audit"] == ROWS
+
     _damage(path, "middle")
     bad = serve.cli("store", "check", "--store", str(path))
     assert bad.returncode == 1, bad.stdout + bad.stderr
     assert "damaged" in bad.stdout
+    bad_json = serve.cli("store", "check", "--store", str(path), "--json")
+    assert bad_json.returncode == 1
+    assert json.loads(bad_json.stdout)["ok"] is False
+    assert json.loads(bad_json.stdout)["problems"]
 
     out = tmp_path / "export.jsonl"
     exported = serve.cli("store", "export", "--store", str(path), "--out", str(out))

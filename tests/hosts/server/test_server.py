@@ -528,9 +528,16 @@ def test_token_cli_creates_lists_and_revokes(tmp_path: Path) -> None:
     token = made.stdout.strip()
     assert token.startswith("ilk_")
     assert TokenStore(tmp_path / "state" / "server-tokens.json").verify(token) is not None
-    listed = subprocess.run([*cli, "list"], env=env, capture_output=True, text=True, check=True)
+    listed = subprocess.run([*cli, "list", "--json"], env=env, capture_output=True, text=True,
+                            check=True)
     assert json.loads(listed.stdout)[0]["role"] == "admin"
     assert token not in listed.stdout
+    table = subprocess.run([*cli, "list"], env={**env, "COLUMNS": "80"}, capture_output=True,
+                           text=True, check=True).stdout.splitlines()
+    assert table[0].split()[:3] == ["NAME", "ROLE", "CREATED"]
+    assert table[1].split()[:2] == ["ci", "admin"]
+    assert table[1].split()[2][:2] == "20"  # a date, not epoch seconds
+    assert token not in "\n".join(table)
     dup = subprocess.run([*cli, "create", "ci"], env=env, capture_output=True, text=True)
     assert dup.returncode == 2
     assert "exists" in dup.stderr

@@ -31,10 +31,14 @@ def _consent(what: str, yes: bool) -> None:
 
 
 def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output.")]
-             = False) -> None:
+             = False,
+             wide: Annotated[bool, typer.Option(
+                 "--wide", help="Every column in full, one line per extension.")] = False,
+             ) -> None:
     """List extensions, where they come from, and whether they load (approved ones
     are imported to find out, as a host would)."""
     from interlock.hosts.cli._common import print_json, user_errors
+    from interlock.hosts.cli._table import render
 
     with user_errors():
         rows = _status_rows()
@@ -43,11 +47,11 @@ def list_cmd(as_json: Annotated[bool, typer.Option("--json", help="JSON output."
             return
         if not rows:
             typer.echo("no extensions")
-        for r in rows:
-            pin = r.get("pin") or ""
-            typer.echo(f"{r['name']:<24} {r['source']:<8} {r['status']:<11} "
-                       f"{pin:<24} {r['origin']}"
-                       + (f"\n    {r['message']}" if r["message"] else ""))
+            return
+        table = [[str(r["name"]), str(r["source"]), str(r["status"]), str(r.get("pin") or "-"),
+                  str(r["origin"]), str(r["message"] or "")] for r in rows]
+        typer.echo(render(["NAME", "SOURCE", "STATUS", "PIN", "ORIGIN", "MESSAGE"], table,
+                          wrap=["ORIGIN", "MESSAGE"], drop=["PIN", "SOURCE"], wide=wide))
 
 
 def install_cmd(

@@ -374,7 +374,7 @@ def register(app: typer.Typer) -> None:
     @token_app.command("list")
     def token_list(project: Annotated[Path | None, typer.Option(help="Project root.")] = None,
                    as_json: Annotated[bool, typer.Option(
-                       "--json", help="JSON output (the only format; accepted for scripts).")]
+                       "--json", help="JSON output (epoch seconds for the times).")]
                    = False,
                    fleet: Annotated[bool, typer.Option(
                        "--fleet", help="The fleet's tokens, in the PostgreSQL --store.")]
@@ -382,11 +382,23 @@ def register(app: typer.Typer) -> None:
                    store: Annotated[str | None, typer.Option(
                        help="With --fleet: the PostgreSQL store URL.",
                        envvar="INTERLOCK_STORE")] = None) -> None:
-        """List token names and roles (never the tokens), as JSON."""
+        """List token names and roles (never the tokens)."""
         from interlock.hosts.cli._common import print_json, user_errors
 
         with user_errors():
-            print_json(_tokens(project, fleet, store).describe())
+            described = _tokens(project, fleet, store).describe()
+            if as_json:
+                print_json(described)
+                return
+            if not described:
+                typer.echo("no tokens")
+                return
+            from interlock.hosts.cli._table import render
+
+            typer.echo(render(["NAME", "ROLE", "CREATED", "EXPIRES", "SENDER"],
+                              [[str(t["name"]), str(t["role"]), _utc(t.get("created")),
+                                _utc(t.get("expires")), str(t.get("sender") or "-")]
+                               for t in described], drop=["SENDER", "EXPIRES"]))
 
     @token_app.command("revoke")
     def token_revoke(name: str,
@@ -404,3 +416,12 @@ def register(app: typer.Typer) -> None:
             if not _tokens(project, fleet, store).revoke(name):
                 typer.echo(f"interlock: error: no token named {name!r}", err=True)
                 raise typer.Exit(2)
+
+
+def _utc(when: object) -> str:
+    """Epoch seconds as a UTC time for a table ("-" when unset)."""
+    if not isinstance(when, int | float):
+        return "-"
+    import time
+
+    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(when))

@@ -31,9 +31,12 @@ _GIVE_UP = 64
 def check_cmd(
     store: Annotated[str | None, typer.Option(help=STORE_HELP,
                                               envvar="INTERLOCK_STORE")] = None,
+    as_json: Annotated[bool, typer.Option(
+        "--json", help='{"store", "ok", "problems", "counts"}; the exit code is the same.')]
+        = False,
 ) -> None:
     """Check the store's integrity and count its records; exit 1 when damaged."""
-    from interlock.hosts.cli._common import user_errors
+    from interlock.hosts.cli._common import print_json, user_errors
 
     with user_errors():
         where = _where(store)
@@ -47,6 +50,12 @@ def check_cmd(
         from interlock.store import _ledger
 
         _ledger.clear_damaged(where)
+    if as_json:
+        print_json({"store": label, "ok": not problems, "problems": problems,
+                    "counts": counts})
+        if problems:
+            raise typer.Exit(1)
+        return
     if problems:
         typer.echo(f"damaged: {label}")
         for p in problems[:20]:
