@@ -144,3 +144,24 @@ def _follow(path: str) -> None:
             proc.stdout.close()
         attached.close()
         engine.close()
+
+
+def test_rows_that_arrive_later_line_up_under_the_header_printed_first() -> None:
+    """`audit --follow` lays its columns out once: a later record with a longer
+    hook name wraps in its column instead of shifting the others, and a longer
+    reason has the room left on the line."""
+    from interlock.hosts.cli._table import fit, more_rows
+
+    layout = fit(HEADERS, ROWS[1:], wrap=("REASON",), drop=("SESSION", "AT"), columns=80,
+                 fill=True)
+    first = more_rows(HEADERS, ROWS[1:], layout, header=True).splitlines()
+    name = "project:a-much-longer-hook-name-than-before"
+    later = more_rows(HEADERS, [["2026-01-01 12:00:02", "s3", "before_tool_call", name,
+                                 "block", REASON]], layout).splitlines()
+    header = first[0]
+    assert max(len(line) for line in first + later) <= 80
+    assert later[0][header.index("VERDICT"):].startswith("block")
+    hook_at, verdict_at = header.index("HOOK"), header.index("VERDICT")
+    assert "".join(line[hook_at:verdict_at].strip() for line in later) == name
+    reason_at = header.index("REASON")
+    assert " ".join(line[reason_at:].strip() for line in later).split() == REASON.split()

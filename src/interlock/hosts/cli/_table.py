@@ -9,6 +9,7 @@ import shutil
 import sys
 import textwrap
 from collections.abc import Sequence
+from typing import NamedTuple
 
 _GAP = "  "
 _MIN_WRAP = 16  # a wrapped column narrower than this reads as a word per line
@@ -25,6 +26,17 @@ def width() -> int | None:
     return shutil.get_terminal_size((80, 24)).columns
 
 
+class Layout(NamedTuple):
+    keep: list[int]
+    """The columns shown."""
+    sized: list[int]
+    """Each column's width."""
+    wrapping: set[int]
+    """The columns that wrap."""
+    limit: int | None
+    """The width fitted (None: no limit, lines print whole)."""
+
+
 def render(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
            wrap: Sequence[str] = (), drop: Sequence[str] = (), wide: bool = False,
            columns: int | None = None) -> str:
@@ -33,13 +45,38 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
     ``wrap`` names the columns that may wrap (at spaces; a word longer than its
     column is the only thing ever split), ``drop`` the columns that may go, first
     first, when the others do not fit even wrapped."""
+    keep, sized, wrapping, _limit = fit(headers, rows, wrap=wrap, drop=drop, wide=wide,
+                                        columns=columns)
+    return _lines(headers, rows, keep, sized, wrapping)
+
+
+def more_rows(headers: Sequence[str], rows: Sequence[Sequence[str]], layout: Layout, *,
+              header: bool = False) -> str:
+    """``rows`` laid out with ``layout`` (a followed log, whose header was printed
+    once): the same columns and widths, any cell too long for its column wrapping
+    in it. ``header``: the header line first."""
+    text = _lines(headers, rows, layout.keep, layout.sized,
+                  set(layout.keep) if layout.limit is not None else set())
+    return text if header else text.partition("\n")[2]
+
+
+def fit(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+        wrap: Sequence[str] = (), drop: Sequence[str] = (), wide: bool = False,
+        columns: int | None = None, fill: bool = False) -> Layout:
+    """The layout :func:`render` prints ``rows`` with. ``fill``: the last wrapping
+    column takes what room is left (rows to come may be longer than these)."""
     keep = list(range(len(headers)))
     natural = [max([len(headers[i]), *(len(r[i]) for r in rows)]) for i in keep]
     if wide:
-        return _lines(headers, rows, keep, natural, set())
+        return Layout(keep, natural, set(), None)
     limit = columns if columns is not None else width()
     if limit is None:
-        return _lines(headers, rows, keep, natural, set())
+        return Layout(keep, natural, set(), None)
+    if fill:
+        growing = [i for i in keep if headers[i] in wrap]
+        if growing:
+            natural[growing[-1]] = max(natural[growing[-1]], limit - sum(
+                natural[i] for i in keep if i != growing[-1]) - len(_GAP) * (len(keep) - 1))
     wrapping = {i for i in keep if headers[i] in wrap}
 
     # A wrapped column is at least as wide as its longest word, so no word is split
@@ -52,7 +89,7 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
                    for i in cols) + len(_GAP) * (len(cols) - 1)
 
     if sum(natural[i] for i in keep) + len(_GAP) * (len(keep) - 1) <= limit:
-        return _lines(headers, rows, keep, natural, set())
+        return Layout(keep, natural, set(), limit)
     empty = [i for i in keep if all(r[i] in ("", "-") for r in rows)]
     dropping = list(dict.fromkeys(empty + [headers.index(h) for h in drop if h in headers]))
     while needed(keep) > limit and dropping:
@@ -67,7 +104,7 @@ def render(headers: Sequence[str], rows: Sequence[Sequence[str]], *,
         extra = min(natural[i] - floor[i], max(room, 0) // (len(flexible) - n))
         sized[i] = floor[i] + extra
         room -= extra
-    return _lines(headers, rows, keep, sized, wrapping)
+    return Layout(keep, sized, wrapping, limit)
 
 
 def _lines(headers: Sequence[str], rows: Sequence[Sequence[str]], keep: list[int],

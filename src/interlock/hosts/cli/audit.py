@@ -73,19 +73,29 @@ def audit_cmd(
     if not rows:
         typer.echo("no audit records match")
         return
-    typer.echo(_table(rows, wide=wide, header=True))
+    typer.echo(_table(rows, wide=wide))
 
 
-def _table(rows: list[Any], *, wide: bool, header: bool) -> str:
+def _cells(rows: list[Any]) -> list[list[str]]:
     from interlock.hosts.cli._store import when
+
+    return [[when(r.at), r.session_id or "-", r.event, r.hook, r.verdict, r.status,
+             "-" if r.latency_ms is None else f"{r.latency_ms:.2f}",
+             " ".join((r.reason or r.error or "-").split())] for r in rows]
+
+
+_TYPICAL = ["2026-01-01 00:00:00", "s-0123456789ab", "before_tool_call",
+            "project:a-typical-hook", "approve", "superseded", "12.34",
+            "a reason of a few words"]
+"""A record of typical widths: the followed log's columns fit it too."""
+_WRAP = ("REASON",)
+_DROP = ("SESSION", "MS", "STATUS", "AT")
+
+
+def _table(rows: list[Any], *, wide: bool) -> str:
     from interlock.hosts.cli._table import render
 
-    cells = [[when(r.at), r.session_id or "-", r.event, r.hook, r.verdict, r.status,
-              "-" if r.latency_ms is None else f"{r.latency_ms:.2f}",
-              " ".join((r.reason or r.error or "-").split())] for r in rows]
-    text = render(HEADERS, cells, wrap=("REASON",), drop=("SESSION", "MS", "STATUS", "AT"),
-                  wide=wide)
-    return text if header else text.split("\n", 1)[1]
+    return render(HEADERS, _cells(rows), wrap=_WRAP, drop=_DROP, wide=wide)
 
 
 def _follow(backend: Any, query: Any, rows: list[Any], store: str | None, *, wide: bool,
@@ -101,14 +111,26 @@ def _follow(backend: Any, query: Any, rows: list[Any], store: str | None, *, wid
     import msgspec
 
     from interlock.hosts.cli._store import open_backend
+    from interlock.hosts.cli._table import Layout, fit, more_rows
     from interlock.store import AuditQuery
 
+    # The columns are laid out once, from the first records (or from a typical
+    # one), and kept: rows that arrive later line up under the header printed.
+    layout: Layout | None = None
+
     def show(batch: list[Any], header: bool) -> None:
+        nonlocal layout
         if as_json:
             for r in batch:
                 typer.echo(json.dumps(msgspec.to_builtins(r)))
-        elif batch:
-            typer.echo(_table(batch, wide=wide, header=header))
+            return
+        if not batch:
+            return
+        cells = _cells(batch)
+        if layout is None:
+            layout = fit(HEADERS, [*cells, _TYPICAL], wrap=_WRAP, drop=_DROP, wide=wide,
+                         fill=True)
+        typer.echo(more_rows(HEADERS, cells, layout, header=header))
 
     show(rows, True)
     if rows:
