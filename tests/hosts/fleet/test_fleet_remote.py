@@ -284,9 +284,28 @@ class Canned(http.server.BaseHTTPRequestHandler):
         "other": (200, b'{"status": "ok"}'),  # another service behind a misrouted balancer
     }
 
+    ALLOW = b'{"decision": "none", "event": "before_tool_call"}'
+    raw: dict[str, bytes] = {
+        # Chunked answers cut short: no terminating 0-chunk, a chunk shorter than its
+        # declared size, a size that is not hex. Each would read as "allow" if trusted.
+        "no_last_chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         + b"%x\r\n" % len(ALLOW) + ALLOW + b"\r\n",
+        "short_chunk": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                       + b"%x\r\n" % (len(ALLOW) + 16) + ALLOW,
+        "bad_chunk_size": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                          + b"ZZ\r\n" + ALLOW + b"\r\n0\r\n\r\n",
+        "bad_length": b"HTTP/1.1 200 OK\r\nContent-Length: abc\r\n\r\n" + ALLOW,
+        "chunked_ok": b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                      + b"%x\r\n" % len(ALLOW) + ALLOW + b"\r\n0\r\n\r\n",
+    }
+
     def do_POST(self) -> None:
         self.rfile.read(int(self.headers.get("Content-Length", "0")))
         key = self.path.split("/")[1]
+        if key in self.raw:
+            self.wfile.write(self.raw[key])
+            self.close_connection = True
+            return
         status, body = self.answers[key]
         self.send_response(status)
         self.send_header("Content-Length", str(len(body)))
@@ -313,6 +332,18 @@ def canned() -> Iterator[int]:
 def test_bad_answers_deny(world: World, canned: int, kind: str) -> None:
     ran = bridge(world.args(url=f"http://127.0.0.1:{canned}/{kind}"), call("ls"))
     assert ran.denied, (ran.code, ran.stdout)
+
+
+@pytest.mark.parametrize("kind", ["no_last_chunk", "short_chunk", "bad_chunk_size",
+                                  "bad_length"])
+def test_an_answer_cut_short_or_malformed_denies(world: World, canned: int, kind: str) -> None:
+    ran = bridge(world.args(url=f"http://127.0.0.1:{canned}/{kind}"), call("ls"))
+    assert ran.denied, (ran.code, ran.stdout)
+    assert "Error" not in ran.stdout  # a sentence, not an exception's name
+
+
+def test_a_whole_chunked_answer_is_read(world: World, canned: int) -> None:
+    assert bridge(world.args(url=f"http://127.0.0.1:{canned}/chunked_ok"), call("ls")).allowed
 
 
 def test_only_a_503_falls_back(world: World, canned: int, tmp_path: Path,
