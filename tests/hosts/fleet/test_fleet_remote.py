@@ -407,6 +407,63 @@ def test_forwarder_holds_the_connection_and_denies_on_a_wrong_pin(world: World,
         stop(proc)
 
 
+class Recorded(http.server.BaseHTTPRequestHandler):
+    """Answers allow to every POST and keeps what it was sent (headers and body)."""
+
+    seen: list[bytes]
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+        self.seen.append(str(self.headers).encode() + body)
+        answer = b'{"decision": "none", "event": "before_tool_call"}'
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(answer)))
+        self.end_headers()
+        self.wfile.write(answer)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+def test_forwarder_checks_the_pin_before_the_token_and_the_input_leave(
+        world: World, tmp_path: Path) -> None:
+    """A server the CA trusts but the pin does not name never sees the request."""
+    import ssl
+
+    impostor = world.ca.issue_cert("127.0.0.1")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    impostor.configure_cert(ctx)
+    seen: list[bytes] = []
+    handler = type("Seen", (Recorded,), {"seen": seen})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    sock = tmp_path / "fwd" / "s.sock"
+    sock.parent.mkdir(mode=0o700)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interlock", "serve", "--upstream",
+         f"https://127.0.0.1:{server.server_address[1]}", "--token-file", str(world.token),
+         "--ca", str(world.ca_pem), "--pin", world.spki_pin, "--socket", str(sock)],
+        env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
+        stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "listening on" in line:
+            break
+    try:
+        ran = bridge([], call("secret-looking input"), env={"INTERLOCK_SOCKET": str(sock)})
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        proc.stderr.close()
+        server.shutdown()
+        server.server_close()
+    assert ran.denied, (ran.code, ran.stdout)
+    assert "pin" in ran.stdout
+    assert seen == []
+
+
 HARMLESS_POLICY = """
 [[hooks]]
 name = "log-only"
