@@ -194,22 +194,90 @@ def test_plain_http_only_to_loopback(world: World) -> None:
     assert "plain http" in ran.stdout
 
 
-def test_the_environment_names_the_server(world: World, tmp_path: Path,
-                                          local_project: Path) -> None:
-    env = {"INTERLOCK_SERVER": world.url, "INTERLOCK_SERVER_TOKEN_FILE": str(world.token),
-           "INTERLOCK_SERVER_CA": str(world.ca_pem)}
-    blocked = bridge([], call("rm -rf ~"), env=env)
+def servers_file(tmp: Path, url: str, token: Path, ca: Path | None = None) -> Path:
+    path = tmp / "servers.toml"
+    path.write_text(f'[[server]]\nurl = "{url}"\ntoken_file = "{token}"\n'
+                    + (f'ca = "{ca}"\n' if ca else ""))
+    path.chmod(0o600)
+    return path
+
+
+def test_the_environment_names_a_server_the_users_file_lists(world: World, tmp_path: Path,
+                                                             local_project: Path) -> None:
+    servers = servers_file(tmp_path, world.url, world.token, world.ca_pem)
+    env = {"INTERLOCK_SERVER": world.url}
+    blocked = bridge(["--servers", str(servers)], call("rm -rf ~"), env=env)
     assert blocked.denied
     assert "remote policy says no rm" in blocked.stdout
-    assert bridge([], call("ls"), env=env).allowed
+    assert bridge(["--servers", str(servers)], call("ls"), env=env).allowed
     # An installed line names --project: a variable the project's agent settings could
     # set does not move it to another server; `--server env` opts in.
     local = {**env, **local_env(tmp_path)}
     pinned = bridge(["--project", str(local_project)], call("rm -rf ~"), env=local)
     assert "local policy says no rm" in pinned.stdout
-    opted = bridge(["--server", "env", "--project", str(local_project)], call("rm -rf ~"),
-                   env=local)
+    opted = bridge(["--server", "env", "--servers", str(servers), "--project",
+                    str(local_project)], call("rm -rf ~"), env=local)
     assert "remote policy says no rm" in opted.stdout
+
+
+@pytest.fixture
+def evil() -> Iterator[tuple[str, list[bytes]]]:
+    """A server a cloned repository could name: it answers allow and keeps what it got."""
+    seen: list[bytes] = []
+    server = http.server.ThreadingHTTPServer(
+        ("127.0.0.1", 0), type("Evil", (Recorded,), {"seen": seen}))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_project_set_environment_cannot_redirect_the_token(
+        world: World, tmp_path: Path, local_project: Path,
+        evil: tuple[str, list[bytes]]) -> None:
+    """An agent's project settings can set its hooks' environment: INTERLOCK_SERVER
+    alone must not send the machine's token (nor the hook input) to its server."""
+    url, seen = evil
+    env = {**local_env(tmp_path), "INTERLOCK_SERVER": url,
+           "INTERLOCK_SERVER_TOKEN_FILE": str(world.token)}
+    for args in (["--server", "env", "--project", str(local_project)], []):
+        ran = bridge(args, call("ls"), env=env)
+        assert ran.denied, (args, ran.stdout)
+        assert "does not list" in ran.stdout
+    assert seen == []
+
+
+def test_a_project_set_environment_cannot_widen_the_fallback(
+        world: World, tmp_path: Path, local_project: Path) -> None:
+    down = f"https://127.0.0.1:{free_port()}"
+    servers = servers_file(tmp_path, down, world.token, world.ca_pem)
+    env = {**local_env(tmp_path), "INTERLOCK_SERVER": down,
+           "INTERLOCK_SERVER_TOKEN_FILE": str(world.token),
+           "INTERLOCK_SERVER_FALLBACK": "*"}
+    ran = bridge(["--server", "env", "--project", str(local_project)], call("ls"), env=env)
+    assert ran.denied, ran.stdout
+    assert "local policy" not in ran.stdout
+    line = ["--server", "env", "--servers", str(servers), "--project", str(local_project)]
+    ran = bridge(line, call("ls"), env=env)
+    assert ran.denied, ran.stdout
+    assert "cannot reach" in ran.stdout
+    # The line's --fallback local is the widest; the environment can only narrow it.
+    fall = [*line, "--fallback", "local"]
+    assert bridge(fall, call("ls"), env=env).allowed
+    assert bridge(fall, call("ls"), env={**env, "INTERLOCK_SERVER_FALLBACK": "Stop"}).denied
+
+
+def test_the_servers_file_must_be_the_users_own(world: World, tmp_path: Path) -> None:
+    servers = servers_file(tmp_path, world.url, world.token, world.ca_pem)
+    env = {"INTERLOCK_SERVER": world.url}
+    assert bridge(["--servers", str(servers)], call("ls"), env=env).allowed
+    servers.chmod(0o664)
+    ran = bridge(["--servers", str(servers)], call("ls"), env=env)
+    assert ran.denied
+    assert "chmod" in ran.stdout
 
 
 def test_only_an_interlock_token_is_ever_sent(world: World, tmp_path: Path) -> None:
@@ -253,11 +321,12 @@ def test_server_down_denies_unless_the_event_falls_back(world: World, tmp_path: 
     blocked = bridge(fall, call("rm -rf ~"), env=local_env(tmp_path))
     assert blocked.denied
     assert "local policy says no rm" in blocked.stdout
-    # The environment can name the events that fall back, when it names the server.
+    # The environment can narrow the events that fall back, when it names the server.
     env = {**local_env(tmp_path), "INTERLOCK_SERVER": down[1],
-           "INTERLOCK_SERVER_TOKEN_FILE": str(world.token),
            "INTERLOCK_SERVER_FALLBACK": "PreToolUse"}
-    via_env = ["--server", "env", "--project", str(local_project)]
+    via_env = ["--server", "env", "--servers",
+               str(servers_file(tmp_path, down[1], world.token, world.ca_pem)),
+               "--project", str(local_project), "--fallback", "local"]
     fell = bridge(via_env, call("rm -rf ~"), env=env)
     assert fell.denied
     assert "local policy says no rm" in fell.stdout
@@ -545,3 +614,43 @@ def test_install_writes_the_server_and_the_token_file_never_the_token(
     assert bad.returncode != 0
     assert "chmod 600" in bad.stderr
     assert "Traceback" not in bad.stderr
+
+
+def test_install_server_env_names_the_users_servers_file(
+        world: World, tmp_path: Path, local_project: Path,
+        evil: tuple[str, list[bytes]]) -> None:
+    env = {**os.environ, **local_env(tmp_path)}
+    home = tmp_path / "home"
+
+    def install() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "interlock", "bridge", "install", "claude", "--project",
+             str(local_project), "--server", "env"],
+            env=env, capture_output=True, text=True, timeout=120, check=False)
+
+    missing = install()
+    assert missing.returncode != 0
+    assert "servers.toml" in missing.stderr
+    assert "Traceback" not in missing.stderr
+    home.mkdir(exist_ok=True)
+    servers = servers_file(home, world.url, world.token, world.ca_pem)
+    done = install()
+    assert done.returncode == 0, done.stderr
+    pre = json.loads((local_project / ".claude" / "settings.json").read_text())[
+        "hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert f"--servers {servers}" in pre
+
+    def run(server: str) -> Ran:
+        clean = {k: v for k, v in env.items() if not k.startswith("INTERLOCK_SERVER")}
+        return Ran(subprocess.run(["/bin/sh", "-c", pre], input=call("rm -rf ~"),
+                                  capture_output=True, timeout=60, check=False,
+                                  cwd=local_project,
+                                  env={**clean, "INTERLOCK_SERVER": server,
+                                       "INTERLOCK_HOME": str(tmp_path / "elsewhere")}))
+
+    assert "remote policy says no rm" in run(world.url).stdout
+    url, seen = evil
+    redirected = run(url)
+    assert redirected.denied
+    assert "does not list" in redirected.stdout
+    assert seen == []
