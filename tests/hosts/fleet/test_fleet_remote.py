@@ -654,3 +654,96 @@ def test_install_server_env_names_the_users_servers_file(
     assert redirected.denied
     assert "does not list" in redirected.stdout
     assert seen == []
+
+
+NOBODY = 65534
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="a listener of another uid needs root")
+
+
+class ForeignListener:
+    """A loopback HTTP server run by another user (a forked child as uid 65534) that
+    answers allow to one request and reports what it received."""
+
+    def __init__(self) -> None:
+        ports, self._got = os.pipe(), os.pipe()
+        self.pid = os.fork()
+        if self.pid == 0:
+            try:
+                os.setgroups([])
+                os.setgid(NOBODY)
+                os.setuid(NOBODY)
+                self._serve(ports[1])
+            finally:
+                os._exit(0)
+        os.close(ports[1])
+        os.close(self._got[1])
+        self.port = int(os.read(ports[0], 64))
+        os.close(ports[0])
+
+    def _serve(self, port_fd: int) -> None:
+        import socket
+
+        server = socket.socket()
+        server.bind(("127.0.0.1", 0))
+        server.listen(4)
+        server.settimeout(60)
+        os.write(port_fd, str(server.getsockname()[1]).encode())
+        received = b""
+        try:
+            conn, _ = server.accept()
+            conn.settimeout(20)
+            data = b""
+            while b"\r\n\r\n" not in data and (chunk := conn.recv(65536)):
+                data += chunk
+            received = data
+            allow = b'{"decision": "none", "event": "before_tool_call"}'
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s"
+                         % (len(allow), allow))
+        except OSError:
+            pass
+        os.write(self._got[1], received or b"-")
+
+    def received(self) -> bytes:
+        """What the request carried (``-``: nothing), once the one connection closed."""
+        data = os.read(self._got[0], 65536)
+        os.close(self._got[0])
+        os.waitpid(self.pid, 0)
+        return data
+
+
+@needs_root
+def test_plain_http_to_loopback_refuses_a_listener_of_another_user(world: World) -> None:
+    """Any local user can bind a loopback port; the token goes only to a listener run
+    by this user (or root), as the Unix socket's peer-uid check has it."""
+    foreign = ForeignListener()
+    ran = bridge(world.args(url=f"http://127.0.0.1:{foreign.port}"), call("ls"))
+    assert foreign.received() == b"-"  # the token and the hook input never went out
+    assert ran.denied, (ran.code, ran.stdout)
+    assert f"uid {NOBODY}" in ran.stdout
+
+
+@needs_root
+def test_the_forwarder_refuses_a_loopback_listener_of_another_user(
+        world: World, tmp_path: Path) -> None:
+    foreign = ForeignListener()
+    sock = tmp_path / "fwd" / "s.sock"
+    sock.parent.mkdir(mode=0o700)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interlock", "serve", "--upstream",
+         f"http://127.0.0.1:{foreign.port}", "--token-file", str(world.token),
+         "--socket", str(sock)],
+        env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
+        stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "listening on" in line:
+            break
+    try:
+        ran = bridge([], call("ls"), env={"INTERLOCK_SOCKET": str(sock)})
+    finally:
+        proc.terminate()
+        proc.wait(30)
+        proc.stderr.close()
+    assert foreign.received() == b"-"
+    assert ran.denied, (ran.code, ran.stdout)
+    assert f"uid {NOBODY}" in ran.stdout

@@ -47,9 +47,11 @@ def _error(status: int, message: str) -> Response:
                     media_type="application/json")
 
 
-class PinMismatch(Exception):
-    """The upstream's certificate is not the pinned one. Raised on the TLS
-    handshake, before a byte of the request (the token, the hook input) is written."""
+class Untrusted(Exception):
+    """The upstream is not the server this forwarder may talk to: its certificate
+    is not the pinned one, or a plain-HTTP loopback port is served by another
+    user. Raised on connecting, before a byte of the request (the token, the hook
+    input) is written."""
 
 
 class _PinnedStream(httpcore.AsyncNetworkStream):
@@ -86,13 +88,18 @@ class _PinnedStream(httpcore.AsyncNetworkStream):
             check_pin(der, self.pin)
         except BridgeError as exc:
             await tls.aclose()
-            raise PinMismatch(str(exc)) from None
+            raise Untrusted(str(exc)) from None
         return tls
 
 
-class _PinnedBackend(httpcore.AsyncNetworkBackend):
-    def __init__(self, pin: str) -> None:
+class _CheckedBackend(httpcore.AsyncNetworkBackend):
+    """Connects as httpcore does, then checks who answers: the pin on the TLS
+    handshake, or with plain HTTP the listener's uid (bridge/remote.py
+    ``check_listener``)."""
+
+    def __init__(self, url: str, pin: str | None) -> None:
         self.inner = httpcore.AnyIOBackend()
+        self.url = url
         self.pin = pin
 
     async def connect_tcp(self, host: str, port: int,
@@ -100,9 +107,17 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
                           local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None
                           ) -> httpcore.AsyncNetworkStream:
+        from interlock.hosts.bridge.remote import check_listener
+
         stream = await self.inner.connect_tcp(host, port, timeout, local_address,
                                               socket_options)
-        return _PinnedStream(stream, self.pin)
+        if self.url.startswith("http://"):
+            try:
+                check_listener(stream.get_extra_info("socket"), self.url)
+            except BridgeError as exc:
+                await stream.aclose()
+                raise Untrusted(str(exc)) from None
+        return _PinnedStream(stream, self.pin) if self.pin is not None else stream
 
     async def connect_unix_socket(self, path: str,
                                   timeout: float | None = None,  # noqa: ASYNC109
@@ -116,7 +131,8 @@ class _PinnedBackend(httpcore.AsyncNetworkBackend):
 
 class Upstream:
     """One kept-alive client to the policy server; with a pin, each new connection
-    is checked on its TLS handshake, before anything is sent on it."""
+    is checked on its TLS handshake, and with plain HTTP its listener's uid,
+    before anything is sent on it."""
 
     def __init__(self, url: str, token: str, *, pin: str | None, ca: str | None) -> None:
         from interlock.hosts.bridge.remote import Remote
@@ -134,13 +150,14 @@ class Upstream:
                                   field="--ca") from None
         limits = httpx.Limits(max_keepalive_connections=16, keepalive_expiry=60)
         transport = httpx.AsyncHTTPTransport(verify=verify, limits=limits)
-        if self.pin is not None and isinstance(verify, ssl.SSLContext):
-            # httpx has no hook on the handshake; its pool takes a network backend.
+        if self.pin is not None or remote.scheme == "http":
+            # httpx has no hook on connecting; its pool takes a network backend.
             transport._pool = httpcore.AsyncConnectionPool(
-                ssl_context=verify, max_connections=limits.max_connections,
+                ssl_context=verify if isinstance(verify, ssl.SSLContext) else None,
+                max_connections=limits.max_connections,
                 max_keepalive_connections=limits.max_keepalive_connections,
                 keepalive_expiry=limits.keepalive_expiry,
-                network_backend=_PinnedBackend(self.pin))
+                network_backend=_CheckedBackend(self.base, self.pin))
         self.client = httpx.AsyncClient(transport=transport, timeout=TIMEOUT_S,
                                         trust_env=False)
 
@@ -153,10 +170,10 @@ class Upstream:
                 f"{self.base}{request.url.path}", content=body,
                 headers={"Authorization": f"Bearer {self.token}",
                          "Content-Type": "application/json"})
-        except PinMismatch as exc:
+        except Untrusted as exc:
             log.warning("upstream %s: %s", self.base, exc)
-            return _error(502, f"the policy server {self.base} does not match the pin; "
-                               "nothing was sent to it")
+            return _error(502, f"the policy server {self.base} is not trusted, so nothing "
+                               f"was sent to it: {exc}")
         except httpx.HTTPError as exc:
             log.warning("upstream %s: %s", self.base, exc)
             return _error(502, f"the policy server {self.base} did not answer: "
