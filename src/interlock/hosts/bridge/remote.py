@@ -6,7 +6,7 @@ project's Unix socket (docs/fleet.md):
 
 - HTTPS, verified against the system's CAs or ``--ca FILE``; plain HTTP only
   to a loopback address, and only to a listener run by this user or root
-  (:func:`check_listener`: a local proxy, tests);
+  (bridge/_listener.py: a local proxy, tests);
 - a per-machine bearer token read from ``--token-file``, a file that must be
   this user's and not readable by group or others (the agent's config names
   the file, never holds the token);
@@ -34,6 +34,7 @@ import time
 
 from interlock.hosts.bridge._client import _json_answer, _parse, _read
 from interlock.hosts.bridge._common import BridgeError
+from interlock.hosts.bridge._listener import check_listener
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -312,60 +313,6 @@ def post(remote: Remote, path: str, body: bytes, *, deadline: float) -> dict[str
         except BridgeError as exc:
             raise Unreachable(str(exc)) from None
     return _json_answer(status, body)
-
-
-TRUSTED_LISTENERS = (0,)
-"""Besides this user: root, whose services (a system proxy) no local user can pose as."""
-
-
-def check_listener(sock: socket.socket, url: str) -> None:
-    """BridgeError unless this user (or root) owns the server end of the plain-HTTP
-    connection ``sock`` to loopback: any local user can bind a loopback port, and
-    would get the token. The owner is read from ``/proc/net/tcp`` and ``tcp6``
-    (Linux; a request still being accepted is listed with its listener's uid)."""
-    ours = _endpoint(sock.getsockname())
-    theirs = _endpoint(sock.getpeername())
-    uid = None
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table, encoding="ascii") as fh:
-                rows = fh.read().splitlines()[1:]
-        except FileNotFoundError:
-            continue
-        for row in rows:
-            fields = row.split()
-            if (len(fields) > 7 and _proc_endpoint(fields[1]) == theirs
-                    and _proc_endpoint(fields[2]) == ours):
-                uid = int(fields[7])
-                break
-        if uid is not None:
-            break
-    if uid is None:
-        raise BridgeError(f"cannot tell who listens at {url} (plain http is checked on "
-                          "Linux only); use https:// with --ca or --pin")
-    if uid != os.geteuid() and uid not in TRUSTED_LISTENERS:
-        raise BridgeError(f"{url} is served by uid {uid}, not you (uid {os.geteuid()}) nor "
-                          "root, so another user may be listening; nothing was sent (use "
-                          "https:// with --ca or --pin)")
-
-
-def _endpoint(address: Any) -> tuple[bytes, int]:
-    """(address bytes, port) of a socket address, an IPv4-mapped IPv6 one as IPv4."""
-    host, port = address[0], address[1]
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    raw = socket.inet_pton(family, host.partition("%")[0])
-    return (raw[12:] if raw[:12] == _MAPPED else raw), port
-
-
-_MAPPED = b"\0" * 10 + b"\xff\xff"
-
-
-def _proc_endpoint(field: str) -> tuple[bytes, int]:
-    """A ``/proc/net/tcp*`` address (``0100007F:1F90``: 32-bit words in host order)."""
-    hexaddr, _, hexport = field.partition(":")
-    raw = b"".join(int(hexaddr[i:i + 8], 16).to_bytes(4, sys.byteorder)
-                   for i in range(0, len(hexaddr), 8))
-    return (raw[12:] if raw[:12] == _MAPPED else raw), int(hexport, 16)
 
 
 def _tls(sock: Any, remote: Remote, deadline: float) -> Any:

@@ -107,7 +107,7 @@ class _CheckedBackend(httpcore.AsyncNetworkBackend):
                           local_address: str | None = None,
                           socket_options: Iterable[Any] | None = None
                           ) -> httpcore.AsyncNetworkStream:
-        from interlock.hosts.bridge.remote import check_listener
+        from interlock.hosts.bridge._listener import check_listener
 
         stream = await self.inner.connect_tcp(host, port, timeout, local_address,
                                               socket_options)
