@@ -288,11 +288,11 @@ def test_postgresql_restart_mid_load(fleet: Fleet) -> None:
     with Load(fleet) as load:
         load.wait(6)
         fleet.pg.stop()
-        # The balancer's check sees a replica whose store cannot commit, with a short
-        # reason and nothing more.
-        wait_for(lambda: (503, {"ready": False, "reason": "the audit store is not "
-                                "committing"}) in (ready(fleet.a), ready(fleet.b)),
-                 timeout=60, what="a replica to read not ready")
+        # The balancer's check sees replicas that cannot reach their database, with a
+        # short reason and nothing more.
+        wait_for(lambda: ready(fleet.a) == ready(fleet.b) == (503, {
+            "ready": False, "reason": "the fleet's database is not answering"}),
+            timeout=60, what="both replicas to read not ready")
         load.wait(6)
         during = load.count()
         fleet.pg.start()
