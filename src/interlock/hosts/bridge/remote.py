@@ -75,8 +75,8 @@ class Remote:
                               "address; use https://")
         self.host, self.port = host, port
         if not token_file:
-            raise BridgeError("a remote server needs a token: set --token-file FILE or "
-                              "INTERLOCK_SERVER_TOKEN_FILE (a 0600 file holding it)")
+            raise BridgeError("a remote server needs a token: set --token-file FILE (or "
+                              "token_file in the servers file), a 0600 file holding it")
         self.token_file = token_file
         if pin is not None:
             algo, _, digest = pin.partition(":")
