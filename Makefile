@@ -58,7 +58,7 @@ test-fast: $(VENV)/.installed
 	    --ignore=tests/adapters/frameworks
 
 # Each benchmark prints its figures and ends with one JSON line.
-BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console cli
+BENCHES := dispatch command_hooks agent_loop audit bridge serve guard console cli fleet
 # The benchmarks get a venv of their own: the bench extra brings Hermes Agent (the
 # dispatch anchor), whose pinned openai 2.x conflicts with the OpenAI Agents SDK
 # that the test venv holds for its adapter.

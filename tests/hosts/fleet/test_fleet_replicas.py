@@ -62,7 +62,7 @@ frontend policy
 backend replicas
     balance roundrobin
     option httpchk
-    http-check send meth GET uri /v1/openapi.json ver HTTP/1.1 hdr Host 127.0.0.1
+    http-check send meth GET uri /v1/ready ver HTTP/1.1 hdr Host 127.0.0.1
     server a 127.0.0.1:{a} check inter 300 fall 1 rise 1
     server b 127.0.0.1:{b} check inter 300 fall 1 rise 1
 """
@@ -281,15 +281,26 @@ def test_killing_a_replica_mid_load(fleet: Fleet) -> None:
 
 
 def test_postgresql_restart_mid_load(fleet: Fleet) -> None:
+    def ready(replica: Serve) -> tuple[int, Any]:
+        return replica.request("GET", "/v1/ready", token=None)
+
+    assert ready(fleet.a) == (200, {"ready": True})
     with Load(fleet) as load:
         load.wait(6)
         fleet.pg.stop()
+        # The balancer's check sees replicas that cannot reach their database, with a
+        # short reason and nothing more.
+        wait_for(lambda: ready(fleet.a) == ready(fleet.b) == (503, {
+            "ready": False, "reason": "the fleet's database is not answering"}),
+            timeout=60, what="both replicas to read not ready")
         load.wait(6)
         during = load.count()
         fleet.pg.start()
         # Recovery: the fleet answers with its policy again.
         wait_for(lambda: any(done.returncode == 0 for _, _, done in load.results[during:]),
                  timeout=60, what="an allowed call after PostgreSQL came back")
+    wait_for(lambda: ready(fleet.a)[0] == ready(fleet.b)[0] == 200, timeout=60,
+             what="both replicas ready again")
     failures, answered = load.check()
     assert failures > 0  # calls made while PostgreSQL was down were denied
     assert answered <= fleet.audited_sessions()

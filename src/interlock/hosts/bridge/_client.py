@@ -216,7 +216,10 @@ def _parse(raw: bytes) -> tuple[int, dict[str, str], bytes]:
     if headers.get("transfer-encoding", "").lower() == "chunked":
         body = _unchunk(body)
     elif "content-length" in headers:
-        length = int(headers["content-length"])
+        declared = headers["content-length"]
+        if not declared.isdigit():
+            raise BridgeError(f"the server's Content-Length {declared[:40]!r} is not a number")
+        length = int(declared)
         if len(body) < length:
             raise BridgeError("the server's answer was cut short")
         body = body[:length]
@@ -240,12 +243,21 @@ def _json_answer(status: int, body: bytes) -> dict[str, Any]:
 
 
 def _unchunk(body: bytes) -> bytes:
+    """The body of a chunked answer; BridgeError unless every chunk is whole and the
+    last (zero-length) chunk arrived: a connection cut mid-answer is no answer."""
     out = bytearray()
-    while body:
-        size_line, _, rest = body.partition(b"\r\n")
-        size = int(size_line.split(b";")[0], 16)
+    while True:
+        size_line, sep, rest = body.partition(b"\r\n")
+        size_text = size_line.split(b";")[0].strip()
+        if not sep or not size_text or any(c not in b"0123456789abcdefABCDEF"
+                                           for c in size_text):
+            raise BridgeError("the server's chunked answer is malformed or was cut short")
+        size = int(size_text, 16)
         if size == 0:
-            break
+            return bytes(out)  # trailers, if any, are not read
+        if len(rest) < size + 2 or rest[size:size + 2] != b"\r\n":
+            raise BridgeError("the server's chunked answer was cut short")
         out += rest[:size]
+        if len(out) > MAX_RESPONSE:
+            raise BridgeError("the server's answer is too large")
         body = rest[size + 2:]
-    return bytes(out)

@@ -33,6 +33,7 @@ USAGE = (f"usage: interlock bridge {{{','.join(HOSTS)}}} [--project DIR] [--dead
          "[--socket PATH] [--state-dir DIR] [--local] [--guarded]\n"
          "       [--server URL --token-file FILE [--pin sha256:HEX] [--ca FILE] "
          "[--fallback local]]\n"
+         "       [--server env [--servers FILE] [--fallback local]]\n"
          "Reads the agent's hook input on stdin and answers on stdout, as the agent expects.\n")
 MAX_INPUT = 8 << 20
 STRICT_AUDIT_S = 5.0
@@ -48,7 +49,7 @@ install line's guard can tell an answer from an exit nobody chose (a hook's
 
 class Options:
     __slots__ = ("ca", "deadline", "fallback", "guarded", "local", "pin", "project", "server",
-                 "socket", "token_file")
+                 "servers", "socket", "token_file")
 
     def __init__(self) -> None:
         self.project: str | None = None
@@ -59,6 +60,8 @@ class Options:
         self.guarded = False
         self.server: str | None = None
         """A remote policy server (bridge/remote.py); else $INTERLOCK_SERVER."""
+        self.servers: str | None = None
+        """The user's servers file: which servers ``--server env`` may use (bridge/remote.py)."""
         self.token_file: str | None = None
         self.pin: str | None = None
         self.ca: str | None = None
@@ -72,7 +75,7 @@ def parse(args: list[str]) -> Options:
     for arg in it:
         key, eq, value = arg.partition("=")
         if key in ("--project", "--deadline", "--socket", "--state-dir", "--server",
-                   "--token-file", "--pin", "--ca", "--fallback"):
+                   "--token-file", "--pin", "--ca", "--fallback", "--servers"):
             if not eq:
                 value = next(it, "")
             if not value:
@@ -270,7 +273,7 @@ def run(mod: ModuleType, opts: Options, raw: bytes, state: dict[str, str],
     state["host_event"] = mod.host_event(payload)
     remote = not opts.local and (opts.server or (
         opts.project is None and os.environ.get("INTERLOCK_SERVER")))
-    may_fall_back = opts.fallback or os.environ.get("INTERLOCK_SERVER_FALLBACK")
+    may_fall_back = opts.fallback  # the environment can only narrow it (bridge/remote.py)
     # A remote server answers for its own policy; the local project matters only to a
     # fallback (bridge/remote.py).
     root = project_root(opts, mod, payload) if not remote or may_fall_back else ""

@@ -72,7 +72,8 @@ class RemoteArgs:
     """A remote policy server for the installed bridges (docs/fleet.md)."""
 
     server: str
-    """A URL, or ``env``: the bridge reads ``INTERLOCK_SERVER*`` at each call."""
+    """A URL, or ``env``: at each call ``INTERLOCK_SERVER`` picks one of the servers
+    the user's servers file lists."""
     token_file: Path | None
     """The 0600 file holding the machine's token: the line names it, never the token."""
     pin: str | None = None
@@ -80,10 +81,19 @@ class RemoteArgs:
     fallback_local: tuple[str, ...] = ()
     """Host events that the local policy answers when the server is unreachable."""
 
+    @property
+    def servers(self) -> Path:
+        """With ``env``: the user's servers file, named on the line (as the state dir
+        is), since at a call the environment may be the project's (bridge/remote.py)."""
+        from interlock.hosts.bridge.remote import SERVERS_FILE
+        from interlock.store.paths import user_dir
+
+        return (user_dir() / SERVERS_FILE).expanduser().absolute()
+
     def argv(self, event: str | None) -> list[str]:
         fallback = ["--fallback", "local"] if event in self.fallback_local else []
-        if self.server == "env":  # the machine's environment names the server
-            return ["--server", "env", *fallback]
+        if self.server == "env":  # the environment picks among the user's servers
+            return ["--server", "env", "--servers", str(self.servers), *fallback]
         out = ["--server", self.server, "--token-file", str(self.token_file)]
         out += ["--pin", self.pin] if self.pin else []
         out += ["--ca", str(self.ca)] if self.ca else []
@@ -101,6 +111,11 @@ class RemoteArgs:
                 read_token(str(self.token_file))
         except BridgeError as exc:
             raise ConfigError(str(exc), field="--server") from None
+        if self.server == "env" and not self.servers.is_file():
+            raise ConfigError(f"--server env needs {self.servers}, listing the servers the "
+                              "environment may name", field="--server",
+                              fix="add a [[server]] table with url and token_file to it "
+                                  "(docs/fleet.md, Remote bridges)")
         if self.ca is not None and not self.ca.is_file():
             raise ConfigError(f"the CA file {self.ca} does not exist", field="--ca")
         unknown = sorted(set(self.fallback_local) - set(EVENTS[agent]))

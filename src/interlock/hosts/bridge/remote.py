@@ -1,14 +1,17 @@
 """The bridge's remote transport: evaluate on a policy server over HTTPS.
 
-``--server URL`` (or ``$INTERLOCK_SERVER``) sends each hook call to a remote
-``interlock serve`` instead of the project's Unix socket (docs/fleet.md):
+``--server URL`` (or ``$INTERLOCK_SERVER``, when the user's servers file
+lists it) sends each hook call to a remote ``interlock serve`` instead of the
+project's Unix socket (docs/fleet.md):
 
 - HTTPS, verified against the system's CAs or ``--ca FILE``; plain HTTP only
-  to a loopback address (a local forwarding ``serve --upstream``, tests);
-- a per-machine bearer token read from ``--token-file`` /
-  ``$INTERLOCK_SERVER_TOKEN_FILE``, a file that must be this user's and not
-  readable by group or others (the agent's config names the file, never
-  holds the token);
+  to a loopback address, and only to a listener run by this user or root
+  (bridge/_listener.py: a local proxy, tests);
+- a per-machine bearer token read from ``--token-file``, a file that must be
+  this user's and not readable by group or others (the agent's config names
+  the file, never holds the token);
+- a server the environment names (``--server env``) only when the user's
+  servers file lists it, with the file's token file, pin and CA;
 - optionally a pin, ``sha256:HEX`` of the server certificate's DER or of its
   SubjectPublicKeyInfo (the SPKI pin survives a renewal with the same key);
 - the bridge's deadline bounds connect, handshake and answer.
@@ -26,10 +29,12 @@ from __future__ import annotations
 
 import os
 import socket
+import sys
 import time
 
 from interlock.hosts.bridge._client import _json_answer, _parse, _read
 from interlock.hosts.bridge._common import BridgeError
+from interlock.hosts.bridge._listener import check_listener
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,8 +75,8 @@ class Remote:
                               "address; use https://")
         self.host, self.port = host, port
         if not token_file:
-            raise BridgeError("a remote server needs a token: set --token-file FILE or "
-                              "INTERLOCK_SERVER_TOKEN_FILE (a 0600 file holding it)")
+            raise BridgeError("a remote server needs a token: set --token-file FILE (or "
+                              "token_file in the servers file), a 0600 file holding it")
         self.token_file = token_file
         if pin is not None:
             algo, _, digest = pin.partition(":")
@@ -84,13 +89,17 @@ class Remote:
 
     @classmethod
     def from_options(cls, server: str | None, token_file: str | None, pin: str | None,
-                     ca: str | None) -> Remote | None:
+                     ca: str | None, servers: str | None = None) -> Remote | None:
         """The remote named on the command line, else (``--server env``, or a line
         with neither ``--server`` nor ``--project``) by the environment, else None.
 
         A server URL on the command line (written by ``bridge install``) takes its
-        token file, pin and CA from the command line only: the environment
-        cannot swap the pin of an installed line."""
+        token file, pin and CA from the command line only. One the environment
+        names must be listed in the user's servers file (``--servers`` on the
+        line, else :func:`default_servers_file`), and its token file, pin and CA
+        are the file's: an agent's project settings can set its hooks'
+        environment, and must not send the machine's token, nor the hook input,
+        to a server of their choosing (docs/fleet.md, Remote bridges)."""
         if server and server != "env":
             return cls(server, token_file, pin=pin, ca=ca)
         env = os.environ.get("INTERLOCK_SERVER")
@@ -98,9 +107,68 @@ class Remote:
             if server == "env":
                 raise BridgeError("--server env, but INTERLOCK_SERVER is not set")
             return None
-        return cls(env, token_file or os.environ.get("INTERLOCK_SERVER_TOKEN_FILE"),
-                   pin=pin or os.environ.get("INTERLOCK_SERVER_PIN") or None,
-                   ca=ca or os.environ.get("INTERLOCK_SERVER_CA") or None)
+        return listed(servers or default_servers_file(), env)
+
+
+SERVERS_FILE = "servers.toml"
+
+
+def default_servers_file() -> str:
+    """``~/.config/interlock/servers.toml``, with the home the password database
+    gives: HOME, XDG_CONFIG_HOME and INTERLOCK_HOME are environment too, which a
+    project's agent settings can set."""
+    import pwd
+
+    home = pwd.getpwuid(os.geteuid()).pw_dir
+    return os.path.join(home, ".config", "interlock", SERVERS_FILE)
+
+
+def listed(path: str, url: str) -> Remote:
+    """The server ``url`` as the servers file at ``path`` lists it, with the file's
+    token file, pin and CA; BridgeError when the file does not list it.
+
+    The file is TOML, one ``[[server]]`` table per server the environment may
+    name: ``url``, ``token_file``, and optionally ``pin`` and ``ca`` (``~/`` is
+    the user's home; a relative path is the file's folder's)."""
+    import tomllib
+
+    fix = ("the environment may only choose a server listed there, with its token file "
+           "(docs/fleet.md, Remote bridges)")
+    try:
+        data = _read_own(path, "servers", 0o022)
+    except FileNotFoundError:
+        raise BridgeError(f"INTERLOCK_SERVER names {url}, which {path} does not list (the "
+                          f"file does not exist); {fix}") from None
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise BridgeError(f"the servers file {path} is not valid TOML: {exc}") from None
+    entries = doc.get("server", [])
+    if not isinstance(entries, list):
+        raise BridgeError(f"the servers file {path}: `server` must be [[server]] tables")
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict) or not isinstance(entry.get("url"), str):
+            raise BridgeError(f"the servers file {path}: server {i + 1} needs url = "
+                              '"https://..."')
+        if entry["url"].rstrip("/") != url.rstrip("/"):
+            continue
+        found: dict[str, str | None] = {}
+        for key in ("token_file", "pin", "ca"):
+            value = entry.get(key)
+            if value is not None and (not isinstance(value, str) or not value):
+                raise BridgeError(f"the servers file {path}: server {i + 1}'s {key} must be "
+                                  "a non-empty string")
+            found[key] = value if value is None or key == "pin" else _beside(value, path)
+        return Remote(entry["url"], found["token_file"], pin=found["pin"], ca=found["ca"])
+    raise BridgeError(f"INTERLOCK_SERVER names {url}, which {path} does not list; {fix}")
+
+
+def _beside(value: str, path: str) -> str:
+    if value.startswith("~/"):
+        import pwd
+
+        return os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, value[2:])
+    return os.path.join(os.path.dirname(os.path.abspath(path)), value)
 
 
 def _is_hex(text: str) -> bool:
@@ -124,23 +192,10 @@ def read_token(path: str, *, prefix: str = "ilk_", what: str = "token") -> str:
     """The token in ``path``, refusing a file others could read or swap, or one that does
     not hold a token starting with ``prefix``."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        data = _read_own(path, what, 0o077)
     except FileNotFoundError:
         raise BridgeError(f"the token file {path} does not exist; create it with the "
                           "token `interlock serve token create NAME` printed, mode 0600") from None
-    except OSError as exc:
-        raise BridgeError(f"cannot open the token file {path}: {exc}") from None
-    try:
-        info = os.fstat(fd)
-        if info.st_uid != os.geteuid():
-            raise BridgeError(f"the {what} file {path} is owned by uid {info.st_uid}, not you "
-                              f"(uid {os.geteuid()}); use a file of your own, mode 0600")
-        if info.st_mode & 0o077:
-            raise BridgeError(f"the {what} file {path} has mode {info.st_mode & 0o777:04o}, so "
-                              f"others may read the {what}; run `chmod 600 {path}`")
-        data = os.read(fd, 4096)
-    finally:
-        os.close(fd)
     token = data.decode("utf-8", "replace").strip()
     if not token or any(c.isspace() or not c.isprintable() for c in token):
         raise BridgeError(f"the {what} file {path} must hold one {what} on one line")
@@ -149,6 +204,29 @@ def read_token(path: str, *, prefix: str = "ilk_", what: str = "token") -> str:
         raise BridgeError(f"the token file {path} does not hold an Interlock token "
                           f"({prefix}...); create one with `interlock serve token create`")
     return token
+
+
+def _read_own(path: str, what: str, forbidden: int) -> bytes:
+    """The start of ``path``, a file of this user's (not a symlink) with none of the
+    ``forbidden`` mode bits; FileNotFoundError when it does not exist."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise BridgeError(f"cannot open the {what} file {path}: {exc}") from None
+    try:
+        info = os.fstat(fd)
+        if info.st_uid != os.geteuid():
+            raise BridgeError(f"the {what} file {path} is owned by uid {info.st_uid}, not you "
+                              f"(uid {os.geteuid()}); use a file of your own, mode 0600")
+        if info.st_mode & forbidden:
+            raise BridgeError(f"the {what} file {path} has mode {info.st_mode & 0o777:04o}, so "
+                              f"others may {'read' if forbidden & 0o044 else 'change'} it; "
+                              f"run `chmod 600 {path}`")
+        return os.read(fd, 65536)
+    finally:
+        os.close(fd)
 
 
 def spki_of(der: bytes) -> bytes:
@@ -209,6 +287,8 @@ def post(remote: Remote, path: str, body: bytes, *, deadline: float) -> dict[str
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         if remote.scheme == "https":
             sock = _tls(sock, remote, deadline)
+        else:
+            check_listener(sock, remote.url)
         host = remote.host if remote.port in (80, 443) else f"{remote.host}:{remote.port}"
         if ":" in remote.host:
             host = f"[{remote.host}]:{remote.port}"
@@ -272,8 +352,6 @@ def evaluate(remote: Remote, system: str, raw: bytes, *, deadline: float,
     try:
         return post(remote, f"/v1/bridge/{system}", raw, deadline=share)
     except Unreachable as exc:
-        import sys
-
         sys.stderr.write(f"interlock bridge: {exc}; the local policy answers\n")
         return None
 
@@ -295,14 +373,16 @@ def wanted(opts: Any) -> bool:
 
 def evaluate_for(opts: Any, system: str, raw: bytes, host_event: str,
                  deadline: float) -> dict[str, Any] | None:
-    """:func:`evaluate` with the bridge's options; the fallback is ``--fallback local``
-    on the installed line, else ``$INTERLOCK_SERVER_FALLBACK`` (host event names,
-    comma-separated, or ``*``), only when the server comes from the environment."""
-    found = Remote.from_options(opts.server, opts.token_file, opts.pin, opts.ca)
+    """:func:`evaluate` with the bridge's options. Only ``--fallback local`` on the
+    line lets the local policy answer; when the server comes from the environment,
+    ``$INTERLOCK_SERVER_FALLBACK`` (host event names, comma-separated, or ``*``)
+    can narrow that to the events it names, never widen it: a project could
+    otherwise name an unreachable server and have its own policy answer."""
+    found = Remote.from_options(opts.server, opts.token_file, opts.pin, opts.ca, opts.servers)
     assert found is not None
-    if opts.server and opts.server != "env":
-        fallback = opts.fallback == "local"
-    else:
-        names = {n.strip() for n in os.environ.get("INTERLOCK_SERVER_FALLBACK", "").split(",")}
-        fallback = opts.fallback == "local" or "*" in names or host_event in names
+    fallback = opts.fallback == "local"
+    narrowed = os.environ.get("INTERLOCK_SERVER_FALLBACK", "").strip()
+    if fallback and narrowed and not (opts.server and opts.server != "env"):
+        names = {n.strip() for n in narrowed.split(",")}
+        fallback = "*" in names or host_event in names
     return evaluate(found, system, raw, deadline=deadline, fallback=fallback)

@@ -29,7 +29,8 @@ def register(app: typer.Typer) -> None:
         path: Annotated[Path | None, typer.Option(help="Write this file instead.")] = None,
         server: Annotated[str | None, typer.Option(
             help="Evaluate on this remote policy server (https://...), or `env`: the one "
-                 "INTERLOCK_SERVER names at each call (docs/fleet.md).")]
+                 "INTERLOCK_SERVER names at each call, among those the user's "
+                 "servers.toml lists (docs/fleet.md).")]
             = None,
         token_file: Annotated[Path | None, typer.Option(
             help="With --server: the 0600 file holding this machine's token.")] = None,
@@ -57,7 +58,8 @@ def register(app: typer.Typer) -> None:
                 if server is None or (token_file is None and server != "env"):
                     raise ConfigError("a remote server needs both --server and --token-file",
                                       field="--server" if server is None else "--token-file",
-                                      fix="or --server env: the environment names both")
+                                      fix="or --server env: the user's servers.toml "
+                                          "lists them")
                 remote = RemoteArgs(server, token_file.resolve() if token_file else None,
                                     pin=pin,
                                     ca=ca.resolve() if ca else None,

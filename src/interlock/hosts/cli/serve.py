@@ -77,6 +77,28 @@ def _audit_gate(registry: Any, mode: str, payloads: bool = False) -> Any:
     return store.settled if mode == "strict" else None
 
 
+def _ready(registry: Any, shared: Any) -> Any:
+    """``GET /v1/ready``'s check, from memory: a replica's listener connection to
+    PostgreSQL is up (it is pinged every 0.5 s: a replica that cannot reach the
+    database refuses tokens and cannot commit, even with no record waiting), and
+    the store commits. Records once refused stay in the health's problems for the
+    operator; they do not keep a replica out of the balancer once writes succeed."""
+    from interlock.store._store import STALE_AFTER
+
+    def ready() -> str | None:
+        if shared is not None and not shared.fleet.fresh():
+            return "the fleet's database is not answering"
+        recording = registry.recording
+        if recording is None:
+            return None
+        health = recording.store.health()
+        if health["failing"] or health["oldest_unwritten_age_s"] > STALE_AFTER:
+            return "the audit store is not committing"
+        return None
+
+    return ready
+
+
 def _console(engine: Any, registry: Any, tokens: Any) -> Any:
     """The web console (docs/console.md), fed by every decision the engine makes."""
     from interlock.hosts.server.console import Console
@@ -299,7 +321,8 @@ def register(app: typer.Typer) -> None:
                                  allowed_hosts=[*(allow_host or []), host],
                                  allowed_origins=allow_origin or [], gateway=gateway,
                                  metrics=registry.metrics, console=console, live=loaded,
-                                 audit_gate=_audit_gate(registry, audit, audit_payloads))
+                                 audit_gate=_audit_gate(registry, audit, audit_payloads),
+                                 ready=_ready(registry, shared))
                 if repo is not None:
                     service = _policy_service(repo, policy or "", registry,
                                               policy_secret_file, policy_refresh)

@@ -15,6 +15,9 @@ Who may call what:
   or a Unix-socket peer with the server's uid; status is built from counters
   in memory and never waits on the store;
 - ``GET /v1/openapi.json``: open;
+- ``GET /v1/ready``: open; ``200`` while hooks are loaded and the store
+  commits, else ``503`` with a short reason and nothing more (a load
+  balancer's health check, docs/fleet.md);
 - ``GET /metrics`` (Prometheus text): as status;
 - ``POST /v1/chat``, ``POST /v1/chat/answer``, ``/v1/chat/ws``: a ``chat`` (or
   ``admin``) token on every transport; the sender is the token's (see
@@ -191,7 +194,8 @@ class Api:
                  reloader: Reloader | None, dead_letters: DeadLetters | None,
                  status: Callable[[], dict[str, Any]] | None, socket_path: Path | None,
                  max_body: int, metrics: Exposition | None = None,
-                 audit_gate: AuditGate | None = None) -> None:
+                 audit_gate: AuditGate | None = None,
+                 ready: Callable[[], str | None] | None = None) -> None:
         self.engine = engine
         self.root = project_root.resolve()
         self.tokens = tokens
@@ -202,6 +206,7 @@ class Api:
         self.max_body = max_body
         self.metrics = metrics
         self.audit_gate = audit_gate
+        self.ready_fn = ready
         self.started = time.time()
         self.counters: Counter[str] = Counter()
         self.lag = LoopLag()
@@ -381,6 +386,15 @@ class Api:
             data["dead_letters"] = {"unresolved": data.get("unresolved_dead_letters")}
         return JSON(data)
 
+    async def ready(self, request: Request) -> Response:
+        # Open to a balancer that holds no token, so only ok/not-ok and a short reason.
+        reason = None if self.engine.hooks else "no hooks are loaded"
+        if reason is None and self.ready_fn is not None:
+            reason = self.ready_fn()
+        if reason:
+            return JSON({"ready": False, "reason": reason}, status_code=503)
+        return JSON({"ready": True})
+
     async def metrics_text(self, request: Request) -> Response:
         self.read_only(request)
         if self.metrics is None:
@@ -461,6 +475,7 @@ def create_app(
     audit_gate: AuditGate | None = None,
     console: Console | None = None,
     live: Live | None = None,
+    ready: Callable[[], str | None] | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
@@ -470,6 +485,8 @@ def create_app(
     have committed); None answers at once.
     ``console``: the web console's routes under ``/ui/`` (docs/console.md).
     ``live``: watches the configuration while the app runs (its lifespan).
+    ``ready``: None while the server can answer, else a short reason (``GET
+    /v1/ready`` answers ``503`` with it); the hooks being loaded is checked here.
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -481,7 +498,7 @@ def create_app(
 
     api = Api(engine, project_root=project_root, tokens=tokens, reloader=reloader,
               dead_letters=dead_letters, status=status, socket_path=socket_path,
-              max_body=max_body, metrics=metrics, audit_gate=audit_gate)
+              max_body=max_body, metrics=metrics, audit_gate=audit_gate, ready=ready)
     spec = msgspec.json.encode(build_spec(HOSTS))
 
     async def openapi(request: Request) -> Response:
@@ -527,6 +544,7 @@ def create_app(
               methods=["POST"]),
         Route("/v1/runtime/reload", api.reload, methods=["POST"]),
         Route("/v1/openapi.json", openapi, methods=["GET"]),
+        Route("/v1/ready", api.ready, methods=["GET"]),
         Route("/metrics", api.metrics_text, methods=["GET"]),
         *chat_routes(api, gateway),
         *(console.routes() if console is not None else []),

@@ -94,6 +94,10 @@ def build_spec(hosts: tuple[str, ...]) -> dict[str, Any]:
                       **_AUTH_ERRORS}}}
     paths["/v1/openapi.json"] = {"get": {"operationId": "openapi", "summary": "This document.",
                                          "responses": {"200": ok}}}
+    paths["/v1/ready"] = {"get": {"operationId": "ready", "summary":
+        "Readiness for a load balancer: 200 while hooks are loaded and the store commits, "
+        "else 503 with a short reason. Open.",
+        "responses": {"200": ok, "503": _error("not ready")}}}
     paths["/metrics"] = {"get": {"operationId": "metrics", "summary":
         "Prometheus text: executions, failures, blocks, latency per hook, store health. "
         "A token, or a Unix-socket peer.",

@@ -10,20 +10,23 @@ machine's token (read once from its 0600 file, as the bridge reads it).
 
 It decides nothing itself: whatever the upstream does not answer with a
 200 (unreachable, TLS or pin failure, a refused token, a 5xx) reaches the
-bridge as a non-200, and the bridge denies gate events.
+bridge as a non-200, and the bridge denies gate events. With a pin, a new
+connection's certificate is checked on its TLS handshake, before the token or
+the hook input is written to it (docs/fleet.md, The forwarder).
 """
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
 import logging
 import os
 import ssl
 import sys
+from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
+import httpcore
 import httpx
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -44,8 +47,92 @@ def _error(status: int, message: str) -> Response:
                     media_type="application/json")
 
 
+class Untrusted(Exception):
+    """The upstream is not the server this forwarder may talk to: its certificate
+    is not the pinned one, or a plain-HTTP loopback port is served by another
+    user. Raised on connecting, before a byte of the request (the token, the hook
+    input) is written."""
+
+
+class _PinnedStream(httpcore.AsyncNetworkStream):
+    """A TCP stream whose TLS handshake also checks the pin."""
+
+    def __init__(self, inner: httpcore.AsyncNetworkStream, pin: str) -> None:
+        self.inner = inner
+        self.pin = pin
+
+    # The signatures are httpcore's network interface, timeout included.
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:  # noqa: ASYNC109
+        return await self.inner.read(max_bytes, timeout)
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:  # noqa: ASYNC109
+        await self.inner.write(buffer, timeout)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+    def get_extra_info(self, info: str) -> Any:
+        return self.inner.get_extra_info(info)
+
+    async def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                        timeout: float | None = None  # noqa: ASYNC109
+                        ) -> httpcore.AsyncNetworkStream:
+        from interlock.hosts.bridge.remote import check_pin
+
+        tls = await self.inner.start_tls(ssl_context, server_hostname, timeout)
+        ssl_object = tls.get_extra_info("ssl_object")
+        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
+        try:
+            if not der:
+                raise BridgeError("the server showed no certificate to pin")
+            check_pin(der, self.pin)
+        except BridgeError as exc:
+            await tls.aclose()
+            raise Untrusted(str(exc)) from None
+        return tls
+
+
+class _CheckedBackend(httpcore.AsyncNetworkBackend):
+    """Connects as httpcore does, then checks who answers: the pin on the TLS
+    handshake, or with plain HTTP the listener's uid (bridge/remote.py
+    ``check_listener``)."""
+
+    def __init__(self, url: str, pin: str | None) -> None:
+        self.inner = httpcore.AnyIOBackend()
+        self.url = url
+        self.pin = pin
+
+    async def connect_tcp(self, host: str, port: int,
+                          timeout: float | None = None,  # noqa: ASYNC109
+                          local_address: str | None = None,
+                          socket_options: Iterable[Any] | None = None
+                          ) -> httpcore.AsyncNetworkStream:
+        from interlock.hosts.bridge._listener import check_listener
+
+        stream = await self.inner.connect_tcp(host, port, timeout, local_address,
+                                              socket_options)
+        if self.url.startswith("http://"):
+            try:
+                check_listener(stream.get_extra_info("socket"), self.url)
+            except BridgeError as exc:
+                await stream.aclose()
+                raise Untrusted(str(exc)) from None
+        return _PinnedStream(stream, self.pin) if self.pin is not None else stream
+
+    async def connect_unix_socket(self, path: str,
+                                  timeout: float | None = None,  # noqa: ASYNC109
+                                  socket_options: Iterable[Any] | None = None
+                                  ) -> httpcore.AsyncNetworkStream:
+        return await self.inner.connect_unix_socket(path, timeout, socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self.inner.sleep(seconds)
+
+
 class Upstream:
-    """One kept-alive client to the policy server, checking the pin on every answer."""
+    """One kept-alive client to the policy server; with a pin, each new connection
+    is checked on its TLS handshake, and with plain HTTP its listener's uid,
+    before anything is sent on it."""
 
     def __init__(self, url: str, token: str, *, pin: str | None, ca: str | None) -> None:
         from interlock.hosts.bridge.remote import Remote
@@ -61,30 +148,18 @@ class Upstream:
             except (OSError, ssl.SSLError) as exc:
                 raise ConfigError(f"cannot load the CA file: {exc}", file=str(ca),
                                   field="--ca") from None
-        self.verify = verify
-        self.client = self._client()
-
-    def _client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(verify=self.verify, timeout=TIMEOUT_S, trust_env=False,
-                                 limits=httpx.Limits(max_keepalive_connections=16,
-                                                     keepalive_expiry=60))
-
-    def _pinned(self, response: httpx.Response) -> bool:
-        if self.pin is None:
-            return True
-        from interlock.hosts.bridge.remote import spki_of
-
-        stream = response.extensions.get("network_stream")
-        ssl_object = stream.get_extra_info("ssl_object") if stream is not None else None
-        der = ssl_object.getpeercert(binary_form=True) if ssl_object is not None else None
-        if not der:
-            return False
-        try:
-            candidates = (der, spki_of(der))
-        except BridgeError:
-            return False
-        return any(hmac.compare_digest(hashlib.sha256(c).hexdigest(), self.pin)
-                   for c in candidates)
+        limits = httpx.Limits(max_keepalive_connections=16, keepalive_expiry=60)
+        transport = httpx.AsyncHTTPTransport(verify=verify, limits=limits)
+        if self.pin is not None or remote.scheme == "http":
+            # httpx has no hook on connecting; its pool takes a network backend.
+            transport._pool = httpcore.AsyncConnectionPool(
+                ssl_context=verify if isinstance(verify, ssl.SSLContext) else None,
+                max_connections=limits.max_connections,
+                max_keepalive_connections=limits.max_keepalive_connections,
+                keepalive_expiry=limits.keepalive_expiry,
+                network_backend=_CheckedBackend(self.base, self.pin))
+        self.client = httpx.AsyncClient(transport=transport, timeout=TIMEOUT_S,
+                                        trust_env=False)
 
     async def forward(self, request: Request) -> Response:
         body = await request.body()
@@ -95,15 +170,14 @@ class Upstream:
                 f"{self.base}{request.url.path}", content=body,
                 headers={"Authorization": f"Bearer {self.token}",
                          "Content-Type": "application/json"})
+        except Untrusted as exc:
+            log.warning("upstream %s: %s", self.base, exc)
+            return _error(502, f"the policy server {self.base} is not trusted, so nothing "
+                               f"was sent to it: {exc}")
         except httpx.HTTPError as exc:
             log.warning("upstream %s: %s", self.base, exc)
             return _error(502, f"the policy server {self.base} did not answer: "
                                f"{type(exc).__name__}: {exc}")
-        if not self._pinned(answer):
-            await self.client.aclose()  # never reuse a connection to the wrong server
-            self.client = self._client()
-            return _error(502, f"the policy server {self.base} does not match the pin; "
-                               "its answer is refused")
         return Response(answer.content, status_code=answer.status_code,
                         media_type="application/json")
 
