@@ -40,6 +40,10 @@ SCHEMA = (
     "expires DOUBLE PRECISION NOT NULL DEFAULT 0, sender TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS fleet_breakers (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
     "changed DOUBLE PRECISION NOT NULL, replica TEXT NOT NULL)",
+    # The opener's numbers, for a replica that takes the state before its first call.
+    "ALTER TABLE fleet_breakers ADD COLUMN IF NOT EXISTS threshold INTEGER NOT NULL DEFAULT 3",
+    "ALTER TABLE fleet_breakers ADD COLUMN IF NOT EXISTS cooldown DOUBLE PRECISION "
+    "NOT NULL DEFAULT 60",
     "CREATE TABLE IF NOT EXISTS fleet_rate (bucket TEXT PRIMARY KEY, "
     "tokens DOUBLE PRECISION NOT NULL, last DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fleet_revisions (id BIGINT GENERATED ALWAYS AS IDENTITY "
