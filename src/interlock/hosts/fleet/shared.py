@@ -51,6 +51,9 @@ SCHEMA = (
     "policy TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fleet_approvals (key TEXT PRIMARY KEY, digest TEXT NOT NULL, "
     "name TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, by TEXT NOT NULL)",
+    # A revocation keeps its row, so --accept-hooks cannot approve that content again.
+    "ALTER TABLE fleet_approvals ADD COLUMN IF NOT EXISTS revoked BOOLEAN NOT NULL "
+    "DEFAULT false",
 )
 
 
