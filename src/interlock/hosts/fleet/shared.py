@@ -49,6 +49,9 @@ SCHEMA = (
     "CREATE TABLE IF NOT EXISTS fleet_revisions (id BIGINT GENERATED ALWAYS AS IDENTITY "
     "PRIMARY KEY, replica TEXT NOT NULL, dispatches TEXT NOT NULL, revision BIGINT NOT NULL, "
     "policy TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS fleet_policy (repo TEXT PRIMARY KEY, deployed TEXT NOT NULL, "
+    "ref TEXT NOT NULL, commit TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, "
+    "replica TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fleet_approvals (key TEXT PRIMARY KEY, digest TEXT NOT NULL, "
     "name TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, by TEXT NOT NULL)",
     # A revocation keeps its row, so --accept-hooks cannot approve that content again.
