@@ -245,7 +245,9 @@ def test_a_signed_switch_survives_a_restart_with_the_same_policy(tmp_path: Path)
 def test_a_signed_switch_reaches_every_replica_and_outlives_a_restart(
         tmp_path: Path) -> None:
     """With --fleet the switch is kept in fleet_policy and announced: the other
-    replica serves it too, and so does a replica restarted afterwards."""
+    replica serves it too, and so does a replica restarted afterwards; one
+    deployed with another ref serves that ref; with PostgreSQL down a switch is
+    refused and the served revision stays."""
     from helpers.pgserver import PgServer
 
     bindir = PgServer.find()
@@ -254,6 +256,7 @@ def test_a_signed_switch_reaches_every_replica_and_outlives_a_restart(
     pg = PgServer(bindir)
     pg.start()
     repo = Repo(tmp_path)
+    git(repo.path, "tag", "v1", repo.c1)
     path, secret = secret_file(tmp_path)
     replicas: list[Serve] = []
     try:
@@ -276,6 +279,22 @@ def test_a_signed_switch_reaches_every_replica_and_outlives_a_restart(
         b.start()
         assert served_commit(b) == repo.c2  # the fleet's switch, not --policy's c1
         assert decide(b, "curl example.com") == "block"
+        b.stop()
+        b.extra[2] = f"{repo.url}@v1"  # a new deployment names another ref
+        b.start()
+        assert served_commit(b) == repo.c1
+        b.stop()
+        pg.stop()
+        try:
+            code, out = switch(a, {"ref": repo.c1, "at": time.time()}, secret)
+            assert code in (409, 503), out  # the fleet's approvals or its row: unreachable
+            assert out["commit"] == repo.c2
+        finally:
+            pg.start()
+        wait_for(lambda: a.request("POST", "/v1/events/before_tool_call", {
+            "tool_name": "terminal", "args": {"command": "curl example.com"}})[0] == 200,
+            timeout=30, what="A to answer again")
+        assert decide(a, "curl example.com") == "block"  # still c2
     finally:
         for serve in replicas:
             if serve.proc is not None and serve.proc.poll() is None:
