@@ -238,8 +238,18 @@ def test_a_signed_switch_survives_a_restart_with_the_same_policy(tmp_path: Path)
         serve.extra[1] = f"{repo.url}@v1"  # a new deployment names another ref
         serve.start()
         assert served_commit(serve) == repo.c1
-    finally:
         serve.stop()
+        # A kept switch whose commit cannot be served: one clear line, no start.
+        (kept,) = serve.state.glob("policies/*/switch.json")
+        kept.write_text(json.dumps({"deployed": "v1", "ref": "gone", "commit": "0" * 40,
+                                    "at": time.time()}))
+        done = serve.cli("serve", *serve.extra, "--port", "0")
+        assert done.returncode != 0
+        assert "switch.json names commit" in done.stderr
+        assert "Traceback" not in done.stderr
+    finally:
+        if serve.proc is not None and serve.proc.poll() is None:
+            serve.stop()
 
 
 def test_a_signed_switch_reaches_every_replica_and_outlives_a_restart(

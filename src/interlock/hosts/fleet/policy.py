@@ -219,7 +219,13 @@ def open_policy(source: str, cache: Path, store: str | None) -> tuple[PolicyRepo
     else:
         kept = repo.kept()
     if kept is not None and kept.deployed == deployed:
-        repo.activate(kept.commit)
+        try:
+            repo.activate(kept.commit)
+        except ConfigError as exc:
+            where = "the fleet_policy row" if store is not None else str(repo.base / "switch.json")
+            raise ConfigError(f"the policy switch kept in {where} names commit {kept.commit}, "
+                              f"which cannot be served: {exc.message}", field="--policy",
+                              fix=f"deploy another ref, or remove {where}") from None
         return repo, kept
     repo.activate(deployed)
     return repo, Kept(deployed, deployed, repo.commit, kept.at if kept is not None else 0.0)
