@@ -66,6 +66,11 @@ def hook_for(registry: Registry, e: HookEntry,
     meta = {"file": str(e.declared.file), "line": e.declared.line}
     if e.shadows:
         meta["shadows"] = e.shadows
+    # Before a handler's imports are pinned: the same hook keys the same breaker on
+    # every replica, wherever each holds the project (docs/fleet.md, Consistency).
+    portable = e.portable_digest({name: place.resolve() for name, place in (
+        ("project", registry.project_root), ("user", registry.home),
+        ("managed", registry.managed), ("bundled", registry.bundled))})
     if d.effective_kind is HookKind.PYTHON:
         e.state = "active"
         imported: list[Path] = []
@@ -77,7 +82,8 @@ def hook_for(registry: Registry, e: HookEntry,
                           imported=imported, allowed=recorded)
         pin_imports(registry.trust, e, imported, accept=registry.accept_hooks)
         # The breaker inside, the pin check outside (as for executors below).
-        return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta),
+        return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta,
+                                        portable=portable),
                               policy_for(d), breakers=registry.breakers), e.pins)
     executor = reuse.get((e.qualified_name, e.digest))
     if executor is None:
@@ -94,7 +100,7 @@ def hook_for(registry: Registry, e: HookEntry,
             raise ConfigError(f"hook {d.name!r}: {exc.message}", file=str(e.declared.file),
                               line=e.declared.line, field=field, fix=exc.fix) from None
     e.state = "active"
-    hook = make_hook(e.declared, e.digest, executor=executor, meta=meta)
+    hook = make_hook(e.declared, e.digest, executor=executor, meta=meta, portable=portable)
     # Outside the breaker: a drifted file is no outage to count, and the
     # block names the file.
     return checked(harden(hook, policy_for(d), breakers=registry.breakers,

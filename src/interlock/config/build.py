@@ -279,7 +279,7 @@ def _mcp_executor(decl: Declared, command: str | list[str], project_root: Path) 
 
 def make_hook(decl: Declared, digest: str, *, fn: HookFn | None = None,
               executor: Executor | None = None, meta: dict[str, Any] | None = None,
-              refusal: bool = False) -> Hook:
+              refusal: bool = False, portable: str = "") -> Hook:
     d = decl.definition
     on_error = OnError(d.on_error) if d.on_error is not None else None
     return Hook(
@@ -301,6 +301,7 @@ def make_hook(decl: Declared, digest: str, *, fn: HookFn | None = None,
         description=d.description,
         kind=d.effective_kind.value,
         digest=digest,
+        portable_digest=portable,
         meta=dict(meta or {}),
     )
 

@@ -178,7 +178,7 @@ def consent(servers: list[McpServer], project_root: Path, trust: TrustStore, *,
     key = hook_key(NAME, project_dir(project_root))
     dig = digest_of(mine) if mine else ""
     c = ServersConsent(key, dig, bool(mine) and trust.approved(key, dig), mine)
-    if accept and c.pending:
+    if accept and c.pending and not trust.revoked(key, dig):
         log.warning("approving the project's MCP servers because of --accept-hooks / "
                     "INTERLOCK_ACCEPT_HOOKS: %s", ", ".join(s.name for s in mine))
         trust.approve([(key, dig, NAME)], by="accept-hooks")

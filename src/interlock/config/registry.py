@@ -103,8 +103,7 @@ class Registry:
         self._listeners: list[Callable[[ReloadResult], None]] = []
         self.last_error: ConfigError | None = None
         self.breakers = BreakerBook()
-        """Every configured hook's circuit breaker; it outlives reloads (keyed by source,
-        name and definition digest, so an edited hook starts with a fresh one)."""
+        """Every configured hook's circuit breaker; it outlives reloads (an edit: a new one)."""
         self.metrics = Metrics()
         self.recording: Attached | None = None
         """The audit, dead-letter and metrics sinks, once :meth:`record` attached them."""
@@ -233,7 +232,8 @@ class Registry:
             entries.append(self._entry(decl, enabled, set_options.get(decl.qualified_name)))
         shadow(entries)
         if self.accept_hooks:
-            todo = [e for e in entries if e.enabled and e.shadowed_by is None and not e.approved]
+            todo = [e for e in entries if e.enabled and e.shadowed_by is None and not e.approved
+                    and not self.trust.revoked(e.key, e.digest)]  # docs/fleet.md
             if todo:
                 log.warning("approving %d hook(s) because of --accept-hooks / "
                             "INTERLOCK_ACCEPT_HOOKS: %s", len(todo),

@@ -8,6 +8,8 @@ revisions differ. The registry (:mod:`interlock.config.registry`) drives them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,6 +69,31 @@ class HookEntry:
     @property
     def key(self) -> str:
         return hook_key(self.qualified_name, self.declared.file)
+
+    def portable_digest(self, places: dict[str, Path]) -> str:
+        """The definition's digest with every path relative to its place (``places``:
+        name to folder; the deepest that holds a path names it): the same for this hook
+        held at other paths, as on replicas whose projects sit at different places,
+        different when its definition or a file it runs differs. Breakers key on it
+        (docs/fleet.md, Consistency); approvals keep :attr:`digest`, which names paths."""
+        if self.pins is None:
+            return self.digest
+
+        def label(path: Path) -> str:
+            held = [(len(root.parts), name, path.relative_to(root))
+                    for name, root in places.items() if path.is_relative_to(root)]
+            if not held:
+                return str(path)
+            _depth, name, rel = max(held)
+            return f"<{name}>/{rel}"
+
+        definition = {**self.definition.normalised(), "source": self.source.label,
+                      "declared_in": label(self.declared.file), "options": self.options}
+        h = hashlib.sha256(json.dumps(definition, sort_keys=True, default=str).encode())
+        for name, sha in sorted(zip(map(label, self.pins.paths), self.pins.shas,
+                                    strict=True)):
+            h.update(f"\0file\0{name}\0{sha}".encode())
+        return h.hexdigest()
 
     @property
     def fail_closed(self) -> bool:

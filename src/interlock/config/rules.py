@@ -100,7 +100,7 @@ def project_rules(trust: TrustStore, rules: list[PermissionRule], project_root: 
     """The consent of a revision's project rules: approved (with ``accept``) and, unless
     an ``operator`` releases them, the baseline's deny rules the project dropped."""
     c = consent(rules, project_dir(project_root), trust.approved)
-    if accept and c.pending:
+    if accept and c.pending and not trust.revoked(c.key, c.digest):
         log.warning("approving the project's permission rules because of --accept-hooks / "
                     "INTERLOCK_ACCEPT_HOOKS")
         trust.approve([(c.key, c.digest, NAME)], by="accept-hooks")

@@ -126,6 +126,12 @@ class TrustStore:
         found = self.approvals().get(key)
         return found is not None and found.digest == digest
 
+    def revoked(self, key: str, digest: str) -> bool:
+        """Whether an operator revoked this content, which ``--accept-hooks`` must then
+        not approve again. This machine's file keeps no revocations: never here (the
+        fleet's table does: interlock.hosts.fleet.approvals)."""
+        return False
+
     def approve(self, items: list[tuple[str, str, str]], *, by: str = "operator") -> None:
         """Approve (key, digest, qualified name) triples."""
         now = time.time()

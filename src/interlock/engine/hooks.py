@@ -220,7 +220,11 @@ class Hook:
     kind: str = "python"
     """python | command | worker | http | prompt | agent (for listings and policy)."""
     digest: str = ""
-    """Digest of the whole definition; breakers and approvals key on it."""
+    """Digest of the whole definition; approvals key on it."""
+    portable_digest: str = ""
+    """The same digest with every path in it relative to the hook's place (its
+    project, the user folder...): equal for the same hook held at other paths, as
+    on replicas of a fleet; breakers key on it (empty: ``digest`` stands in)."""
     meta: dict[str, Any] = field(default_factory=dict)
     """Where it was declared, what it shadows, etc. (for `hooks list`)."""
     order: int = 0

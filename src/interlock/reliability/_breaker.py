@@ -7,9 +7,11 @@ lets traffic through. After the cooldown one probe is let through (half-open):
 success closes the breaker, failure opens it for another cooldown. A block is
 an answer, so it counts as a success.
 
-Breakers are keyed by source, name and definition digest: a reload that keeps
-a hook's definition keeps its breaker (the book belongs to whoever owns the
-registry, not to a hook set), and an edited hook starts with a fresh one.
+Breakers are keyed by source, name and definition digest (its paths relative to
+the hook's place, ``Hook.portable_digest``, so replicas holding the project at
+other paths share a key): a reload that keeps a hook's definition keeps its
+breaker (the book belongs to whoever owns the registry, not to a hook set), and
+an edited hook starts with a fresh one.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ class BreakerKey(NamedTuple):
 
     @classmethod
     def of(cls, hook: Hook) -> BreakerKey:
-        return cls(hook.source.label, hook.name, hook.digest)
+        return cls(hook.source.label, hook.name, hook.portable_digest or hook.digest)
 
     @property
     def hook(self) -> str:
@@ -66,6 +68,9 @@ class Breaker:
     """How many times it opened."""
     probing: bool = False
     """A half-open probe is in flight; everything else is refused meanwhile."""
+    taken: bool = False
+    """Made by :meth:`BreakerBook.take` before any call here: the first call sets
+    its own threshold and cooldown."""
 
     def retry_in(self, now: float) -> float:
         """Seconds until an open breaker lets a probe through."""
@@ -82,6 +87,8 @@ class BreakerBook:
         self._breakers: dict[BreakerKey, Breaker] = {}
         self._lock = threading.Lock()
         self._listeners: list[Listener] = []
+        self._kept: set[BreakerKey] | None = None
+        """The keys the last :meth:`forget` kept (None: it never ran, any key counts)."""
 
     def listen(self, listener: Listener) -> None:
         self._listeners.append(listener)
@@ -91,6 +98,9 @@ class BreakerBook:
         if breaker is None:
             with self._lock:
                 breaker = self._breakers.setdefault(key, Breaker(key, threshold, cooldown))
+        elif breaker.taken:
+            with self._lock:
+                breaker.threshold, breaker.cooldown, breaker.taken = threshold, cooldown, False
         return breaker
 
     def state(self, key: BreakerKey) -> BreakerState:
@@ -109,6 +119,7 @@ class BreakerBook:
     def forget(self, keep: set[BreakerKey]) -> None:
         """Drop breakers of definitions no longer loaded (call after a reload)."""
         with self._lock:
+            self._kept = set(keep)
             for key in [k for k in self._breakers if k not in keep]:
                 del self._breakers[key]
 
@@ -155,10 +166,19 @@ class BreakerBook:
             with self._lock:
                 breaker.probing = False
 
-    def adopt(self, breaker: Breaker, state: BreakerState, *, age: float = 0.0) -> None:
+    def take(self, key: BreakerKey, state: BreakerState, *, age: float = 0.0,
+             threshold: int = 3, cooldown: float = 60.0) -> Breaker | None:
         """Take a state another replica reached (interlock.hosts.fleet): open as if opened
-        ``age`` seconds ago, or closed. A probe in flight here keeps its course."""
+        ``age`` seconds ago, or closed. A hook loaded here but not called yet gets its
+        breaker now (with the other replica's numbers until its first call here), so it
+        starts open; a key the last :meth:`forget` did not keep is ignored (None). A
+        probe in flight here keeps its course."""
         with self._lock:
+            breaker = self._breakers.get(key)
+            if breaker is None:
+                if self._kept is not None and key not in self._kept:
+                    return None
+                breaker = self._breakers[key] = Breaker(key, threshold, cooldown, taken=True)
             if state is BreakerState.OPEN and breaker.state is not BreakerState.OPEN \
                     and not breaker.probing:
                 breaker.opened_at = self.clock.now() - age
@@ -167,6 +187,7 @@ class BreakerBook:
             elif state is BreakerState.CLOSED and breaker.state is BreakerState.OPEN:
                 breaker.failures = 0
                 self._move(breaker, BreakerState.CLOSED)
+            return breaker
 
     def _move(self, breaker: Breaker, new: BreakerState) -> None:
         old = breaker.state

@@ -5,6 +5,9 @@ going away never reads as approved (docs/fleet.md, Consistency)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,12 +50,12 @@ def pg() -> Iterator[PgServer]:
 class Replica:
     """One replica's registry on the shared project, its own state dir."""
 
-    def __init__(self, root: Path, state: Path, url: str) -> None:
+    def __init__(self, root: Path, state: Path, url: str, *, accept: bool = False) -> None:
         from interlock.hosts.fleet.approvals import share_approvals
         from interlock.hosts.fleet.shared import Fleet
 
         self.engine = Engine()
-        self.registry = Registry(self.engine, project_root=root)
+        self.registry = Registry(self.engine, project_root=root, accept_hooks=accept)
         self.registry.state_dir = state
         self.registry.trust = type(self.registry.trust)(state)
         self.registry.load()
@@ -142,19 +145,22 @@ def test_postgresql_down_never_reads_as_approved(replicas, pg):
     assert b.registry.reload(operator=True, release=False).error is None
 
 
-def test_hooks_approve_and_revoke_fleet_from_the_cli(replicas, pg, tmp_path):
-    import os
-    import subprocess
-    import sys
+def cli(pg: PgServer, project: Path, state: Path,
+        *args: str) -> subprocess.CompletedProcess[str]:
+    """`interlock hooks ARGS --fleet` as an operator runs it (no --accept-hooks)."""
+    env = {k: v for k, v in os.environ.items() if k != "INTERLOCK_ACCEPT_HOOKS"}
+    env["INTERLOCK_STATE_DIR"] = str(state)
+    return subprocess.run(
+        [sys.executable, "-c", "from interlock.hosts.cli import main; main()", "hooks",
+         *args, "--project", str(project), "--fleet", "--store", pg.url],
+        capture_output=True, text=True, env=env, timeout=60, check=False)
 
+
+def test_hooks_approve_and_revoke_fleet_from_the_cli(replicas, pg, tmp_path):
     _a, b = replicas
 
     def cli(*args: str) -> subprocess.CompletedProcess[str]:
-        env = {**os.environ, "INTERLOCK_STATE_DIR": str(tmp_path / "operator")}
-        return subprocess.run(
-            [sys.executable, "-c", "from interlock.hosts.cli import main; main()", "hooks",
-             *args, "--project", str(b.registry.project_root), "--fleet", "--store", pg.url],
-            capture_output=True, text=True, env=env, timeout=60, check=False)
+        return globals()["cli"](pg, b.registry.project_root, tmp_path / "operator", *args)
 
     done = cli("approve", "no-rm")
     assert done.returncode == 0, done.stderr
@@ -164,3 +170,42 @@ def test_hooks_approve_and_revoke_fleet_from_the_cli(replicas, pg, tmp_path):
     assert done.returncode == 0, done.stderr
     wait_for(lambda: b.state() != "active", timeout=10, what="B to see the CLI's revocation")
     assert not (tmp_path / "operator" / "approvals.json").exists()
+
+
+def test_a_fleet_revocation_wins_over_accept_hooks(pg, tmp_path):
+    """A replica run with --accept-hooks (or --policy) approves what no one decided,
+    never what an operator revoked: the revocation counts within 2 s and stays
+    through reloads; new content is approved again (docs/fleet.md, Consistency)."""
+    import psycopg
+
+    with psycopg.connect(pg.url, autocommit=True) as conn:
+        conn.execute("DROP TABLE IF EXISTS fleet_approvals")
+    root = tmp_path / "project"
+    (root / ".interlock").mkdir(parents=True)
+    (root / ".interlock" / "config.toml").write_text(CONFIG)
+    a = Replica(root, tmp_path / "a" / "state", pg.url, accept=True)
+    try:
+        assert a.state() == "active"  # approved by --accept-hooks
+        assert a.decides("ls") == "none"
+        done = cli(pg, root, tmp_path / "operator", "revoke", "no-rm")
+        assert done.returncode == 0, done.stderr
+        assert "revoked: project:no-rm" in done.stdout
+        since = time.monotonic()
+        wait_for(lambda: a.state() != "active", timeout=10, what="the revocation to count")
+        assert time.monotonic() - since < 2.0
+        assert a.decides("ls") == "block"  # fail-closed and revoked: its refusal blocks
+        assert a.registry.reload(operator=True, release=False).error is None
+        assert a.state() != "active"
+        assert a.decides("ls") == "block"
+        # The operator's approval brings it back; so does new content --accept-hooks sees.
+        done = cli(pg, root, tmp_path / "operator", "approve", "no-rm")
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: a.state() == "active", timeout=10, what="the approval to count")
+        done = cli(pg, root, tmp_path / "operator", "revoke", "no-rm")
+        assert done.returncode == 0, done.stderr
+        wait_for(lambda: a.state() != "active", timeout=10, what="the revocation to count")
+        (root / ".interlock" / "config.toml").write_text(CONFIG.replace("no rm", "not rm"))
+        assert a.registry.reload(operator=True, release=False).error is None
+        assert a.state() == "active"
+    finally:
+        a.close()

@@ -20,7 +20,7 @@ class TableFleet:
     location = "memory"
 
     def __init__(self) -> None:
-        self.table: list[tuple[Any, ...]] = [("k", "d", "hook", 0.0, "op")]
+        self.table: list[tuple[Any, ...]] = [("k", "d", "hook", 0.0, "op", False)]
         self.handlers: dict[str, Callable[[str], None]] = {}
         self.during_read: Callable[[], None] = lambda: None
 
@@ -39,8 +39,8 @@ class TableFleet:
         return out
 
     def revoke_elsewhere(self) -> None:
-        """Another replica deletes the row and its notification arrives here."""
-        self.table.clear()
+        """Another replica revokes the approval and its notification arrives here."""
+        self.table = [("k", "d", "hook", 1.0, "revoked", True)]
         self.handlers[KIND]("revoke")
 
 

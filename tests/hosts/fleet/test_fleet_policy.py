@@ -198,3 +198,115 @@ def test_a_scheduled_refresh_serves_what_the_branch_names_now(tmp_path: Path) ->
                  what="the refreshed branch's policy")
     finally:
         serve.stop()
+
+
+def served_commit(serve: Serve) -> str:
+    """The commit the last start of ``serve`` named (its "policy REPO@COMMIT" line);
+    a decision alone cannot tell: a fail-closed hook a revision dropped keeps
+    blocking after a restart (docs/configuration.md, Trust)."""
+    lines = [line for line in serve.log if line.startswith("interlock serve: policy ")]
+    return lines[-1].strip().rpartition("@")[2]
+
+
+def secret_file(tmp: Path) -> tuple[Path, bytes]:
+    secret = b"s3cret-for-tests-only"
+    path = tmp / "policy.secret"
+    path.write_bytes(secret)
+    path.chmod(0o600)
+    return path, secret
+
+
+def test_a_signed_switch_survives_a_restart_with_the_same_policy(tmp_path: Path) -> None:
+    """Without --fleet the switch is kept in the state dir: a restart with the same
+    --policy REPO@REF serves the switched revision; one with another REF serves that
+    REF (docs/fleet.md, Policy distribution)."""
+    repo = Repo(tmp_path)
+    git(repo.path, "tag", "v1", repo.c1)
+    path, secret = secret_file(tmp_path)
+    serve = Serve(tmp_path, "# unused\n", extra=[
+        "--policy", f"{repo.url}@{repo.c1}", "--policy-secret-file", str(path),
+        "--no-socket"]).start()
+    try:
+        code, out = switch(serve, {"ref": repo.c2, "at": time.time()}, secret)
+        assert code == 200, out
+        assert decide(serve, "curl example.com") == "block"
+        serve.stop()
+        serve.start()
+        assert served_commit(serve) == repo.c2  # still the switched revision
+        assert decide(serve, "curl example.com") == "block"
+        serve.stop()
+        serve.extra[1] = f"{repo.url}@v1"  # a new deployment names another ref
+        serve.start()
+        assert served_commit(serve) == repo.c1
+        serve.stop()
+        # A kept switch whose commit cannot be served: one clear line, no start.
+        (kept,) = serve.state.glob("policies/*/switch.json")
+        kept.write_text(json.dumps({"deployed": "v1", "ref": "gone", "commit": "0" * 40,
+                                    "at": time.time()}))
+        done = serve.cli("serve", *serve.extra, "--port", "0")
+        assert done.returncode != 0
+        assert "switch.json names commit" in done.stderr
+        assert "Traceback" not in done.stderr
+    finally:
+        if serve.proc is not None and serve.proc.poll() is None:
+            serve.stop()
+
+
+def test_a_signed_switch_reaches_every_replica_and_outlives_a_restart(
+        tmp_path: Path) -> None:
+    """With --fleet the switch is kept in fleet_policy and announced: the other
+    replica serves it too, and so does a replica restarted afterwards; one
+    deployed with another ref serves that ref; with PostgreSQL down a switch is
+    refused and the served revision stays."""
+    from helpers.pgserver import PgServer
+
+    bindir = PgServer.find()
+    if bindir is None:
+        pytest.skip("needs PostgreSQL's initdb (.ci/run installs it)")
+    pg = PgServer(bindir)
+    pg.start()
+    repo = Repo(tmp_path)
+    git(repo.path, "tag", "v1", repo.c1)
+    path, secret = secret_file(tmp_path)
+    replicas: list[Serve] = []
+    try:
+        for name in ("a", "b"):
+            serve = Serve(tmp_path / name, "# unused\n", store=pg.url, extra=[
+                "--fleet", "--policy", f"{repo.url}@{repo.c1}",
+                "--policy-secret-file", str(path), "--no-socket"])
+            made = serve.cli("serve", "token", "create", f"ops-{name}", "--admin", "--fleet")
+            assert made.returncode == 0, made.stderr
+            serve.token = made.stdout.strip()
+            replicas.append(serve.start())
+        a, b = replicas
+        assert decide(b, "curl example.com") == "none"
+        code, out = switch(a, {"ref": repo.c2, "at": time.time()}, secret)
+        assert code == 200, out
+        assert decide(a, "curl example.com") == "block"
+        wait_for(lambda: decide(b, "curl example.com") == "block", timeout=30,
+                 what="B to serve the revision A was switched to")
+        b.stop()
+        b.start()
+        assert served_commit(b) == repo.c2  # the fleet's switch, not --policy's c1
+        assert decide(b, "curl example.com") == "block"
+        b.stop()
+        b.extra[2] = f"{repo.url}@v1"  # a new deployment names another ref
+        b.start()
+        assert served_commit(b) == repo.c1
+        b.stop()
+        pg.stop()
+        try:
+            code, out = switch(a, {"ref": repo.c1, "at": time.time()}, secret)
+            assert code in (409, 503), out  # the fleet's approvals or its row: unreachable
+            assert out["commit"] == repo.c2
+        finally:
+            pg.start()
+        wait_for(lambda: a.request("POST", "/v1/events/before_tool_call", {
+            "tool_name": "terminal", "args": {"command": "curl example.com"}})[0] == 200,
+            timeout=30, what="A to answer again")
+        assert decide(a, "curl example.com") == "block"  # still c2
+    finally:
+        for serve in replicas:
+            if serve.proc is not None and serve.proc.poll() is None:
+                serve.stop()
+        pg.close()

@@ -110,14 +110,16 @@ def _console(engine: Any, registry: Any, tokens: Any) -> Any:
     return Console(tokens=tokens, feed=feed, registry=registry, store=store)
 
 
-def _policy_service(repo: Any, source: str, registry: Any, secret_file: Path | None,
-                    refresh: float | None) -> Any:
-    """The signed reload and the schedule of `serve --policy` (interlock.hosts.fleet.policy);
-    with --fleet each new revision is in the revision history (a reload listener)."""
-    from interlock.hosts.fleet.policy import PolicyService, parse, read_secret
+def _policy_service(repo: Any, served: Any, registry: Any, secret_file: Path | None,
+                    refresh: float | None, fleet: Any) -> Any:
+    """The signed reload and the schedule of `serve --policy` (interlock.hosts.fleet.policy),
+    serving ``served`` (open_policy's); with --fleet each new revision is in the revision
+    history (a reload listener), and a switch is shared with every replica."""
+    from interlock.hosts.fleet.policy import PolicyService, read_secret
 
-    service = PolicyService(repo, parse(source)[1], registry,
+    service = PolicyService(repo, served.ref, registry, served=served, fleet=fleet,
                             secret=read_secret(secret_file) if secret_file else None)
+    service.follow()  # a switch made since this replica read the table
     if refresh is not None:
         service.schedule(refresh)
     return service
@@ -264,15 +266,14 @@ def register(app: typer.Typer) -> None:
                                   fix="give --tls-cert CERT.pem --tls-key KEY.pem")
             if tls_cert is not None:
                 no_socket = True  # one TLS setting covers every listener (docs/fleet.md)
-            repo = None
+            repo = kept = None
             if policy is not None:
-                from interlock.hosts.fleet.policy import PolicyRepo, parse
+                from interlock.hosts.fleet.policy import open_policy
 
-                repo_url, ref = parse(policy)
-                repo = PolicyRepo(repo_url, ensure_private_dir(state_dir(None)) / "policies")
-                repo.activate(ref)
+                repo, kept = open_policy(policy, ensure_private_dir(state_dir(None)) /
+                                         "policies", store if fleet else None)
                 project = repo.live
-                typer.echo(f"interlock serve: policy {repo_url}@{repo.commit}", err=True)
+                typer.echo(f"interlock serve: policy {repo.repo}@{repo.commit}", err=True)
             found = Project.discover(project)
             root = found.root
             if host not in ("127.0.0.1", "::1", "localhost"):
@@ -324,8 +325,9 @@ def register(app: typer.Typer) -> None:
                                  audit_gate=_audit_gate(registry, audit, audit_payloads),
                                  ready=_ready(registry, shared))
                 if repo is not None:
-                    service = _policy_service(repo, policy or "", registry,
-                                              policy_secret_file, policy_refresh)
+                    service = _policy_service(repo, kept, registry, policy_secret_file,
+                                              policy_refresh,
+                                              shared.fleet if shared is not None else None)
                     app.add_route("/v1/runtime/policy", service.handler(), methods=["POST"])
                 served: Any = app
                 if log_format is not None:

@@ -9,6 +9,11 @@ hold the policy at the same path (``serve --policy`` checks it out under the
 state dir; a container image has one layout), and the operator approves from
 a replica or a machine laid out the same way.
 
+A revocation keeps its row, marked ``revoked`` with the digest it withdrew, so a
+replica run with ``--accept-hooks`` (as ``--policy`` runs) approves content no
+one decided, never content an operator revoked; an operator's approval (or new
+content) clears it.
+
 Consistency (docs/fleet.md, Consistency): a change is announced in its own
 transaction; on the notification every replica reloads its hooks, so a
 revocation takes effect everywhere within milliseconds. The table is read
@@ -39,15 +44,18 @@ KIND = "approval"
 
 class SharedTrust(TrustStore):
     """A TrustStore whose approvals live in the fleet's PostgreSQL; the rest (toggles,
-    baselines, imports) stays in this machine's state dir."""
+    baselines, imports) stays in this machine's state dir. A revocation keeps its row
+    (``revoked``, with the digest it withdrew): ``--accept-hooks`` approves content no
+    one decided, never content an operator revoked; an operator's approval clears it."""
 
     def __init__(self, fleet: Fleet, state_dir: Path) -> None:
         super().__init__(state_dir)
         self.fleet = fleet
-        self._cache: dict[str, Approval] | None = None
+        self._cache: tuple[dict[str, Approval], dict[str, str]] | None = None
         self._generation = 0
         """Counts forget() calls: a read that a notification overtook is not cached."""
         self._lock = threading.Lock()
+        self._told: set[tuple[str, str]] = set()
         fleet.on(KIND, lambda _key: self.forget())
         fleet.on_resync(self.forget)
 
@@ -62,7 +70,8 @@ class SharedTrust(TrustStore):
                            fix="check that PostgreSQL is up and reachable; the last good "
                                "revision keeps answering meanwhile")
 
-    def _table(self) -> dict[str, Approval]:
+    def _table(self) -> tuple[dict[str, Approval], dict[str, str]]:
+        """(approvals in force by key, revoked digests by key)."""
         fresh = self.fleet.fresh()
         with self._lock:
             cached = self._cache if fresh else None
@@ -70,11 +79,13 @@ class SharedTrust(TrustStore):
         if cached is not None:
             return cached
         try:
-            rows = self.fleet.rows("SELECT key, digest, name, at, by FROM fleet_approvals")
+            rows = self.fleet.rows("SELECT key, digest, name, at, by, revoked "
+                                   "FROM fleet_approvals")
         except FleetUnavailable as exc:
             raise self._fail("read", exc) from None
-        table = {str(k): Approval(str(k), str(d), str(n), float(a), str(b))
-                 for k, d, n, a, b in rows}
+        table = ({str(k): Approval(str(k), str(d), str(n), float(a), str(b))
+                  for k, d, n, a, b, revoked in rows if not revoked},
+                 {str(k): str(d) for k, d, _n, _a, _b, revoked in rows if revoked})
         with self._lock:
             # Cached only if no notification could have been missed (the listener
             # stayed up) and none arrived while the rows were read: a revocation
@@ -85,13 +96,28 @@ class SharedTrust(TrustStore):
 
     # -- the TrustStore's approvals, shared ------------------------------------------
     def approvals(self) -> dict[str, Approval]:
-        return self._table()
+        return self._table()[0]
 
     def approved(self, key: str, digest: str) -> bool:
-        found = self._table().get(key)
+        found = self._table()[0].get(key)
         return found is not None and found.digest == digest
 
+    def revoked(self, key: str, digest: str) -> bool:
+        if self._table()[1].get(key) != digest:
+            return False
+        if (key, digest) not in self._told:
+            self._told.add((key, digest))
+            log.warning("not approving %s despite --accept-hooks: it was revoked in the "
+                        "fleet (`interlock hooks approve NAME --fleet` approves it again)",
+                        key)
+        return True
+
     def approve(self, items: list[tuple[str, str, str]], *, by: str = "operator") -> None:
+        # --accept-hooks never overwrites the revocation of the same content, even one
+        # that committed after this replica read the table.
+        keep_revoked = (" WHERE NOT fleet_approvals.revoked "
+                        "OR fleet_approvals.digest <> EXCLUDED.digest"
+                        if by == "accept-hooks" else "")
         now = time.time()
         try:
             with self.fleet.transaction() as cur:
@@ -100,7 +126,8 @@ class SharedTrust(TrustStore):
                         "INSERT INTO fleet_approvals (key, digest, name, at, by) "
                         "VALUES (%s, %s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
                         "digest = EXCLUDED.digest, name = EXCLUDED.name, at = EXCLUDED.at, "
-                        "by = EXCLUDED.by", (key, digest, name, now, by))
+                        "by = EXCLUDED.by, revoked = false" + keep_revoked,
+                        (key, digest, name, now, by))
                 Fleet.announce(cur, KIND, "approve")
         except FleetUnavailable as exc:
             raise self._fail("write", exc) from None
@@ -109,8 +136,9 @@ class SharedTrust(TrustStore):
     def revoke(self, keys: list[str]) -> int:
         try:
             with self.fleet.transaction() as cur:
-                cur.execute("DELETE FROM fleet_approvals WHERE key = ANY(%s) RETURNING key",
-                            (list(keys),))
+                cur.execute("UPDATE fleet_approvals SET revoked = true, at = %s, by = %s "
+                            "WHERE key = ANY(%s) AND NOT revoked RETURNING key",
+                            (time.time(), "revoked", list(keys)))
                 removed = len(cur.fetchall())
                 if removed:
                     Fleet.announce(cur, KIND, "revoke")

@@ -55,6 +55,7 @@ def attach(store: str | None, registry: Any, *, policy: Callable[[], str]) -> At
     def reloaded(result: Any) -> None:
         if result.changed:
             record_revision(fleet, int(result.revision), policy(), dispatches)
+            breakers.load()  # a hook new to this replica starts as the fleet has it
 
     registry.add_listener(reloaded)
     return Attached(fleet, tokens, breakers)

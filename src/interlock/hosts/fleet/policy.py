@@ -14,6 +14,14 @@ distribution). A new revision becomes active:
 
 A revision that cannot be fetched, extracted or loaded leaves the last good
 one active (the registry refuses a bad config: docs/configuration.md).
+
+A signed switch is kept: in ``<base>/switch.json``, or with ``--fleet`` in the
+fleet's ``fleet_policy`` table and announced, so every replica serving the
+repository switches too (each reads the table on the notification: the last
+switch committed wins everywhere). At start the kept switch wins over the
+``--policy`` ref when it was made while that same ref was deployed; a
+deployment naming another ref serves that ref (docs/fleet.md, Policy
+distribution).
 """
 
 from __future__ import annotations
@@ -30,9 +38,10 @@ import subprocess
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from interlock.engine.errors import ConfigError
+from interlock.hosts.fleet.shared import Fleet, FleetUnavailable
 
 log = logging.getLogger("interlock.fleet")
 
@@ -145,6 +154,82 @@ class PolicyRepo:
             self.commit = commit
             return commit, True
 
+    # -- the kept switch, without --fleet ------------------------------------------
+    @property
+    def _switch_file(self) -> Path:
+        return self.base / "switch.json"
+
+    def kept(self) -> Kept | None:
+        """The last signed switch served from this repository, or None."""
+        try:
+            data = json.loads(self._switch_file.read_text())
+            return Kept(str(data["deployed"]), str(data["ref"]), str(data["commit"]),
+                        float(data["at"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def keep(self, kept: Kept) -> None:
+        tmp = self.base / f"switch.json.{os.getpid()}.tmp"
+        tmp.write_text(json.dumps(kept._asdict()))
+        os.replace(tmp, self._switch_file)
+
+
+FLEET_KIND = "policy"
+"""The notification of a change to ``fleet_policy``."""
+
+
+class Kept(NamedTuple):
+    """A signed switch as kept: under which --policy ref, to which ref and commit, when."""
+
+    deployed: str
+    ref: str
+    commit: str
+    at: float = 0.0
+
+
+def fleet_kept(fleet: Fleet, repo: str) -> Kept | None:
+    """The fleet's last signed switch of ``repo``, or None."""
+    try:
+        rows = fleet.rows("SELECT deployed, ref, commit, at FROM fleet_policy "
+                          "WHERE repo = %s", (repo,))
+    except FleetUnavailable as exc:
+        raise ConfigError(f"cannot read the fleet's policy switch in {fleet.location}: {exc}",
+                          field="--store", fix="check that PostgreSQL is up and reachable"
+                          ) from None
+    return Kept(str(rows[0][0]), str(rows[0][1]), str(rows[0][2]), float(rows[0][3])) \
+        if rows else None
+
+
+def open_policy(source: str, cache: Path, store: str | None) -> tuple[PolicyRepo, Kept]:
+    """The repository of ``--policy SOURCE`` with its revision active, and what is served:
+    a signed switch kept while SOURCE's ref was deployed wins over that ref
+    (``fleet_policy`` when ``store`` is the fleet's, else ``<base>/switch.json``). The
+    returned ``at`` is the fleet's last switch seen, followed or not."""
+    url, deployed = parse(source)
+    repo = PolicyRepo(url, cache)
+    kept: Kept | None
+    if store is not None:
+        from interlock.hosts.fleet.attach import fleet_url
+
+        fleet = Fleet(fleet_url(store), listen=False)
+        try:
+            kept = fleet_kept(fleet, url)
+        finally:
+            fleet.close()
+    else:
+        kept = repo.kept()
+    if kept is not None and kept.deployed == deployed:
+        try:
+            repo.activate(kept.commit)
+        except ConfigError as exc:
+            where = "the fleet_policy row" if store is not None else str(repo.base / "switch.json")
+            raise ConfigError(f"the policy switch kept in {where} names commit {kept.commit}, "
+                              f"which cannot be served: {exc.message}", field="--policy",
+                              fix=f"deploy another ref, or remove {where}") from None
+        return repo, kept
+    repo.activate(deployed)
+    return repo, Kept(deployed, deployed, repo.commit, kept.at if kept is not None else 0.0)
+
 
 def read_secret(path: Path) -> bytes:
     from interlock.hosts.bridge._common import BridgeError
@@ -164,18 +249,98 @@ def signature_ok(secret: bytes, body: bytes, header: str | None) -> bool:
 
 
 class PolicyService:
-    """Keeps the served revision: the signed request, the schedule, the revision log."""
+    """Keeps the served revision: the signed request, the schedule, the revision log;
+    with ``fleet``, the switch shared with every replica."""
 
     def __init__(self, repo: PolicyRepo, ref: str, registry: Any, *,
-                 secret: bytes | None = None) -> None:
+                 secret: bytes | None = None, served: Kept | None = None,
+                 fleet: Fleet | None = None) -> None:
         self.repo = repo
-        self.ref = ref
+        self.ref = served.ref if served is not None else ref
+        """The ref served (the schedule fetches it again): --policy's, or a switch's."""
+        self.deployed = served.deployed if served is not None else ref
+        """The ref --policy named at start; a kept switch names it."""
+        self._seen = served.at if served is not None else 0.0
+        """When the fleet's last switch this replica has seen was made: only a later
+        one is followed (one made before the start counts only under the same ref)."""
         self.registry = registry
         self.secret = secret
+        self.fleet = fleet
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._switching = threading.Lock()
+        """One change of the served revision at a time: a switch, the schedule's
+        refresh, following the fleet (which must not read the table between a switch
+        here and its row)."""
+        if fleet is not None:
+            fleet.on(FLEET_KIND, lambda _payload: self._follow_soon())
+            fleet.on_resync(self._follow_soon)
 
     def switch(self, ref: str) -> dict[str, Any]:
+        """A signed switch: serve ``ref`` and keep it (with ``fleet``: for every replica).
+        A switch the fleet cannot record is undone here, so no replica is left serving
+        a revision the others and a restart would not."""
+        with self._switching:
+            previous = self.repo.commit
+            out = self.serve(ref)
+            if not out["ok"]:
+                return out
+            kept = Kept(self.deployed, ref, out["commit"], time.time())
+            try:
+                self._keep(kept)
+            except (FleetUnavailable, OSError) as exc:
+                if out["changed"]:
+                    self.serve(previous)
+                where = self.fleet.location if self.fleet else str(self.repo.base)
+                return {"ok": False, "unavailable": True, "commit": previous,
+                        "error": f"the switch could not be kept in {where}: {exc}; it was "
+                                 "undone here, send it again"}
+            self.ref, self._seen = ref, kept.at
+            return out
+
+    def _keep(self, kept: Kept) -> None:
+        if self.fleet is None:
+            self.repo.keep(kept)
+            return
+        with self.fleet.transaction() as cur:
+            cur.execute("INSERT INTO fleet_policy (repo, deployed, ref, commit, at, replica) "
+                        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (repo) DO UPDATE SET "
+                        "deployed = EXCLUDED.deployed, ref = EXCLUDED.ref, "
+                        "commit = EXCLUDED.commit, at = EXCLUDED.at, "
+                        "replica = EXCLUDED.replica",
+                        (self.repo.repo, *kept, self.fleet.replica))
+            Fleet.announce(cur, FLEET_KIND, self.repo.repo)
+
+    def _follow_soon(self) -> None:
+        """On a notification (or a reconnect): serve what the table says, off the
+        listener's thread (a fetch can take long)."""
+        threading.Thread(target=self.follow, name="interlock-policy-follow",
+                         daemon=True).start()
+
+    def follow(self) -> None:
+        """Serve the fleet's last switch of this repository if it was made after the
+        last one this replica saw. The table, not the notification, says which: when
+        two switches cross, the one committed last wins on every replica."""
+        if self.fleet is None:
+            return
+        with self._switching:
+            try:
+                row = fleet_kept(self.fleet, self.repo.repo)
+                if row is None or row.at <= self._seen:
+                    return
+                out = self.serve(row.commit)
+            except ConfigError as exc:
+                log.warning("policy: the fleet's switch not served here: %s", exc.render())
+                return
+            self._seen = row.at
+            if out["ok"]:
+                self.ref = row.ref
+            else:
+                log.warning("policy: the fleet's switch to %s refused here: %s", row.commit,
+                            out["error"])
+
+    def serve(self, ref: str) -> dict[str, Any]:
+        """Serve ``ref`` now (not kept: the schedule, a replica following the fleet)."""
         previous = self.repo.commit
         commit, changed = self.repo.activate(ref)
         result = self.registry.reload(operator=True) if changed else None
@@ -218,7 +383,7 @@ class PolicyService:
                 out = await run_in_threadpool(self.switch, ref)
             except ConfigError as exc:
                 return answer(409, {"error": exc.render()})
-            return answer(200 if out["ok"] else 409, out)
+            return answer(200 if out["ok"] else 503 if out.get("unavailable") else 409, out)
 
         return policy
 
@@ -226,7 +391,8 @@ class PolicyService:
         def loop() -> None:
             while not self._stop.wait(seconds):
                 try:
-                    self.switch(self.ref)
+                    with self._switching:
+                        self.serve(self.ref)
                 except Exception as exc:  # the last good revision stays; try next time
                     log.warning("policy refresh failed: %s", exc)
 

@@ -40,13 +40,23 @@ SCHEMA = (
     "expires DOUBLE PRECISION NOT NULL DEFAULT 0, sender TEXT NOT NULL DEFAULT '')",
     "CREATE TABLE IF NOT EXISTS fleet_breakers (key TEXT PRIMARY KEY, state TEXT NOT NULL, "
     "changed DOUBLE PRECISION NOT NULL, replica TEXT NOT NULL)",
+    # The opener's numbers, for a replica that takes the state before its first call.
+    "ALTER TABLE fleet_breakers ADD COLUMN IF NOT EXISTS threshold INTEGER NOT NULL DEFAULT 3",
+    "ALTER TABLE fleet_breakers ADD COLUMN IF NOT EXISTS cooldown DOUBLE PRECISION "
+    "NOT NULL DEFAULT 60",
     "CREATE TABLE IF NOT EXISTS fleet_rate (bucket TEXT PRIMARY KEY, "
     "tokens DOUBLE PRECISION NOT NULL, last DOUBLE PRECISION NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fleet_revisions (id BIGINT GENERATED ALWAYS AS IDENTITY "
     "PRIMARY KEY, replica TEXT NOT NULL, dispatches TEXT NOT NULL, revision BIGINT NOT NULL, "
     "policy TEXT NOT NULL, at DOUBLE PRECISION NOT NULL)",
+    "CREATE TABLE IF NOT EXISTS fleet_policy (repo TEXT PRIMARY KEY, deployed TEXT NOT NULL, "
+    "ref TEXT NOT NULL, commit TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, "
+    "replica TEXT NOT NULL)",
     "CREATE TABLE IF NOT EXISTS fleet_approvals (key TEXT PRIMARY KEY, digest TEXT NOT NULL, "
     "name TEXT NOT NULL, at DOUBLE PRECISION NOT NULL, by TEXT NOT NULL)",
+    # A revocation keeps its row, so --accept-hooks cannot approve that content again.
+    "ALTER TABLE fleet_approvals ADD COLUMN IF NOT EXISTS revoked BOOLEAN NOT NULL "
+    "DEFAULT false",
 )
 
 

@@ -10,8 +10,10 @@ in short:
   notification arrives (milliseconds), and at worst within the listener's
   ping (:data:`interlock.hosts.fleet.shared.PING_S`) when that connection broke.
 - **Breakers** stay per replica (each counts its own failures) and an open or
-  a close is copied to the others: a hook that fails on one replica is cut
-  off on all of them.
+  a close is copied to the others, keyed by the hook's portable digest (paths
+  relative to its place): a hook that fails on one replica is cut off on all
+  of them, also where it was never called, and on a replica started later
+  (it reads ``fleet_breakers``).
 - **Rate limits** are one token bucket per key in a row taken with
   ``SELECT ... FOR UPDATE`` on PostgreSQL's clock: exact across replicas.
   When PostgreSQL does not answer, the message is refused.
@@ -130,11 +132,14 @@ class SharedTokens(TokenStore):
 
 
 def _key_text(key: BreakerKey) -> str:
+    """The fleet's name of a breaker: source, name and the hook's portable digest, so
+    replicas holding the project at other paths share it (docs/fleet.md, Consistency)."""
     return json.dumps(list(key))
 
 
 class SharedBreakers:
-    """Copies every open and close of this replica's breakers to the others."""
+    """Copies every open and close of this replica's breakers to the others, and takes
+    theirs, also for a hook not called here yet (its breaker is made then)."""
 
     def __init__(self, fleet: Fleet, book: BreakerBook) -> None:
         self.fleet = fleet
@@ -148,16 +153,20 @@ class SharedBreakers:
         if getattr(self._adopting, "on", False) or new is BreakerState.HALF_OPEN:
             return
         key = _key_text(breaker.key)
+        now = time.time()
         try:
             with self.fleet.transaction() as cur:
-                cur.execute("INSERT INTO fleet_breakers (key, state, changed, replica) "
-                            "VALUES (%s, %s, %s, %s) ON CONFLICT (key) DO UPDATE SET "
-                            "state = EXCLUDED.state, changed = EXCLUDED.changed, "
-                            "replica = EXCLUDED.replica",
-                            (key, new.value, time.time(), self.fleet.replica))
+                cur.execute("INSERT INTO fleet_breakers (key, state, changed, replica, "
+                            "threshold, cooldown) VALUES (%s, %s, %s, %s, %s, %s) "
+                            "ON CONFLICT (key) DO UPDATE SET state = EXCLUDED.state, "
+                            "changed = EXCLUDED.changed, replica = EXCLUDED.replica, "
+                            "threshold = EXCLUDED.threshold, cooldown = EXCLUDED.cooldown",
+                            (key, new.value, now, self.fleet.replica, breaker.threshold,
+                             breaker.cooldown))
                 Fleet.announce(cur, "breaker", json.dumps(
                     {"key": key, "state": new.value, "replica": self.fleet.replica,
-                     "at": time.time()}))
+                     "at": now, "threshold": breaker.threshold,
+                     "cooldown": breaker.cooldown}))
         except FleetUnavailable as exc:  # this replica's breaker still works on its own
             log.warning("fleet: breaker %s not shared: %s", breaker.key.hook, exc)
 
@@ -165,29 +174,31 @@ class SharedBreakers:
         data = json.loads(payload)
         if data.get("replica") == self.fleet.replica:
             return
-        self._adopt(data["key"], BreakerState(data["state"]), float(data["at"]))
+        self._adopt(data["key"], BreakerState(data["state"]), float(data["at"]),
+                    int(data.get("threshold", 3)), float(data.get("cooldown", 60.0)))
 
-    def _adopt(self, key_text: str, state: BreakerState, at: float) -> None:
+    def _adopt(self, key_text: str, state: BreakerState, at: float, threshold: int,
+               cooldown: float) -> None:
         key = BreakerKey(*json.loads(key_text))
-        breaker = next((b for b in self.book.snapshot() if b.key == key), None)
-        if breaker is None:  # a hook this replica does not run (yet)
-            return
         self._adopting.on = True
         try:
-            self.book.adopt(breaker, state, age=max(0.0, time.time() - at))
+            self.book.take(key, state, age=max(0.0, time.time() - at), threshold=threshold,
+                           cooldown=cooldown)
         finally:
             self._adopting.on = False
 
     def load(self) -> None:
-        """Adopt what the table says (at start and after a reconnect)."""
+        """Adopt what the table says (at start, after a reload, after a reconnect)."""
         try:
-            rows = self.fleet.rows("SELECT key, state, changed FROM fleet_breakers "
-                                   "WHERE replica <> %s", (self.fleet.replica,))
+            rows = self.fleet.rows("SELECT key, state, changed, threshold, cooldown "
+                                   "FROM fleet_breakers WHERE replica <> %s",
+                                   (self.fleet.replica,))
         except FleetUnavailable as exc:
             log.warning("fleet: breakers not loaded: %s", exc)
             return
-        for key_text, state, changed in rows:
-            self._adopt(str(key_text), BreakerState(state), float(changed))
+        for key_text, state, changed, threshold, cooldown in rows:
+            self._adopt(str(key_text), BreakerState(state), float(changed), int(threshold),
+                        float(cooldown))
 
 
 class SharedBuckets:
