@@ -29,7 +29,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 
 from interlock.adapters._core import (
     DecisionNotSupported,
@@ -161,12 +167,14 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if early is not None:
             return early
         result = handler(_with_args(request, args, gate.args))
-        if not isinstance(result, ToolMessage):
-            return result
-        content = _content(result)
-        after = self.policy.after_tool_sync(name, gate.args, content, call_id,
-                                            status=result.status)
-        return _with_result(result, content, after.result, gate.context, after.context)
+        rewritten: dict[int, ToolMessage] = {}
+        for message in self._results(result, name):
+            content = _content(message)
+            after = self.policy.after_tool_sync(name, gate.args, content, call_id,
+                                                status=message.status)
+            rewritten[id(message)] = _with_result(message, content, after.result,
+                                                  gate.context, after.context)
+        return _rewrite(result, rewritten)
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest],
@@ -178,12 +186,30 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if early is not None:
             return early
         result = await handler(_with_args(request, args, gate.args))
-        if not isinstance(result, ToolMessage):
-            return result
-        content = _content(result)
-        after = await self.policy.after_tool(name, gate.args, content, call_id,
-                                             status=result.status)
-        return _with_result(result, content, after.result, gate.context, after.context)
+        rewritten: dict[int, ToolMessage] = {}
+        for message in self._results(result, name):
+            content = _content(message)
+            after = await self.policy.after_tool(name, gate.args, content, call_id,
+                                                 status=message.status)
+            rewritten[id(message)] = _with_result(message, content, after.result,
+                                                  gate.context, after.context)
+        return _rewrite(result, rewritten)
+
+    def _results(self, result: Any, name: str) -> list[ToolMessage]:
+        """The ToolMessages a tool's result gives the model: the message itself, or
+        those in a ``Command``'s ``update["messages"]`` (LangGraph's state-updating
+        tools), each judged by after_tool_call. A shape holding none that can be
+        read is refused while a hook listens there, never passed through unjudged."""
+        found = _tool_messages(result)
+        if found is None or (not found and not isinstance(result, ToolMessage)):
+            if self.policy.listens("after_tool_call"):
+                raise DecisionNotSupported(
+                    FRAMEWORK, "after_tool_call", "judge the result", None,
+                    f"the tool {name!r} returned {type(result).__name__} with no ToolMessage "
+                    "the adapter can read; return a ToolMessage, or a Command whose "
+                    "update['messages'] holds one (docs/adapters.md, LangChain)")
+            return []
+        return found
 
     def _gated(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
         """The ToolMessage to answer with instead of running the tool, if any."""
@@ -213,6 +239,66 @@ def _with_args(request: ToolCallRequest, old: dict[str, Any],
     if new is old:
         return request
     return request.override(tool_call={**request.tool_call, "args": new})
+
+
+def _tool_messages(result: Any) -> list[ToolMessage] | None:
+    """The ToolMessages in a tool's result (a ToolMessage, a Command, or a list of
+    them), their dict forms made messages in place; None for a shape the adapter
+    cannot read."""
+    from langgraph.types import Command
+
+    if isinstance(result, ToolMessage):
+        return [result]
+    if isinstance(result, list):
+        found: list[ToolMessage] = []
+        for item in result:
+            inner = _tool_messages(item)
+            if inner is None:
+                return None
+            found += inner
+        return found
+    if not isinstance(result, Command):
+        return None
+    update = result.update
+    if update is None:
+        return []
+    if isinstance(update, dict):
+        messages = update.get("messages", [])
+    elif isinstance(update, list):
+        messages = update
+    else:
+        return None
+    if not isinstance(messages, list):
+        return None
+    try:
+        converted = convert_to_messages(messages)
+    except (ValueError, TypeError, NotImplementedError):
+        return None
+    # The converted list replaces the original, so the rewrite below reaches the graph.
+    if isinstance(update, dict):
+        update["messages"] = converted
+    else:
+        update[:] = converted
+    return [m for m in converted if isinstance(m, ToolMessage)]
+
+
+def _rewrite(result: Any, rewritten: dict[int, ToolMessage]) -> Any:
+    """``result`` with each judged ToolMessage replaced by its rewrite."""
+    from langgraph.types import Command
+
+    if not rewritten:
+        return result
+    if isinstance(result, ToolMessage):
+        return rewritten.get(id(result), result)
+    if isinstance(result, list):
+        return [_rewrite(item, rewritten) for item in result]
+    if isinstance(result, Command):
+        update = result.update
+        if isinstance(update, dict):
+            update["messages"] = [rewritten.get(id(m), m) for m in update["messages"]]
+        elif isinstance(update, list):
+            update[:] = [rewritten.get(id(m), m) for m in update]
+    return result
 
 
 def _approval(answer: Any) -> tuple[bool, str | None]:
