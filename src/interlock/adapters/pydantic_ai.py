@@ -126,10 +126,11 @@ class Interlock(AbstractCapability[Any]):
         else:
             response = await handler(request_context)
             synthetic = False
-        return await self._after_model(response, model, synthetic)
+        return await self._after_model(response, model, synthetic,
+                                       streamed=request_context.streaming and not synthetic)
 
-    async def _after_model(self, response: ModelResponse, model: str,
-                           synthetic: bool) -> ModelResponse:
+    async def _after_model(self, response: ModelResponse, model: str, synthetic: bool,
+                           *, streamed: bool = False) -> ModelResponse:
         if not self.policy.listens("after_llm_call"):
             return response
         calls = [{"id": p.tool_call_id, "name": p.tool_name, "args": p.args_as_dict()}
@@ -142,6 +143,14 @@ class Interlock(AbstractCapability[Any]):
             raise PolicyStopped(after.name, after.reason, _hook(after))
         if after.changes:
             text = after.changes.get("text", response.text or "")
+            if streamed and text != (response.text or ""):
+                # The consumer of a stream has read the model's text as it came, and
+                # run_stream's output is the stream's, not this response's.
+                raise DecisionNotSupported(
+                    FRAMEWORK, after.name, "modify", _hook(after),
+                    "a streamed run cannot take back text it has streamed; run the agent "
+                    "without streaming (run, run_sync) to rewrite its text "
+                    "(docs/adapters.md, pydantic-ai)")
             new_calls = after.changes.get("tool_calls", calls)
             parts: list[Any] = [TextPart(text)] if text else []
             parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")

@@ -20,7 +20,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from interlock.adapters import Policy
+from interlock import modify
+from interlock.adapters import DecisionNotSupported, Policy
 from interlock.adapters.pydantic_ai import Interlock
 
 RAN: list[tuple[str, dict[str, Any]]] = []
@@ -126,3 +127,28 @@ async def test_a_permission_rule_denies_the_rewritten_call(project):
     assert RAN == []
     error = json.loads(out)
     assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")
+
+
+async def _streams_a_secret(messages: list[ModelMessage], info: AgentInfo) -> Any:
+    yield "secret sk-live-123 text"
+
+
+def _says_a_secret(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("secret sk-live-123 text")])
+
+
+def redacting(sid: str) -> Agent[None, str]:
+    policy = Policy("pydantic-ai", session_id=sid)
+    policy.engine.on("after_llm_call", lambda e: modify(text="[redacted]"), modifies=True)
+    return Agent(FunctionModel(_says_a_secret, stream_function=_streams_a_secret),
+                 capabilities=[Interlock(policy=policy)])
+
+
+async def test_after_llm_call_rewrites_the_text_of_a_run(project):
+    assert (await redacting(session()).run("go")).output == "[redacted]"
+
+
+async def test_a_text_rewrite_a_stream_cannot_take_ends_the_streamed_run(project):
+    with pytest.raises(DecisionNotSupported, match="after_llm_call"):
+        async with redacting(session()).run_stream("go") as streamed:
+            await streamed.get_output()
