@@ -70,6 +70,7 @@ class DecisionNotSupported(InterlockError):
         self.event = event
         self.decision = decision
         self.hook = hook
+        self.fix = fix
         super().__init__(f"{framework} cannot apply {decision!r} on {event} (from "
                          f"{hook or 'a hook'}); the run is ended instead of ignoring it "
                          f"(fix: {fix})")

@@ -30,14 +30,22 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, Tool
+from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse
 from agents.tool_context import ToolContext
 
-from interlock.adapters._core import Policy, PolicyStopped, ToolGate, as_text, with_context
+from interlock.adapters._core import (
+    DecisionNotSupported,
+    Policy,
+    PolicyStopped,
+    ToolGate,
+    as_text,
+    with_context,
+)
 
 if TYPE_CHECKING:
     from agents.run_context import AgentHookContext
@@ -86,7 +94,8 @@ class Interlock(RunHooks[Any]):
 
         async def needs_approval(ctx: RunContextWrapper[Any], args: dict[str, Any],
                                  call_id: str) -> bool:
-            gate = await self.policy.before_tool(tool.name, args, call_id)
+            with _raised_through_the_sdk():
+                gate = await self.policy.before_tool(tool.name, args, call_id)
             self._gates[call_id] = gate
             if gate.action == "ask":
                 return True
@@ -95,7 +104,8 @@ class Interlock(RunHooks[Any]):
             return bool(own_approval)
 
         async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
-            return await self._invoke(tool.name, invoke, ctx, raw)
+            with _raised_through_the_sdk():
+                return await self._invoke(tool.name, invoke, ctx, raw)
 
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
@@ -179,6 +189,29 @@ class Interlock(RunHooks[Any]):
 
 
 _MARK = "_interlock_governed"
+
+
+class _Stopped(PolicyStopped, AgentsException):
+    """PolicyStopped that the SDK's tool runner re-raises as it is: it wraps any
+    other exception from a tool in its own ``UserError``."""
+
+
+class _NotSupported(DecisionNotSupported, AgentsException):
+    """DecisionNotSupported, re-raised by the SDK's tool runner as it is."""
+
+
+@contextmanager
+def _raised_through_the_sdk() -> Iterator[None]:
+    """Let ``except PolicyStopped`` around ``Runner.run`` catch a stop decided in a
+    tool call, as the adapters promise (docs/adapters.md)."""
+    try:
+        yield
+    except (_Stopped, _NotSupported):
+        raise
+    except PolicyStopped as e:
+        raise _Stopped(e.event, e.reason, e.hook) from e
+    except DecisionNotSupported as e:
+        raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
 def _check_governed(agent: Agent[Any]) -> None:

@@ -189,3 +189,17 @@ async def test_a_permission_rule_denies_the_rewritten_call(project):
     assert RAN == []
     error = json.loads(output(result))
     assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")
+
+
+@pytest.mark.parametrize("event", ["before_tool_call", "after_tool_call"])
+async def test_stop_on_a_tool_call_propagates_as_policy_stopped(project, event):
+    policy = Policy("openai-agents", session_id=session())
+    policy.engine.on(event, lambda e: stop("no more tools"))
+    interlock = Interlock(policy=policy)
+    model = ScriptedModel([[function_call("weather", {"city": "Oslo"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="assistant", model=model, tools=interlock.tools(TOOLS))
+    with pytest.raises(PolicyStopped, match="no more tools") as stopped:
+        await Runner.run(agent, "weather?", hooks=interlock)
+    assert stopped.value.event == event
+    assert RAN == ([] if event == "before_tool_call" else [("weather", {"city": "Oslo"})])
