@@ -5,8 +5,10 @@
 
 What maps where (docs/adapters.md, LangChain):
 
-- ``before_agent``/``after_agent``: ``before_agent_start`` (block or stop end
-  the run before it starts) and ``agent_end``;
+- ``before_agent``/``after_agent``: ``session_start`` (the Policy's first
+  run), ``user_input`` on the last ``HumanMessage`` (block/stop end the run;
+  modify rewrites it; context follows it), ``before_agent_start`` (block or
+  stop end the run before it starts) and ``agent_end``;
 - ``wrap_model_call``: ``before_llm_call`` (block/stop end the run; respond
   answers without the model; context is added as a message; modify may drop
   offered tools) and ``after_llm_call`` (modify of text and tool calls);
@@ -38,9 +40,11 @@ from langchain_core.messages import (
 )
 
 from interlock.adapters._core import (
+    AfterTool,
     DecisionNotSupported,
     Policy,
     PolicyStopped,
+    RunInput,
     ToolGate,
     as_text,
     with_context,
@@ -53,9 +57,15 @@ if TYPE_CHECKING:
 
     from interlock.engine.outcome import Outcome
 
-__all__ = ["InterlockMiddleware"]
+__all__ = ["FIRES", "InterlockMiddleware"]
 
 FRAMEWORK = "langchain"
+
+FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
+                   "before_llm_call", "after_llm_call", "before_tool_call", "after_tool_call",
+                   "tool_result_persist"})
+"""The catalog events this middleware fires (docs/adapters.md, Events each adapter fires)."""
+_INPUT_CAN = ("block", "modify", "context")
 
 
 class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -72,13 +82,15 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- the run ------------------------------------------------------------------
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self._started(self.policy.emit_sync("before_agent_start", prompt=_prompt(state)))
-        return None
+        given = self.policy.start_run_sync(_prompt(state), fires=FIRES, can=_INPUT_CAN)
+        self._started(self.policy.emit_sync("before_agent_start", prompt=given.text))
+        return _input_update(state, given)
 
     async def abefore_agent(self, state: AgentState[Any],
                             runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self._started(await self.policy.emit("before_agent_start", prompt=_prompt(state)))
-        return None
+        given = await self.policy.start_run(_prompt(state), fires=FIRES, can=_INPUT_CAN)
+        self._started(await self.policy.emit("before_agent_start", prompt=given.text))
+        return _input_update(state, given)
 
     def _started(self, outcome: Outcome) -> None:
         self.policy.apply(outcome, can=("block",))
@@ -163,7 +175,10 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                        ) -> ToolMessage | Command[Any]:
         name, args, call_id = _call(request)
         gate = self.policy.before_tool_sync(name, args, call_id)
-        early = self._gated(gate, name, call_id)
+        if gate.action in ("block", "respond"):
+            return _answered(gate, self.policy.after_gated_sync(gate, name, call_id), name,
+                             call_id)
+        early = self._asked(gate, name, call_id)
         if early is not None:
             return early
         result = handler(_with_args(request, args, gate.args))
@@ -174,7 +189,8 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                                 status=message.status)
             rewritten[id(message)] = _with_result(message, content, after.result,
                                                   gate.context, after.context)
-        return _rewrite(result, rewritten)
+        final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+        return final
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest],
@@ -182,7 +198,10 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                               ) -> ToolMessage | Command[Any]:
         name, args, call_id = _call(request)
         gate = await self.policy.before_tool(name, args, call_id)
-        early = self._gated(gate, name, call_id)
+        if gate.action in ("block", "respond"):
+            return _answered(gate, await self.policy.after_gated(gate, name, call_id), name,
+                             call_id)
+        early = self._asked(gate, name, call_id)
         if early is not None:
             return early
         result = await handler(_with_args(request, args, gate.args))
@@ -193,7 +212,8 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                                  status=message.status)
             rewritten[id(message)] = _with_result(message, content, after.result,
                                                   gate.context, after.context)
-        return _rewrite(result, rewritten)
+        final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+        return final
 
     def _results(self, result: Any, name: str) -> list[ToolMessage]:
         """The ToolMessages a tool's result gives the model: the message itself, or
@@ -211,12 +231,8 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return []
         return found
 
-    def _gated(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
-        """The ToolMessage to answer with instead of running the tool, if any."""
-        if gate.action == "block":
-            return _message(with_context(gate.value, gate.context), name, call_id, "error")
-        if gate.action == "respond":
-            return _message(with_context(gate.value, gate.context), name, call_id, "success")
+    def _asked(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
+        """The refusal to answer with instead of running the tool, if a person refused."""
         if gate.action == "ask":
             from langgraph.types import interrupt
 
@@ -231,6 +247,25 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                            "reason": why or "a person refused the call"}
                 return _message(refusal, name, call_id, "error")
         return None
+
+
+def _answered(gate: ToolGate, after: AfterTool, name: str, call_id: str) -> ToolMessage:
+    """The ToolMessage of a call before_tool_call blocked or answered."""
+    context = "\n".join(c for c in (gate.context, after.context) if c)
+    return _message(with_context(after.result, context), name, call_id,
+                    "error" if gate.action == "block" else "success")
+
+
+def _input_update(state: AgentState[Any], given: RunInput) -> dict[str, Any] | None:
+    """The state update that applies user_input's decision: the prompt rewritten in
+    place (same message id, which LangGraph's reducer replaces), context after it."""
+    update: list[AnyMessage] = []
+    last = _last_human(state)
+    if last is not None and given.text != as_text(last.content):
+        update.append(HumanMessage(given.text, id=last.id))
+    if given.context:
+        update.append(HumanMessage(given.context))
+    return {"messages": update} if update else None
 
 
 def _with_args(request: ToolCallRequest, old: dict[str, Any],
@@ -291,7 +326,8 @@ def _rewrite(result: Any, rewritten: dict[int, ToolMessage]) -> Any:
     if isinstance(result, ToolMessage):
         return rewritten.get(id(result), result)
     if isinstance(result, list):
-        return [_rewrite(item, rewritten) for item in result]
+        result[:] = [_rewrite(item, rewritten) for item in result]
+        return result
     if isinstance(result, Command):
         update = result.update
         if isinstance(update, dict):
@@ -345,11 +381,16 @@ def _with_result(message: ToolMessage, content: Any, result: Any,
                     message.status)
 
 
-def _prompt(state: AgentState[Any]) -> str:
+def _last_human(state: AgentState[Any]) -> HumanMessage | None:
     for message in reversed(state.get("messages", [])):
         if isinstance(message, HumanMessage):
-            return as_text(message.content)
-    return ""
+            return message
+    return None
+
+
+def _prompt(state: AgentState[Any]) -> str:
+    last = _last_human(state)
+    return as_text(last.content) if last is not None else ""
 
 
 def _last_text(state: AgentState[Any]) -> str | None:

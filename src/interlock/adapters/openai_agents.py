@@ -16,8 +16,9 @@ apply every tool decision; the run hooks (``hooks=interlock``) carry the rest
   ``needs_approval``, so the run ends with ``result.interruptions`` and
   resumes after ``state.approve(...)``) and ``after_tool_call`` (modify or
   block of the output; context beside it);
-- ``on_agent_start`` of the first agent: ``before_agent_start`` (block/stop
-  end the run); ``on_agent_end``: ``agent_end``;
+- ``on_agent_start`` of the first agent: ``session_start`` (the Policy's
+  first run), ``user_input`` on the run's input and ``before_agent_start``
+  (block/stop end the run); ``on_agent_end``: ``agent_end``;
 - ``on_handoff``: ``subagent_start`` (block/stop end the run);
 - ``on_llm_start``/``on_llm_end``: ``before_llm_call``/``after_llm_call``
   (block/stop end the run; the SDK's hooks cannot change a model call, so
@@ -52,9 +53,15 @@ if TYPE_CHECKING:
 
     from interlock.engine.outcome import Outcome
 
-__all__ = ["Interlock"]
+__all__ = ["FIRES", "Interlock"]
 
 FRAMEWORK = "openai-agents"
+
+FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
+                   "subagent_start", "before_llm_call", "after_llm_call", "before_tool_call",
+                   "after_tool_call", "tool_result_persist"})
+"""The catalog events these hooks and tools fire (docs/adapters.md, Events each adapter
+fires)."""
 _LLM_FIX = ("the OpenAI Agents SDK's run hooks observe model calls; decide on tool calls "
             "instead, or use a RunConfig call_model_input_filter of your own")
 
@@ -120,7 +127,9 @@ class Interlock(RunHooks[Any]):
         if gate is None:  # a resumed run: the approval check ran before it was saved
             gate = await self.policy.before_tool(name, args, call_id)
         if gate.action in ("block", "respond"):
-            return as_text(with_context(gate.value, gate.context))
+            gated = await self.policy.after_gated(gate, name, call_id)
+            context = "\n".join(c for c in (gate.context, gated.context) if c)
+            return as_text(with_context(gated.result, context))
         if gate.action == "ask" and ctx.is_tool_approved(name, call_id) is not True:
             # The SDK runs a tool that needs approval only once it is approved;
             # should it ever not have asked, the call is refused, not run.
@@ -139,7 +148,9 @@ class Interlock(RunHooks[Any]):
         if self._started:
             return
         self._started = True
-        outcome = await self.policy.emit("before_agent_start",
+        # The SDK's hooks observe: the input can be refused here, not changed.
+        given = await self.policy.start_run(_input_text(context.turn_input), fires=FIRES)
+        outcome = await self.policy.emit("before_agent_start", prompt=given.text,
                                          system_prompt=_instructions(agent))
         self._end_on(outcome, can=("block",))
 
@@ -238,6 +249,21 @@ def _args(raw: str) -> dict[str, Any]:
     except ValueError:
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_value": value}
+
+
+def _input_text(items: list[Any]) -> str:
+    """The run's input as text: its user messages, in order."""
+    texts = []
+    for item in items:
+        if isinstance(item, dict) and item.get("role") == "user":
+            texts.append(as_text(_content_text(item.get("content", ""))))
+    return "\n".join(texts)
+
+
+def _content_text(content: Any) -> Any:
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return content
 
 
 def _instructions(agent: Agent[Any]) -> str:

@@ -202,4 +202,26 @@ async def test_stop_on_a_tool_call_propagates_as_policy_stopped(project, event):
     with pytest.raises(PolicyStopped, match="no more tools") as stopped:
         await Runner.run(agent, "weather?", hooks=interlock)
     assert stopped.value.event == event
-    assert RAN == ([] if event == "before_tool_call" else [("weather", {"city": "Oslo"})])
+    # A stop before the tool keeps it from running; one after it ran ends the run there.
+    assert [name for name, _ in RAN] == ([] if event == "before_tool_call" else ["weather"])
+
+
+async def test_user_input_block_ends_the_run_before_the_model(project):
+    policy = Policy("openai-agents", session_id=session())
+    policy.engine.on("user_input", lambda e: block("no secrets asked")
+                     if "password" in e.text else None)
+    interlock = Interlock(policy=policy)
+    model = ScriptedModel([[assistant_message("hunter2")]])
+    agent = Agent(name="a", model=model, tools=interlock.tools(TOOLS))
+    with pytest.raises(PolicyStopped, match="no secrets asked"):
+        await Runner.run(agent, "what is the password?", hooks=interlock)
+    assert model.calls == ()
+
+
+async def test_a_gate_hook_on_an_event_the_sdk_never_fires_refuses_the_run(project):
+    policy = Policy("openai-agents", session_id=session())
+    policy.engine.on("subagent_stop", lambda e: block("not yet"))
+    interlock = Interlock(policy=policy)
+    agent = Agent(name="a", model=ScriptedModel([[assistant_message("hi")]]))
+    with pytest.raises(ConfigError, match="subagent_stop, which the openai-agents adapter"):
+        await Runner.run(agent, "hi", hooks=interlock)
