@@ -49,8 +49,8 @@ if TYPE_CHECKING:
     from interlock.events import Event
     from interlock.hosts.assembly import Host
 
-__all__ = ["AfterTool", "DecisionNotSupported", "Policy", "PolicyStopped", "RunInput",
-           "ToolGate"]
+__all__ = ["GATEWAY_EVENTS", "NOT_IN_FRAMEWORKS", "AfterTool", "DecisionNotSupported", "Policy",
+           "PolicyStopped", "RunInput", "ToolGate"]
 
 
 class PolicyStopped(InterlockError):
@@ -104,7 +104,6 @@ class AfterTool:
     context: str
 
 
-_log = logging.getLogger("interlock")
 @dataclass(slots=True)
 class RunInput:
     """A run's input, once session_start (the Policy's first run) and user_input
@@ -115,6 +114,17 @@ class RunInput:
     context: str
     """Hook context from both events, for the model ('' when none)."""
 
+
+_log = logging.getLogger("interlock")
+GATEWAY_EVENTS = frozenset({"message_received", "before_message_send", "message_sent",
+                            "gateway_start", "gateway_stop"})
+"""A chat gateway's events: no agent framework, nor the Claude Agent SDK, has
+those messages, so a hook on them has nothing to miss there."""
+
+NOT_IN_FRAMEWORKS = GATEWAY_EVENTS | {"command", "config_change", "task_created",
+                                      "task_completed", "file_changed", "cwd_changed"}
+"""What an agent framework's run has no counterpart of: a gateway's messages, and an
+interactive CLI's slash commands, settings, task list and working folder."""
 
 _hosts: dict[Path, Host] = {}
 _hosts_lock = threading.Lock()
@@ -193,14 +203,17 @@ class Policy:
         return host
 
     # -- events -------------------------------------------------------------------
-    def check_fired(self, fires: Iterable[str]) -> None:
+    def check_fired(self, fires: Iterable[str], *, absent: Iterable[str] = ()) -> None:
         """Refuse a hook that could act on an event this framework never fires.
 
-        ``fires``: the catalog events the adapter emits. A hook that can decide
-        (on a gate event, not shadow or background) on any other event raises
+        ``fires``: the catalog events the adapter emits; ``absent``: events whose
+        action the framework does not have at all (a chat gateway's messages), so
+        a hook there has nothing to miss. A hook that can decide (on a gate event,
+        not shadow or background) on any other event raises
         :class:`~interlock.ConfigError`, naming the hook and the event, since its
-        decision would never be asked for; an observe-only one gets a warning.
-        Checked once per revision of the hooks, at each run's start.
+        decision would never be asked for while the action goes on; an
+        observe-only one, or one on an ``absent`` event, gets a warning. Checked
+        once per revision of the hooks, at each run's start.
         """
         engine = self.engine
         if self._checked == engine.revision:
@@ -208,13 +221,13 @@ class Policy:
         from interlock.engine.catalog import BY_NAME, Kind
         from interlock.engine.errors import ConfigError
 
-        fired = set(fires)
+        fired, missing = set(fires), set(absent)
         for hook in engine.hooks:
             for name in hook.events:
                 if name in fired or not _for_platform(hook, self.framework):
                     continue
                 gate = (BY_NAME[name].kind is Kind.GATE and not hook.shadow
-                        and not hook.background)
+                        and not hook.background and name not in missing)
                 where = hook.meta.get("file")
                 if gate:
                     raise ConfigError(
@@ -274,11 +287,12 @@ class Policy:
     # -- a run's start ------------------------------------------------------------
     async def start_run(self, text: str, *, fires: Iterable[str],
                         can: Iterable[str] = ("block",)) -> RunInput:
-        """Check the hooks against ``fires`` (:meth:`check_fired`), then emit
-        session_start on this Policy's first run and user_input on ``text``.
-        ``can``: what the adapter applies of user_input's decisions besides block
-        (``modify``, ``context``); any other decision raises."""
-        self.check_fired(fires)
+        """Check the hooks against ``fires`` (:meth:`check_fired`, with
+        :data:`NOT_IN_FRAMEWORKS` absent), then emit session_start on this
+        Policy's first run and user_input on ``text``. ``can``: what the adapter
+        applies of user_input's decisions besides block (``modify``,
+        ``context``); any other decision raises."""
+        self.check_fired(fires, absent=NOT_IN_FRAMEWORKS)
         contexts: list[str] = []
         if not self._session_started:
             contexts.append(self._session(await self.emit("session_start"), can))
@@ -287,7 +301,7 @@ class Policy:
 
     def start_run_sync(self, text: str, *, fires: Iterable[str],
                        can: Iterable[str] = ("block",)) -> RunInput:
-        self.check_fired(fires)
+        self.check_fired(fires, absent=NOT_IN_FRAMEWORKS)
         contexts: list[str] = []
         if not self._session_started:
             contexts.append(self._session(self.emit_sync("session_start"), can))

@@ -32,7 +32,7 @@ from typing import Any
 from claude_agent_sdk import HookContext, HookMatcher
 from claude_agent_sdk.types import HookEvent, HookInput, HookJSONOutput
 
-from interlock.adapters._core import Policy
+from interlock.adapters._core import GATEWAY_EVENTS, Policy
 
 __all__ = ["EVENTS", "FIRES", "interlock_hooks"]
 
@@ -77,7 +77,7 @@ async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
 
     # At the first callback (the session's first prompt), and again after an edit:
     # a hook on an event the SDK never sends is refused, and the refusal blocks.
-    policy.check_fired(FIRES)
+    policy.check_fired(FIRES, absent=GATEWAY_EVENTS)
     event = build_event(claude.SYSTEM, payload).replace(platform=policy.framework)
     outcome = await policy.engine.emit(event)
     if outcome.verdict.value == "none" and not outcome.changes and not outcome.contexts:
