@@ -76,7 +76,10 @@ class Interlock(RunHooks[Any]):
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
-        self._started = False
+        self._run: object | None = None
+        """The usage record of the run whose start was judged (one per run, shared by
+        its agents): a run that ended by raising never reaches on_agent_end, so a
+        flag reset there would let the next run skip its start."""
         self._gates: dict[str, ToolGate] = {}
 
     # -- tools ----------------------------------------------------------------------
@@ -145,9 +148,9 @@ class Interlock(RunHooks[Any]):
     # -- the run --------------------------------------------------------------------
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
         _check_governed(agent)
-        if self._started:
+        if context.usage is self._run:  # a handoff within the run
             return
-        self._started = True
+        self._run = context.usage
         # The SDK's hooks observe: the input can be refused here, not changed.
         given = await self.policy.start_run(_input_text(context.turn_input), fires=FIRES)
         outcome = await self.policy.emit("before_agent_start", prompt=given.text,
@@ -156,7 +159,6 @@ class Interlock(RunHooks[Any]):
 
     async def on_agent_end(self, context: AgentHookContext[Any], agent: Agent[Any],
                            output: Any) -> None:
-        self._started = False
         self.policy.notify("agent_end", status="completed", final_text=as_text(output))
 
     async def on_handoff(self, context: RunContextWrapper[Any], from_agent: Agent[Any],

@@ -216,6 +216,10 @@ async def test_user_input_block_ends_the_run_before_the_model(project):
     with pytest.raises(PolicyStopped, match="no secrets asked"):
         await Runner.run(agent, "what is the password?", hooks=interlock)
     assert model.calls == ()
+    # The same hooks on the next run start it afresh: its input is judged too.
+    with pytest.raises(PolicyStopped, match="no secrets asked"):
+        await Runner.run(agent, "the password, please", hooks=interlock)
+    assert model.calls == ()
 
 
 async def test_a_gate_hook_on_an_event_the_sdk_never_fires_refuses_the_run(project):
