@@ -4,7 +4,8 @@
 - rewrites echo's ``ORIGINAL`` into ``REWRITTEN`` (before_tool_call) and the
   result's ``SECRET`` into ``[hidden]`` (after_tool_call);
 - crashes on echo's ``CRASH`` (the hook is fail-closed);
-- refuses a resource read of a ``private`` note and the prompt ``greet`` for ``mallory``.
+- refuses a resource read of a ``private`` note and the prompt ``greet`` for ``mallory``;
+- adds context to a read of the public note and to the prompt ``greet`` for ``bob``.
 """
 
 import json
@@ -24,6 +25,10 @@ if event == "before_tool_call":
     if name == "mcp__demo__prompts/get" and (args.get("arguments") or {}).get("who") == "mallory":
         sys.stderr.write("IL-MCP-REASON: no prompts for mallory\n")
         sys.exit(2)
+    if name == "mcp__demo__resources/read" and args.get("uri") == "demo://notes/public":
+        answer = {"context": "IL-MCP-CONTEXT: this note is public"}
+    if name == "mcp__demo__prompts/get" and (args.get("arguments") or {}).get("who") == "bob":
+        answer = {"context": "IL-MCP-CONTEXT: bob prefers short greetings"}
     if name == "mcp__demo__echo" and args.get("text") == "CRASH":
         raise RuntimeError("the hook crashed")
     if name == "mcp__demo__echo" and "ORIGINAL" in args.get("text", ""):

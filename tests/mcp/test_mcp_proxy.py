@@ -77,11 +77,18 @@ async def _exercise(client: Client, tmp: Path) -> None:
 
     note = await client.read_resource("demo://notes/public")
     assert note.contents[0].text == "note public"
+    (extra,) = note.contents[1:]
+    assert extra.uri == "interlock://hook-context"
+    assert "IL-MCP-CONTEXT: this note is public" in extra.text
+    assert 'hook="project:mcp-policy"' in extra.text
     with pytest.raises(MCPError, match="private notes stay private"):
         await client.read_resource("demo://notes/private")
 
     prompt = await client.get_prompt("greet", {"who": "bob"})
     assert "Say hello to bob" in prompt.messages[0].content.text
+    (extra,) = prompt.messages[1:]
+    assert extra.role == "user"
+    assert "IL-MCP-CONTEXT: bob prefers short greetings" in extra.content.text
     with pytest.raises(MCPError, match="no prompts for mallory"):
         await client.get_prompt("greet", {"who": "mallory"})
 

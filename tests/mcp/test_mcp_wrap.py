@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -153,3 +154,49 @@ async def test_the_wrapped_command_gates_the_server(tmp_path: Path) -> None:
         result = await client.call_tool("delete_everything", {"path": "/"})
     assert result.is_error
     assert "IL-MCP-REASON" in result.content[0].text
+
+
+def _wrap_cli(root: Path, env: dict[str, str], *flags: str) -> subprocess.CompletedProcess[str]:
+    interlock = str(Path(sys.executable).with_name("interlock"))
+    return subprocess.run([interlock, "mcp", "wrap", "claude", "--project", str(root), *flags],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+
+
+@pytest.mark.parametrize("config_dir", [False, True])
+def test_claude_local_scope_servers_are_wrapped_and_restored(tmp_path: Path,
+                                                             config_dir: bool) -> None:
+    # `claude mcp add demo -- ...` (local scope, the default) writes the server into
+    # ~/.claude.json under projects[<project path>].mcpServers.
+    root = make_project(tmp_path / "project")
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    env["HOME"] = str(tmp_path / "home")
+    folder = tmp_path / "home"
+    if config_dir:
+        folder = tmp_path / "claude-config"
+        env["CLAUDE_CONFIG_DIR"] = str(folder)
+    folder.mkdir(parents=True)
+    user_file = folder / ".claude.json"
+    other = {"command": "other-server"}
+    doc = {"numStartups": 3, "mcpServers": {"everywhere": other},
+           "projects": {str(root): {"allowedTools": ["Read"],
+                                    "mcpServers": {"demo": SERVERS["demo"]}},
+                        "/elsewhere": {"mcpServers": {"demo": other}}}}
+    user_file.write_text(json.dumps(doc, indent=2))
+
+    done = _wrap_cli(root, env)
+    assert done.returncode == 0, done.stderr
+    assert "wrapped demo" in done.stdout
+    after = json.loads(user_file.read_text())
+    local = after["projects"][str(root)]
+    assert local["mcpServers"]["demo"]["args"][-4:] == ["--", "python3", "server.py",
+                                                        "--flag"]
+    assert local["allowedTools"] == ["Read"]
+    assert after["numStartups"] == 3
+    assert after["mcpServers"] == {"everywhere": other}, "the user scope is --user's"
+    assert after["projects"]["/elsewhere"] == {"mcpServers": {"demo": other}}
+
+    after["numStartups"] = 4  # Claude Code rewrites its file all the time
+    user_file.write_text(json.dumps(after, indent=2))
+    undone = _wrap_cli(root, env, "--undo")
+    assert undone.returncode == 0, undone.stderr
+    assert {**doc, "numStartups": 4} == json.loads(user_file.read_text())

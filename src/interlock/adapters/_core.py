@@ -16,6 +16,10 @@ The rules every adapter keeps:
   applies would let the original through).
 - A blocked tool call returns :meth:`Outcome.tool_block_error` to the model
   as the tool's result; the tool does not run.
+- A hook that can decide on an event the framework never fires is refused at
+  a run's start (:meth:`Policy.check_fired`), not left silently unasked.
+- after_tool_call and tool_result_persist run for every tool call, a blocked
+  or answered one too, as in the reference agent.
 - The project's ``[[permissions]]`` rules apply after before_tool_call, as in
   the reference agent (docs/agent.md, Permissions): a ``deny`` rule blocks
   (even over a hook's approve), an ``ask`` rule asks where the framework can,
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import threading
 import uuid
@@ -44,7 +49,8 @@ if TYPE_CHECKING:
     from interlock.events import Event
     from interlock.hosts.assembly import Host
 
-__all__ = ["AfterTool", "DecisionNotSupported", "Policy", "PolicyStopped", "ToolGate"]
+__all__ = ["GATEWAY_EVENTS", "NOT_IN_FRAMEWORKS", "AfterTool", "DecisionNotSupported", "Policy",
+           "PolicyStopped", "RunInput", "ToolGate"]
 
 
 class PolicyStopped(InterlockError):
@@ -70,6 +76,7 @@ class DecisionNotSupported(InterlockError):
         self.event = event
         self.decision = decision
         self.hook = hook
+        self.fix = fix
         super().__init__(f"{framework} cannot apply {decision!r} on {event} (from "
                          f"{hook or 'a hook'}); the run is ended instead of ignoring it "
                          f"(fix: {fix})")
@@ -96,6 +103,28 @@ class AfterTool:
     """The result to give the model (changed, or a block error)."""
     context: str
 
+
+@dataclass(slots=True)
+class RunInput:
+    """A run's input, once session_start (the Policy's first run) and user_input
+    let it through."""
+
+    text: str
+    """The input to run with (changed by a modify of user_input)."""
+    context: str
+    """Hook context from both events, for the model ('' when none)."""
+
+
+_log = logging.getLogger("interlock")
+GATEWAY_EVENTS = frozenset({"message_received", "before_message_send", "message_sent",
+                            "gateway_start", "gateway_stop"})
+"""A chat gateway's events: no agent framework, nor the Claude Agent SDK, has
+those messages, so a hook on them has nothing to miss there."""
+
+NOT_IN_FRAMEWORKS = GATEWAY_EVENTS | {"command", "config_change", "task_created",
+                                      "task_completed", "file_changed", "cwd_changed"}
+"""What an agent framework's run has no counterpart of: a gateway's messages, and an
+interactive CLI's slash commands, settings, task list and working folder."""
 
 _hosts: dict[Path, Host] = {}
 _hosts_lock = threading.Lock()
@@ -137,6 +166,9 @@ class Policy:
         self._rules = list(rules)
         self._live = live
         self._cwd = os.getcwd()
+        self._checked: int | None = None
+        self._session_started = False
+        self._warned: set[tuple[str, str]] = set()
         from interlock.events import EVENT_TYPES
 
         self._types = EVENT_TYPES
@@ -171,6 +203,48 @@ class Policy:
         return host
 
     # -- events -------------------------------------------------------------------
+    def check_fired(self, fires: Iterable[str], *, absent: Iterable[str] = ()) -> None:
+        """Refuse a hook that could act on an event this framework never fires.
+
+        ``fires``: the catalog events the adapter emits; ``absent``: events whose
+        action the framework does not have at all (a chat gateway's messages), so
+        a hook there has nothing to miss. A hook that can decide (on a gate event,
+        not shadow or background) on any other event raises
+        :class:`~interlock.ConfigError`, naming the hook and the event, since its
+        decision would never be asked for while the action goes on; an
+        observe-only one, or one on an ``absent`` event, gets a warning. Checked
+        once per revision of the hooks, at each run's start.
+        """
+        engine = self.engine
+        if self._checked == engine.revision:
+            return
+        from interlock.engine.catalog import BY_NAME, Kind
+        from interlock.engine.errors import ConfigError
+
+        fired, missing = set(fires), set(absent)
+        for hook in engine.hooks:
+            for name in hook.events:
+                if name in fired or not _for_platform(hook, self.framework):
+                    continue
+                gate = (BY_NAME[name].kind is Kind.GATE and not hook.shadow
+                        and not hook.background and name not in missing)
+                where = hook.meta.get("file")
+                if gate:
+                    raise ConfigError(
+                        f"hook {hook.qualified_name!r} is on {name}, which the "
+                        f"{self.framework} adapter never fires, so its decisions would "
+                        "never apply", file=str(where) if where else None, field="events",
+                        fix=f"drop {name} from the hook's events, or limit the hook to the "
+                            "hosts that fire it with a matcher on 'platform' "
+                            "(docs/adapters.md, Events each adapter fires)")
+                key = (hook.qualified_name, name)
+                if key not in self._warned:
+                    self._warned.add(key)
+                    _log.warning("interlock: hook %r is on %s, which the %s adapter never "
+                                 "fires; it will not run here (docs/adapters.md)",
+                                 hook.qualified_name, name, self.framework)
+        self._checked = engine.revision
+
     def event(self, name: str, **fields: Any) -> Event:
         return self._types[name](session_id=self.session_id, platform=self.framework,
                                  cwd=self._cwd, **fields)
@@ -209,6 +283,45 @@ class Policy:
         if outcome.contexts and "context" not in allowed:
             raise DecisionNotSupported(self.framework, outcome.name, "context",
                                        _hook(outcome), fix or _FIX)
+
+    # -- a run's start ------------------------------------------------------------
+    async def start_run(self, text: str, *, fires: Iterable[str],
+                        can: Iterable[str] = ("block",)) -> RunInput:
+        """Check the hooks against ``fires`` (:meth:`check_fired`, with
+        :data:`NOT_IN_FRAMEWORKS` absent), then emit session_start on this
+        Policy's first run and user_input on ``text``. ``can``: what the adapter
+        applies of user_input's decisions besides block (``modify``,
+        ``context``); any other decision raises."""
+        self.check_fired(fires, absent=NOT_IN_FRAMEWORKS)
+        contexts: list[str] = []
+        if not self._session_started:
+            contexts.append(self._session(await self.emit("session_start"), can))
+        outcome = await self.emit("user_input", text=text, first_turn=bool(contexts))
+        return self._input(outcome, text, contexts, can)
+
+    def start_run_sync(self, text: str, *, fires: Iterable[str],
+                       can: Iterable[str] = ("block",)) -> RunInput:
+        self.check_fired(fires, absent=NOT_IN_FRAMEWORKS)
+        contexts: list[str] = []
+        if not self._session_started:
+            contexts.append(self._session(self.emit_sync("session_start"), can))
+        outcome = self.emit_sync("user_input", text=text, first_turn=bool(contexts))
+        return self._input(outcome, text, contexts, can)
+
+    def _session(self, outcome: Outcome, can: Iterable[str]) -> str:
+        self.apply(outcome, can={"block", *can} & {"block", "context"}, fix=_INPUT_FIX)
+        if outcome.blocked:
+            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        self._session_started = True
+        return outcome.context_text()
+
+    def _input(self, outcome: Outcome, text: str, contexts: list[str],
+               can: Iterable[str]) -> RunInput:
+        self.apply(outcome, can={"block", *can}, fix=_INPUT_FIX)
+        if outcome.blocked:
+            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        contexts.append(outcome.context_text())
+        return RunInput(outcome.changes.get("text", text), "\n".join(c for c in contexts if c))
 
     # -- tool calls ---------------------------------------------------------------
     async def before_tool(self, name: str, args: dict[str, Any], call_id: str = "",
@@ -265,10 +378,15 @@ class Policy:
     async def after_tool(self, name: str, args: dict[str, Any], result: Any,
                          call_id: str = "", *, status: str = "ok",
                          duration_ms: float = 0.0) -> AfterTool:
+        """after_tool_call, then tool_result_persist on what it leaves (the result
+        goes into the framework's history), as the reference agent runs them."""
         outcome = await self.emit("after_tool_call", tool_call_id=call_id, tool_name=name,
                                   args=args, result=_jsonable(result), status=status,
                                   duration_ms=duration_ms)
-        return self._after(outcome, result)
+        after = self._after(outcome, result)
+        persist = await self.emit("tool_result_persist", tool_call_id=call_id, tool_name=name,
+                                  result=_jsonable(after.result))
+        return self._persisted(persist, after)
 
     def after_tool_sync(self, name: str, args: dict[str, Any], result: Any,
                         call_id: str = "", *, status: str = "ok",
@@ -276,7 +394,20 @@ class Policy:
         outcome = self.emit_sync("after_tool_call", tool_call_id=call_id, tool_name=name,
                                  args=args, result=_jsonable(result), status=status,
                                  duration_ms=duration_ms)
-        return self._after(outcome, result)
+        after = self._after(outcome, result)
+        persist = self.emit_sync("tool_result_persist", tool_call_id=call_id, tool_name=name,
+                                 result=_jsonable(after.result))
+        return self._persisted(persist, after)
+
+    async def after_gated(self, gate: ToolGate, name: str, call_id: str = "") -> AfterTool:
+        """after_tool_call (and tool_result_persist) for a call before_tool_call
+        blocked or answered: hooks there see every call, as in the reference agent."""
+        return await self.after_tool(name, gate.args, gate.value, call_id,
+                                     status=_GATED_STATUS[gate.action])
+
+    def after_gated_sync(self, gate: ToolGate, name: str, call_id: str = "") -> AfterTool:
+        return self.after_tool_sync(name, gate.args, gate.value, call_id,
+                                    status=_GATED_STATUS[gate.action])
 
     def _after(self, outcome: Outcome, result: Any) -> AfterTool:
         self.apply(outcome, can=("block", "modify", "context"))
@@ -287,6 +418,26 @@ class Policy:
         if "result" in outcome.changes:
             result = outcome.changes["result"]
         return AfterTool(result, outcome.context_text())
+
+    def _persisted(self, outcome: Outcome, after: AfterTool) -> AfterTool:
+        self.apply(outcome, can=("block", "modify"))
+        if outcome.blocked:
+            withheld = outcome.tool_block_error()
+            withheld["error"] = "tool result withheld"
+            return AfterTool(withheld, after.context)
+        if "result" in outcome.changes:
+            return AfterTool(outcome.changes["result"], after.context)
+        return after
+
+
+def _for_platform(hook: Any, framework: str) -> bool:
+    """Whether ``hook``'s matcher lets it run for events of ``framework`` (a hook
+    limited to other hosts by a 'platform' pattern does not)."""
+    matcher = hook.matcher
+    if matcher is None:
+        return True
+    return all(pat.fullmatch(framework) is not None
+               for name, pat in matcher.fields if name == "platform")
 
 
 def _rule_block(tool: str, reason: str) -> dict[str, Any]:
@@ -326,8 +477,11 @@ def _hook(outcome: Outcome) -> str | None:
 
 
 _NONE = Verdict.NONE
+_GATED_STATUS = {"block": "blocked", "respond": "responded"}
 _TOOL_CAN_NO_ASK = ("block", "respond", "approve", "modify", "context")
 _TOOL_CAN = (*_TOOL_CAN_NO_ASK, "ask")
 _ASK_FIX = ("approve the call in a hook, or give the tool an approval step this framework "
             "supports (docs/adapters.md)")
 _FIX = "see which decisions this adapter applies in docs/adapters.md"
+_INPUT_FIX = ("see which decisions on session_start and user_input this adapter applies in "
+              "docs/adapters.md, Events each adapter fires")

@@ -32,9 +32,9 @@ from typing import Any
 from claude_agent_sdk import HookContext, HookMatcher
 from claude_agent_sdk.types import HookEvent, HookInput, HookJSONOutput
 
-from interlock.adapters._core import Policy
+from interlock.adapters._core import GATEWAY_EVENTS, Policy
 
-__all__ = ["EVENTS", "interlock_hooks"]
+__all__ = ["EVENTS", "FIRES", "interlock_hooks"]
 
 FRAMEWORK = "claude-agent-sdk"
 
@@ -42,6 +42,11 @@ EVENTS: tuple[HookEvent, ...] = (
     "PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop",
     "SubagentStart", "SubagentStop", "PreCompact", "Notification", "PermissionRequest")
 """The SDK's hook events; each maps to its catalog event as the bridge maps Claude Code's."""
+
+FIRES = frozenset({"before_tool_call", "after_tool_call", "tool_error", "user_input",
+                   "before_stop", "subagent_start", "subagent_stop", "before_compaction",
+                   "notification", "permission_request"})
+"""The catalog events of :data:`EVENTS` (docs/adapters.md, Events each adapter fires)."""
 
 
 def interlock_hooks(*, project: str | os.PathLike[str] | None = None,
@@ -70,6 +75,9 @@ async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
     from interlock.hosts.bridge._common import Result, redact_reasons
     from interlock.hosts.bridge._events import build_event
 
+    # At the first callback (the session's first prompt), and again after an edit:
+    # a hook on an event the SDK never sends is refused, and the refusal blocks.
+    policy.check_fired(FIRES, absent=GATEWAY_EVENTS)
     event = build_event(claude.SYSTEM, payload).replace(platform=policy.framework)
     outcome = await policy.engine.emit(event)
     if outcome.verdict.value == "none" and not outcome.changes and not outcome.contexts:

@@ -5,8 +5,10 @@
 
 What maps where (docs/adapters.md, LangChain):
 
-- ``before_agent``/``after_agent``: ``before_agent_start`` (block or stop end
-  the run before it starts) and ``agent_end``;
+- ``before_agent``/``after_agent``: ``session_start`` (the Policy's first
+  run), ``user_input`` on the last ``HumanMessage`` (block/stop end the run;
+  modify rewrites it; context follows it), ``before_agent_start`` (block or
+  stop end the run before it starts) and ``agent_end``;
 - ``wrap_model_call``: ``before_llm_call`` (block/stop end the run; respond
   answers without the model; context is added as a message; modify may drop
   offered tools) and ``after_llm_call`` (modify of text and tool calls);
@@ -29,12 +31,20 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_messages,
+)
 
 from interlock.adapters._core import (
+    AfterTool,
     DecisionNotSupported,
     Policy,
     PolicyStopped,
+    RunInput,
     ToolGate,
     as_text,
     with_context,
@@ -47,9 +57,15 @@ if TYPE_CHECKING:
 
     from interlock.engine.outcome import Outcome
 
-__all__ = ["InterlockMiddleware"]
+__all__ = ["FIRES", "InterlockMiddleware"]
 
 FRAMEWORK = "langchain"
+
+FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
+                   "before_llm_call", "after_llm_call", "before_tool_call", "after_tool_call",
+                   "tool_result_persist"})
+"""The catalog events this middleware fires (docs/adapters.md, Events each adapter fires)."""
+_INPUT_CAN = ("block", "modify", "context")
 
 
 class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
@@ -66,13 +82,15 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
     # -- the run ------------------------------------------------------------------
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self._started(self.policy.emit_sync("before_agent_start", prompt=_prompt(state)))
-        return None
+        given = self.policy.start_run_sync(_prompt(state), fires=FIRES, can=_INPUT_CAN)
+        self._started(self.policy.emit_sync("before_agent_start", prompt=given.text))
+        return _input_update(state, given)
 
     async def abefore_agent(self, state: AgentState[Any],
                             runtime: Runtime[Any]) -> dict[str, Any] | None:
-        self._started(await self.policy.emit("before_agent_start", prompt=_prompt(state)))
-        return None
+        given = await self.policy.start_run(_prompt(state), fires=FIRES, can=_INPUT_CAN)
+        self._started(await self.policy.emit("before_agent_start", prompt=given.text))
+        return _input_update(state, given)
 
     def _started(self, outcome: Outcome) -> None:
         self.policy.apply(outcome, can=("block",))
@@ -157,16 +175,22 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                        ) -> ToolMessage | Command[Any]:
         name, args, call_id = _call(request)
         gate = self.policy.before_tool_sync(name, args, call_id)
-        early = self._gated(gate, name, call_id)
+        if gate.action in ("block", "respond"):
+            return _answered(gate, self.policy.after_gated_sync(gate, name, call_id), name,
+                             call_id)
+        early = self._asked(gate, name, call_id)
         if early is not None:
             return early
         result = handler(_with_args(request, args, gate.args))
-        if not isinstance(result, ToolMessage):
-            return result
-        content = _content(result)
-        after = self.policy.after_tool_sync(name, gate.args, content, call_id,
-                                            status=result.status)
-        return _with_result(result, content, after.result, gate.context, after.context)
+        rewritten: dict[int, ToolMessage] = {}
+        for message in self._results(result, name):
+            content = _content(message)
+            after = self.policy.after_tool_sync(name, gate.args, content, call_id,
+                                                status=message.status)
+            rewritten[id(message)] = _with_result(message, content, after.result,
+                                                  gate.context, after.context)
+        final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+        return final
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest],
@@ -174,23 +198,41 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                               ) -> ToolMessage | Command[Any]:
         name, args, call_id = _call(request)
         gate = await self.policy.before_tool(name, args, call_id)
-        early = self._gated(gate, name, call_id)
+        if gate.action in ("block", "respond"):
+            return _answered(gate, await self.policy.after_gated(gate, name, call_id), name,
+                             call_id)
+        early = self._asked(gate, name, call_id)
         if early is not None:
             return early
         result = await handler(_with_args(request, args, gate.args))
-        if not isinstance(result, ToolMessage):
-            return result
-        content = _content(result)
-        after = await self.policy.after_tool(name, gate.args, content, call_id,
-                                             status=result.status)
-        return _with_result(result, content, after.result, gate.context, after.context)
+        rewritten: dict[int, ToolMessage] = {}
+        for message in self._results(result, name):
+            content = _content(message)
+            after = await self.policy.after_tool(name, gate.args, content, call_id,
+                                                 status=message.status)
+            rewritten[id(message)] = _with_result(message, content, after.result,
+                                                  gate.context, after.context)
+        final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+        return final
 
-    def _gated(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
-        """The ToolMessage to answer with instead of running the tool, if any."""
-        if gate.action == "block":
-            return _message(with_context(gate.value, gate.context), name, call_id, "error")
-        if gate.action == "respond":
-            return _message(with_context(gate.value, gate.context), name, call_id, "success")
+    def _results(self, result: Any, name: str) -> list[ToolMessage]:
+        """The ToolMessages a tool's result gives the model: the message itself, or
+        those in a ``Command``'s ``update["messages"]`` (LangGraph's state-updating
+        tools), each judged by after_tool_call. A shape holding none that can be
+        read is refused while a hook listens there, never passed through unjudged."""
+        found = _tool_messages(result)
+        if found is None or (not found and not isinstance(result, ToolMessage)):
+            if self.policy.listens("after_tool_call"):
+                raise DecisionNotSupported(
+                    FRAMEWORK, "after_tool_call", "judge the result", None,
+                    f"the tool {name!r} returned {type(result).__name__} with no ToolMessage "
+                    "the adapter can read; return a ToolMessage, or a Command whose "
+                    "update['messages'] holds one (docs/adapters.md, LangChain)")
+            return []
+        return found
+
+    def _asked(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
+        """The refusal to answer with instead of running the tool, if a person refused."""
         if gate.action == "ask":
             from langgraph.types import interrupt
 
@@ -207,12 +249,92 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         return None
 
 
+def _answered(gate: ToolGate, after: AfterTool, name: str, call_id: str) -> ToolMessage:
+    """The ToolMessage of a call before_tool_call blocked or answered."""
+    context = "\n".join(c for c in (gate.context, after.context) if c)
+    return _message(with_context(after.result, context), name, call_id,
+                    "error" if gate.action == "block" else "success")
+
+
+def _input_update(state: AgentState[Any], given: RunInput) -> dict[str, Any] | None:
+    """The state update that applies user_input's decision: the prompt rewritten in
+    place (same message id, which LangGraph's reducer replaces), context after it."""
+    update: list[AnyMessage] = []
+    last = _last_human(state)
+    if last is not None and given.text != as_text(last.content):
+        update.append(HumanMessage(given.text, id=last.id))
+    if given.context:
+        update.append(HumanMessage(given.context))
+    return {"messages": update} if update else None
+
+
 def _with_args(request: ToolCallRequest, old: dict[str, Any],
                new: dict[str, Any]) -> ToolCallRequest:
     """The request to run: the same one unless a hook changed the arguments."""
     if new is old:
         return request
     return request.override(tool_call={**request.tool_call, "args": new})
+
+
+def _tool_messages(result: Any) -> list[ToolMessage] | None:
+    """The ToolMessages in a tool's result (a ToolMessage, a Command, or a list of
+    them), their dict forms made messages in place; None for a shape the adapter
+    cannot read."""
+    from langgraph.types import Command
+
+    if isinstance(result, ToolMessage):
+        return [result]
+    if isinstance(result, list):
+        found: list[ToolMessage] = []
+        for item in result:
+            inner = _tool_messages(item)
+            if inner is None:
+                return None
+            found += inner
+        return found
+    if not isinstance(result, Command):
+        return None
+    update = result.update
+    if update is None:
+        return []
+    if isinstance(update, dict):
+        messages = update.get("messages", [])
+    elif isinstance(update, list):
+        messages = update
+    else:
+        return None
+    if not isinstance(messages, list):
+        return None
+    try:
+        converted = convert_to_messages(messages)
+    except (ValueError, TypeError, NotImplementedError):
+        return None
+    # The converted list replaces the original, so the rewrite below reaches the graph.
+    if isinstance(update, dict):
+        update["messages"] = converted
+    else:
+        update[:] = converted
+    return [m for m in converted if isinstance(m, ToolMessage)]
+
+
+def _rewrite(result: Any, rewritten: dict[int, ToolMessage]) -> Any:
+    """``result`` with each judged ToolMessage replaced by its rewrite."""
+    from langgraph.types import Command
+
+    if not rewritten:
+        return result
+    if isinstance(result, ToolMessage):
+        return rewritten.get(id(result), result)
+    if isinstance(result, list):
+        result[:] = [_rewrite(item, rewritten) for item in result]
+        return result
+    if isinstance(result, Command):
+        update = result.update
+        if isinstance(update, dict):
+            update["messages"] = [rewritten.get(id(m), m) for m in update["messages"]]
+        elif isinstance(update, list):
+            update[:] = [rewritten.get(id(m), m) for m in update]
+    return result
 
 
 def _approval(answer: Any) -> tuple[bool, str | None]:
@@ -259,11 +381,16 @@ def _with_result(message: ToolMessage, content: Any, result: Any,
                     message.status)
 
 
-def _prompt(state: AgentState[Any]) -> str:
+def _last_human(state: AgentState[Any]) -> HumanMessage | None:
     for message in reversed(state.get("messages", [])):
         if isinstance(message, HumanMessage):
-            return as_text(message.content)
-    return ""
+            return message
+    return None
+
+
+def _prompt(state: AgentState[Any]) -> str:
+    last = _last_human(state)
+    return as_text(last.content) if last is not None else ""
 
 
 def _last_text(state: AgentState[Any]) -> str | None:

@@ -16,8 +16,9 @@ apply every tool decision; the run hooks (``hooks=interlock``) carry the rest
   ``needs_approval``, so the run ends with ``result.interruptions`` and
   resumes after ``state.approve(...)``) and ``after_tool_call`` (modify or
   block of the output; context beside it);
-- ``on_agent_start`` of the first agent: ``before_agent_start`` (block/stop
-  end the run); ``on_agent_end``: ``agent_end``;
+- ``on_agent_start`` of the first agent: ``session_start`` (the Policy's
+  first run), ``user_input`` on the run's input and ``before_agent_start``
+  (block/stop end the run); ``on_agent_end``: ``agent_end``;
 - ``on_handoff``: ``subagent_start`` (block/stop end the run);
 - ``on_llm_start``/``on_llm_end``: ``before_llm_call``/``after_llm_call``
   (block/stop end the run; the SDK's hooks cannot change a model call, so
@@ -30,23 +31,37 @@ from __future__ import annotations
 import copy
 import json
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, FunctionTool, RunContextWrapper, RunHooks, Tool
+from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse
 from agents.tool_context import ToolContext
 
-from interlock.adapters._core import Policy, PolicyStopped, ToolGate, as_text, with_context
+from interlock.adapters._core import (
+    DecisionNotSupported,
+    Policy,
+    PolicyStopped,
+    ToolGate,
+    as_text,
+    with_context,
+)
 
 if TYPE_CHECKING:
     from agents.run_context import AgentHookContext
 
     from interlock.engine.outcome import Outcome
 
-__all__ = ["Interlock"]
+__all__ = ["FIRES", "Interlock"]
 
 FRAMEWORK = "openai-agents"
+
+FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
+                   "subagent_start", "before_llm_call", "after_llm_call", "before_tool_call",
+                   "after_tool_call", "tool_result_persist"})
+"""The catalog events these hooks and tools fire (docs/adapters.md, Events each adapter
+fires)."""
 _LLM_FIX = ("the OpenAI Agents SDK's run hooks observe model calls; decide on tool calls "
             "instead, or use a RunConfig call_model_input_filter of your own")
 
@@ -61,7 +76,10 @@ class Interlock(RunHooks[Any]):
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
-        self._started = False
+        self._run: object | None = None
+        """The usage record of the run whose start was judged (one per run, shared by
+        its agents): a run that ended by raising never reaches on_agent_end, so a
+        flag reset there would let the next run skip its start."""
         self._gates: dict[str, ToolGate] = {}
 
     # -- tools ----------------------------------------------------------------------
@@ -86,7 +104,8 @@ class Interlock(RunHooks[Any]):
 
         async def needs_approval(ctx: RunContextWrapper[Any], args: dict[str, Any],
                                  call_id: str) -> bool:
-            gate = await self.policy.before_tool(tool.name, args, call_id)
+            with _raised_through_the_sdk():
+                gate = await self.policy.before_tool(tool.name, args, call_id)
             self._gates[call_id] = gate
             if gate.action == "ask":
                 return True
@@ -95,7 +114,8 @@ class Interlock(RunHooks[Any]):
             return bool(own_approval)
 
         async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
-            return await self._invoke(tool.name, invoke, ctx, raw)
+            with _raised_through_the_sdk():
+                return await self._invoke(tool.name, invoke, ctx, raw)
 
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
@@ -110,7 +130,9 @@ class Interlock(RunHooks[Any]):
         if gate is None:  # a resumed run: the approval check ran before it was saved
             gate = await self.policy.before_tool(name, args, call_id)
         if gate.action in ("block", "respond"):
-            return as_text(with_context(gate.value, gate.context))
+            gated = await self.policy.after_gated(gate, name, call_id)
+            context = "\n".join(c for c in (gate.context, gated.context) if c)
+            return as_text(with_context(gated.result, context))
         if gate.action == "ask" and ctx.is_tool_approved(name, call_id) is not True:
             # The SDK runs a tool that needs approval only once it is approved;
             # should it ever not have asked, the call is refused, not run.
@@ -126,16 +148,17 @@ class Interlock(RunHooks[Any]):
     # -- the run --------------------------------------------------------------------
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
         _check_governed(agent)
-        if self._started:
+        if context.usage is self._run:  # a handoff within the run
             return
-        self._started = True
-        outcome = await self.policy.emit("before_agent_start",
+        self._run = context.usage
+        # The SDK's hooks observe: the input can be refused here, not changed.
+        given = await self.policy.start_run(_input_text(context.turn_input), fires=FIRES)
+        outcome = await self.policy.emit("before_agent_start", prompt=given.text,
                                          system_prompt=_instructions(agent))
         self._end_on(outcome, can=("block",))
 
     async def on_agent_end(self, context: AgentHookContext[Any], agent: Agent[Any],
                            output: Any) -> None:
-        self._started = False
         self.policy.notify("agent_end", status="completed", final_text=as_text(output))
 
     async def on_handoff(self, context: RunContextWrapper[Any], from_agent: Agent[Any],
@@ -181,6 +204,29 @@ class Interlock(RunHooks[Any]):
 _MARK = "_interlock_governed"
 
 
+class _Stopped(PolicyStopped, AgentsException):
+    """PolicyStopped that the SDK's tool runner re-raises as it is: it wraps any
+    other exception from a tool in its own ``UserError``."""
+
+
+class _NotSupported(DecisionNotSupported, AgentsException):
+    """DecisionNotSupported, re-raised by the SDK's tool runner as it is."""
+
+
+@contextmanager
+def _raised_through_the_sdk() -> Iterator[None]:
+    """Let ``except PolicyStopped`` around ``Runner.run`` catch a stop decided in a
+    tool call, as the adapters promise (docs/adapters.md)."""
+    try:
+        yield
+    except (_Stopped, _NotSupported):
+        raise
+    except PolicyStopped as e:
+        raise _Stopped(e.event, e.reason, e.hook) from e
+    except DecisionNotSupported as e:
+        raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
+
+
 def _check_governed(agent: Agent[Any]) -> None:
     """Refuse to run an agent (the first, or one handed off to) holding a tool that
     would run around the policy: forgetting ``interlock.tools`` fails loudly."""
@@ -205,6 +251,21 @@ def _args(raw: str) -> dict[str, Any]:
     except ValueError:
         return {"_raw": raw}
     return value if isinstance(value, dict) else {"_value": value}
+
+
+def _input_text(items: list[Any]) -> str:
+    """The run's input as text: its user messages, in order."""
+    texts = []
+    for item in items:
+        if isinstance(item, dict) and item.get("role") == "user":
+            texts.append(as_text(_content_text(item.get("content", ""))))
+    return "\n".join(texts)
+
+
+def _content_text(content: Any) -> Any:
+    if isinstance(content, list):
+        return "".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return content
 
 
 def _instructions(agent: Agent[Any]) -> str:

@@ -5,7 +5,9 @@
 
 What maps where (docs/adapters.md, pydantic-ai):
 
-- the run: ``before_agent_start`` (block or stop end it before it starts),
+- the run: ``session_start`` (the Policy's first run), ``user_input`` on the
+  prompt (block/stop end the run; modify and context apply to the first model
+  request), ``before_agent_start`` (block or stop end it before it starts),
   ``agent_end`` when it ends;
 - each model request: ``before_llm_call`` (block/stop end the run; respond
   answers without the model; context is added to the conversation; modify
@@ -52,13 +54,19 @@ from interlock.adapters._core import (
     DecisionNotSupported,
     Policy,
     PolicyStopped,
+    RunInput,
     as_text,
     with_context,
 )
 
-__all__ = ["Interlock"]
+__all__ = ["FIRES", "Interlock"]
 
 FRAMEWORK = "pydantic-ai"
+
+FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
+                   "before_llm_call", "after_llm_call", "before_tool_call", "after_tool_call",
+                   "tool_result_persist"})
+"""The catalog events this capability fires (docs/adapters.md, Events each adapter fires)."""
 
 
 @dataclass(init=False)
@@ -71,19 +79,30 @@ class Interlock(AbstractCapability[Any]):
     """
 
     policy: Policy = field(repr=False)
+    _inputs: dict[str, tuple[str, RunInput]] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
+        self._inputs = {}
+        """A run's changed input (by run id), until its first model request."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
                        handler: WrapRunHandler) -> AgentRunResult[Any]:
         prompt = ctx.prompt if isinstance(ctx.prompt, str) else as_text(ctx.prompt or "")
-        outcome = await self.policy.emit("before_agent_start", prompt=prompt)
+        # The input is changed where the first model request reads it, found by the
+        # run's id; a prompt that is not text, or a run with no id, cannot be.
+        rewritable = isinstance(ctx.prompt, str) and ctx.run_id is not None
+        given = await self.policy.start_run(
+            prompt, fires=FIRES,
+            can=("block", "modify", "context") if rewritable else ("block",))
+        outcome = await self.policy.emit("before_agent_start", prompt=given.text)
         self.policy.apply(outcome, can=("block",))
         if outcome.blocked:
             raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        if ctx.run_id is not None and (given.text != prompt or given.context):
+            self._inputs[ctx.run_id] = (prompt, given)
         status, final = "error", None
         try:
             result = await handler()
@@ -93,12 +112,17 @@ class Interlock(AbstractCapability[Any]):
             status = "stopped"
             raise
         finally:
+            if ctx.run_id is not None:
+                self._inputs.pop(ctx.run_id, None)
             self.policy.notify("agent_end", status=status, final_text=final)
 
     # -- model requests -------------------------------------------------------------
     async def wrap_model_request(self, ctx: RunContext[Any], *,
                                  request_context: ModelRequestContext,
                                  handler: WrapModelRequestHandler) -> ModelResponse:
+        if self._inputs and ctx.run_id in self._inputs:
+            original, given = self._inputs.pop(ctx.run_id)
+            _apply_input(request_context, original, given)
         model = request_context.model.model_name
         params = request_context.model_request_parameters
         offered = [t.name for t in params.function_tools]
@@ -126,10 +150,11 @@ class Interlock(AbstractCapability[Any]):
         else:
             response = await handler(request_context)
             synthetic = False
-        return await self._after_model(response, model, synthetic)
+        return await self._after_model(response, model, synthetic,
+                                       streamed=request_context.streaming and not synthetic)
 
-    async def _after_model(self, response: ModelResponse, model: str,
-                           synthetic: bool) -> ModelResponse:
+    async def _after_model(self, response: ModelResponse, model: str, synthetic: bool,
+                           *, streamed: bool = False) -> ModelResponse:
         if not self.policy.listens("after_llm_call"):
             return response
         calls = [{"id": p.tool_call_id, "name": p.tool_name, "args": p.args_as_dict()}
@@ -142,6 +167,14 @@ class Interlock(AbstractCapability[Any]):
             raise PolicyStopped(after.name, after.reason, _hook(after))
         if after.changes:
             text = after.changes.get("text", response.text or "")
+            if streamed and text != (response.text or ""):
+                # The consumer of a stream has read the model's text as it came, and
+                # run_stream's output is the stream's, not this response's.
+                raise DecisionNotSupported(
+                    FRAMEWORK, after.name, "modify", _hook(after),
+                    "a streamed run cannot take back text it has streamed; run the agent "
+                    "without streaming (run, run_sync) to rewrite its text "
+                    "(docs/adapters.md, pydantic-ai)")
             new_calls = after.changes.get("tool_calls", calls)
             parts: list[Any] = [TextPart(text)] if text else []
             parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
@@ -155,10 +188,10 @@ class Interlock(AbstractCapability[Any]):
                                 tool_def: ToolDefinition, args: dict[str, Any],
                                 handler: WrapToolExecuteHandler) -> Any:
         gate = await self.policy.before_tool(call.tool_name, args, call.tool_call_id)
-        if gate.action == "block":
-            return with_context(gate.value, gate.context)
-        if gate.action == "respond":
-            return with_context(gate.value, gate.context)
+        if gate.action in ("block", "respond"):
+            after = await self.policy.after_gated(gate, call.tool_name, call.tool_call_id)
+            context = "\n".join(c for c in (gate.context, after.context) if c)
+            return with_context(after.result, context)
         if gate.action == "ask" and not ctx.tool_call_approved:
             # pydantic-ai's human-in-the-loop step: the run ends with this call in
             # DeferredToolRequests.approvals; a person's DeferredToolResults resumes it.
@@ -169,6 +202,22 @@ class Interlock(AbstractCapability[Any]):
                                              call.tool_call_id)
         context = "\n".join(c for c in (gate.context, after.context) if c)
         return with_context(after.result, context)
+
+
+def _apply_input(request_context: ModelRequestContext, original: str, given: RunInput) -> None:
+    """user_input's decision on the first request: the prompt part rewritten in place
+    (so the run's history holds what the model read), context after it."""
+    for message in reversed(request_context.messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        parts = list(message.parts)
+        for i, part in enumerate(parts):
+            if isinstance(part, UserPromptPart) and part.content == original:
+                parts[i] = UserPromptPart(given.text)
+        if given.context:
+            parts.append(UserPromptPart(given.context))
+        message.parts = parts
+        return
 
 
 def _hook(outcome: Any) -> str | None:

@@ -167,3 +167,18 @@ async def test_a_policy_that_cannot_load_blocks_the_command(claude_project):
     s = await run(claude_project, f"touch {marker}")
     assert not marker.exists()
     assert not [r for r in s.fake.main_requests() if tool_results(r)]
+
+
+async def test_a_gate_hook_on_an_event_the_sdk_never_sends_blocks_the_command(claude_project):
+    # A hook on before_llm_call would never be asked here: the first callback
+    # refuses the policy, and on_failure="block" keeps any tool from running.
+    (claude_project / ".interlock" / "config.toml").write_text(CONFIG + '''
+[[hooks]]
+name = "budget"
+events = ["before_llm_call"]
+handler = "policy.py"
+''')
+    marker = claude_project / "ran"
+    s = await run(claude_project, f"touch {marker}")
+    assert not marker.exists()
+    assert not [r for r in s.fake.main_requests() if tool_results(r)]

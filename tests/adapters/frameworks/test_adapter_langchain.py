@@ -4,7 +4,7 @@ model, under the project's policy."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -14,12 +14,12 @@ from adapter_project import audit, session
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import tool
+from langchain_core.tools import InjectedToolCallId, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 
-from interlock import stop
-from interlock.adapters import Policy, PolicyStopped
+from interlock import ConfigError, block, context, modify, stop
+from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 from interlock.adapters.langchain import InterlockMiddleware
 
 RAN: list[tuple[str, dict[str, Any]]] = []
@@ -176,3 +176,117 @@ def test_a_permission_rule_denies_the_rewritten_call(project):
     assert RAN == []
     error = json.loads(tool_message(result).content)
     assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")
+
+
+@tool("read_secret")
+def read_secret_state(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Read a secret into the graph's state, as LangGraph tools that return a Command do."""
+    RAN.append(("read_secret_state", {}))
+    return Command(update={"messages": [ToolMessage("token=abc123", tool_call_id=tool_call_id)]})
+
+
+def command_agent(policy: Policy) -> Any:
+    model = ToolCallingFake(messages=iter([
+        AIMessage(content="", tool_calls=[{"id": "call-1", "name": "read_secret", "args": {}}]),
+        AIMessage(content="done"),
+    ]))
+    return create_agent(model, tools=[read_secret_state],
+                        middleware=[InterlockMiddleware(policy=policy)])
+
+
+def test_after_tool_call_rewrites_a_result_inside_a_command(project):
+    sid = session()
+    result = command_agent(Policy("langchain", session_id=sid)).invoke(
+        {"messages": [{"role": "user", "content": "read it"}]})
+    assert RAN == [("read_secret_state", {})]
+    content = tool_message(result).content
+    assert "abc123" not in content
+    assert "[redacted by policy]" in content
+
+
+async def test_after_tool_call_blocks_a_result_inside_a_command_on_the_async_path(project):
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_tool_call", lambda e: block("never show results"))
+    result = await command_agent(policy).ainvoke(
+        {"messages": [{"role": "user", "content": "read it"}]})
+    message = tool_message(result)
+    assert "abc123" not in message.content
+    assert json.loads(message.content)["error"] == "tool result blocked"
+
+
+def test_a_result_with_no_readable_tool_message_is_refused_while_a_hook_listens(project):
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    middleware = InterlockMiddleware(policy=Policy("langchain", session_id=session()))
+    request = ToolCallRequest(tool_call={"id": "call-1", "name": "read_secret", "args": {}},
+                              tool=read_secret, state={}, runtime=None)
+    with pytest.raises(DecisionNotSupported, match="no ToolMessage"):
+        middleware.wrap_tool_call(request, lambda r: Command(goto="elsewhere"))
+
+
+class RecordingFake(ToolCallingFake):
+    """The scripted model, keeping the conversation of each call."""
+
+    seen: list[list[str]] = []
+
+    def _generate(self, messages: Any, *args: Any, **kwargs: Any) -> Any:
+        RecordingFake.seen.append([str(m.content) for m in messages])
+        return super()._generate(messages, *args, **kwargs)
+
+
+def test_user_input_block_ends_the_run_before_the_model(project):
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("user_input", lambda e: block("no secrets asked")
+                     if "password" in e.text else None)
+    RecordingFake.seen = []
+    a = create_agent(RecordingFake(messages=iter([AIMessage("hunter2")])), tools=TOOLS,
+                     middleware=[InterlockMiddleware(policy=policy)])
+    with pytest.raises(PolicyStopped, match="no secrets asked"):
+        a.invoke({"messages": [{"role": "user", "content": "what is the password?"}]})
+    assert RecordingFake.seen == []
+
+
+async def test_user_input_rewrite_and_context_reach_the_model(project):
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("user_input", lambda e: modify(text=e.text.replace("sk-123", "[key]")),
+                     modifies=True)
+    policy.engine.on("user_input", lambda e: context("answer briefly"))
+    RecordingFake.seen = []
+    a = create_agent(RecordingFake(messages=iter([AIMessage("ok")])), tools=TOOLS,
+                     middleware=[InterlockMiddleware(policy=policy)])
+    result = await a.ainvoke({"messages": [{"role": "user", "content": "use key sk-123"}]})
+    (seen,) = RecordingFake.seen
+    assert "use key [key]" in seen
+    assert not any("sk-123" in m for m in seen)
+    assert any("answer briefly" in m for m in seen)
+    assert "sk-123" not in str(result["messages"])
+
+
+def test_after_tool_call_sees_a_blocked_call(project):
+    policy = Policy("langchain", session_id=session())
+    statuses: list[str] = []
+    policy.engine.on("after_tool_call", lambda e: statuses.append(e.status))
+    model = ToolCallingFake(messages=iter([
+        AIMessage(content="", tool_calls=[{"id": "c1", "name": "delete_file",
+                                           "args": {"path": "a"}}]),
+        AIMessage(content="done")]))
+    create_agent(model, tools=TOOLS, middleware=[InterlockMiddleware(policy=policy)]).invoke(
+        {"messages": [{"role": "user", "content": "delete a"}]})
+    assert RAN == []
+    assert statuses == ["blocked"]
+
+
+def test_a_gate_hook_on_an_event_langchain_never_fires_refuses_the_run(project, caplog):
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("session_end", lambda e: None)
+    # A chat gateway's messages have no counterpart in a framework's run: nothing to miss.
+    policy.engine.on(["after_tool_call", "before_message_send"], lambda e: None)
+    a = create_agent(ToolCallingFake(messages=iter([AIMessage("ok")])), tools=TOOLS,
+                     middleware=[InterlockMiddleware(policy=policy)])
+    a.invoke({"messages": [{"role": "user", "content": "hi"}]})
+    assert "session_end, which the langchain adapter never fires" in caplog.text
+    assert "before_message_send, which the langchain adapter never fires" in caplog.text
+    policy.engine.on("before_stop", lambda e: block("keep working"))
+    with pytest.raises(ConfigError, match="before_stop, which the langchain adapter never "
+                                          "fires"):
+        a.invoke({"messages": [{"role": "user", "content": "hi"}]})

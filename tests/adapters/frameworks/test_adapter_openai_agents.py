@@ -189,3 +189,43 @@ async def test_a_permission_rule_denies_the_rewritten_call(project):
     assert RAN == []
     error = json.loads(output(result))
     assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")
+
+
+@pytest.mark.parametrize("event", ["before_tool_call", "after_tool_call"])
+async def test_stop_on_a_tool_call_propagates_as_policy_stopped(project, event):
+    policy = Policy("openai-agents", session_id=session())
+    policy.engine.on(event, lambda e: stop("no more tools"))
+    interlock = Interlock(policy=policy)
+    model = ScriptedModel([[function_call("weather", {"city": "Oslo"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="assistant", model=model, tools=interlock.tools(TOOLS))
+    with pytest.raises(PolicyStopped, match="no more tools") as stopped:
+        await Runner.run(agent, "weather?", hooks=interlock)
+    assert stopped.value.event == event
+    # A stop before the tool keeps it from running; one after it ran ends the run there.
+    assert [name for name, _ in RAN] == ([] if event == "before_tool_call" else ["weather"])
+
+
+async def test_user_input_block_ends_the_run_before_the_model(project):
+    policy = Policy("openai-agents", session_id=session())
+    policy.engine.on("user_input", lambda e: block("no secrets asked")
+                     if "password" in e.text else None)
+    interlock = Interlock(policy=policy)
+    model = ScriptedModel([[assistant_message("hunter2")]])
+    agent = Agent(name="a", model=model, tools=interlock.tools(TOOLS))
+    with pytest.raises(PolicyStopped, match="no secrets asked"):
+        await Runner.run(agent, "what is the password?", hooks=interlock)
+    assert model.calls == ()
+    # The same hooks on the next run start it afresh: its input is judged too.
+    with pytest.raises(PolicyStopped, match="no secrets asked"):
+        await Runner.run(agent, "the password, please", hooks=interlock)
+    assert model.calls == ()
+
+
+async def test_a_gate_hook_on_an_event_the_sdk_never_fires_refuses_the_run(project):
+    policy = Policy("openai-agents", session_id=session())
+    policy.engine.on("subagent_stop", lambda e: block("not yet"))
+    interlock = Interlock(policy=policy)
+    agent = Agent(name="a", model=ScriptedModel([[assistant_message("hi")]]))
+    with pytest.raises(ConfigError, match="subagent_stop, which the openai-agents adapter"):
+        await Runner.run(agent, "hi", hooks=interlock)

@@ -17,10 +17,12 @@ from pydantic_ai.messages import (
     TextPart,
     ToolCallPart,
     ToolReturnPart,
+    UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from interlock.adapters import Policy
+from interlock import ConfigError, block, context, modify
+from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 from interlock.adapters.pydantic_ai import Interlock
 
 RAN: list[tuple[str, dict[str, Any]]] = []
@@ -126,3 +128,82 @@ async def test_a_permission_rule_denies_the_rewritten_call(project):
     assert RAN == []
     error = json.loads(out)
     assert (error["reason"], error["hook"]) == ("a permission rule denies it", "permissions")
+
+
+async def _streams_a_secret(messages: list[ModelMessage], info: AgentInfo) -> Any:
+    yield "secret sk-live-123 text"
+
+
+def _says_a_secret(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[TextPart("secret sk-live-123 text")])
+
+
+def redacting(sid: str) -> Agent[None, str]:
+    policy = Policy("pydantic-ai", session_id=sid)
+    policy.engine.on("after_llm_call", lambda e: modify(text="[redacted]"), modifies=True)
+    return Agent(FunctionModel(_says_a_secret, stream_function=_streams_a_secret),
+                 capabilities=[Interlock(policy=policy)])
+
+
+async def test_after_llm_call_rewrites_the_text_of_a_run(project):
+    assert (await redacting(session()).run("go")).output == "[redacted]"
+
+
+async def test_a_text_rewrite_a_stream_cannot_take_ends_the_streamed_run(project):
+    with pytest.raises(DecisionNotSupported, match="after_llm_call"):
+        async with redacting(session()).run_stream("go") as streamed:
+            await streamed.get_output()
+
+
+def echo(sid: str) -> tuple[Policy, Agent[None, str], list[list[str]]]:
+    """An agent whose model answers with every user prompt it read, recorded."""
+    seen: list[list[str]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts = [str(p.content) for m in messages for p in getattr(m, "parts", [])
+                   if isinstance(p, UserPromptPart)]
+        seen.append(prompts)
+        return ModelResponse(parts=[TextPart(" | ".join(prompts))])
+
+    policy = Policy("pydantic-ai", session_id=sid)
+    return policy, Agent(FunctionModel(model), capabilities=[Interlock(policy=policy)]), seen
+
+
+async def test_user_input_block_ends_the_run_before_the_model(project):
+    policy, a, seen = echo(session())
+    policy.engine.on("user_input", lambda e: block("no secrets asked"))
+    with pytest.raises(PolicyStopped, match="no secrets asked"):
+        await a.run("what is the password?")
+    assert seen == []
+
+
+async def test_user_input_rewrite_and_context_reach_the_model(project):
+    policy, a, seen = echo(session())
+    policy.engine.on("user_input", lambda e: modify(text=e.text.replace("sk-123", "[key]")),
+                     modifies=True)
+    policy.engine.on("user_input", lambda e: context("answer briefly"))
+    result = await a.run("use key sk-123")
+    (prompts,) = seen
+    assert prompts[0] == "use key [key]"
+    assert "answer briefly" in prompts[1]
+    assert "sk-123" not in str(result.all_messages())
+
+
+async def test_tool_result_persist_can_withhold_a_result(project):
+    sid = session()
+    policy = Policy("pydantic-ai", session_id=sid)
+    policy.engine.on("tool_result_persist", lambda e: block("not for the transcript"))
+    withheld = Agent(calls("weather", {"city": "Oslo"}),
+                     capabilities=[Interlock(policy=policy)])
+    withheld.tool_plain(name="weather")(lambda city: f"sunny in {city}")
+    result = await withheld.run("weather?")
+    assert "sunny" not in str(result.all_messages())
+    assert "tool result withheld" in result.output
+
+
+async def test_a_gate_hook_on_an_event_pydantic_ai_never_fires_refuses_the_run(project):
+    policy, a, seen = echo(session())
+    policy.engine.on("subagent_stop", lambda e: block("not yet"))
+    with pytest.raises(ConfigError, match="subagent_stop, which the pydantic-ai adapter"):
+        await a.run("hi")
+    assert seen == []

@@ -72,23 +72,34 @@ def register(app: typer.Typer) -> None:
         """Route an agent's MCP servers through `interlock mcp proxy` (--undo: back)."""
         from interlock.hosts.assembly import Project
         from interlock.hosts.cli._common import user_errors
-        from interlock.hosts.mcp.wrap import config_file
+        from interlock.hosts.mcp.wrap import claude_local_table, config_file
         from interlock.hosts.mcp.wrap import undo as undo_file
         from interlock.hosts.mcp.wrap import wrap as wrap_file
 
         with user_errors():
             root = Project.discover(project).root
             path = config_file(agent, root, user=user)
-            report = undo_file(agent, path) if undo else wrap_file(agent, path)
+            places: list[tuple[Path, tuple[str, ...] | None, str]] = [(path, None, str(path))]
+            if agent == "claude" and not user:
+                # `claude mcp add`'s default scope: this project's table in the user file.
+                user_file = config_file(agent, root, user=True)
+                local = claude_local_table(user_file, root)
+                if local is not None:
+                    places.append((user_file, local,
+                                   f"{user_file} (local scope of {local[1]})"))
+            reports = [(undo_file(agent, p, table=t) if undo else wrap_file(agent, p, table=t),
+                        where) for p, t, where in places]
         verb = "restored" if undo else "wrapped"
-        for name in report.changed:
-            typer.echo(f"{verb} {name} in {path}")
-        for name in report.already:
-            typer.echo(f"{name} already goes through the proxy ({path})")
-        for name, why in report.skipped.items():
-            typer.echo(f"interlock: {'not restored' if undo else 'NOT GATED'}: {name} in "
-                       f"{path}: {why}", err=True)
-        if not (report.changed or report.already or report.skipped):
-            typer.echo(f"no MCP servers to {'restore' if undo else 'wrap'} in {path}")
-        if report.skipped:
+        for report, where in reports:
+            for name in report.changed:
+                typer.echo(f"{verb} {name} in {where}")
+            for name in report.already:
+                typer.echo(f"{name} already goes through the proxy ({where})")
+            for name, why in report.skipped.items():
+                typer.echo(f"interlock: {'not restored' if undo else 'NOT GATED'}: {name} in "
+                           f"{where}: {why}", err=True)
+        if not any(r.changed or r.already or r.skipped for r, _ in reports):
+            typer.echo(f"no MCP servers to {'restore' if undo else 'wrap'} in "
+                       f"{' or '.join(where for _, _, where in places)}")
+        if any(r.skipped for r, _ in reports):
             raise typer.Exit(1)

@@ -13,7 +13,8 @@ real server meanwhile, offers what that server offers, and:
 - ``resources/read`` and ``prompts/get`` are gated the same way, named
   ``mcp__<server>__resources/read`` (args ``{"uri": ...}``) and
   ``mcp__<server>__prompts/get`` (args ``{"name": ..., "arguments": ...}``);
-  a refusal is an MCP error, since they have no error result;
+  a refusal is an MCP error, since they have no error result; hook context
+  is an extra text item of the contents, or an extra user message;
 - ``tools/list`` leaves out a tool a permission rule denies whatever its
   arguments, and offers no output schemas (a rewritten result need not fit).
 
@@ -141,13 +142,35 @@ async def _gated_other(gate: Gate, what: str, args: dict[str, Any],
         refusal = gated.refusal
         if refusal is None:
             value = gated.result["value"] if gated.status == "responded" else gated.result
-            return model.model_validate(value)
+            result = model.model_validate(value)
+            if gated.context:
+                _add_context(result, gated.context)
+            return result
     except MCPError:
         raise
     except Exception as exc:  # fail closed, as for tools
         log.exception("%s: the proxy failed", what)
         refusal = Refusal(f"the proxy failed ({type(exc).__name__}: {exc})")
     raise MCPError(_POLICY_ERROR, refusal.text)
+
+
+CONTEXT_URI = "interlock://hook-context"
+"""The uri of the extra contents item carrying hook context in a resource read."""
+
+
+def _add_context(result: Any, context: list[str]) -> None:
+    """Hook context where the client reads it: an extra text item of a resource read
+    (at :data:`CONTEXT_URI`), an extra user message of a prompt (docs/mcp.md)."""
+    if isinstance(result, types.ReadResourceResult):
+        result.contents = [*result.contents, *(
+            types.TextResourceContents(uri=CONTEXT_URI, mime_type="text/plain", text=t)
+            for t in context)]
+    elif isinstance(result, types.GetPromptResult):
+        result.messages = [*result.messages, *(
+            types.PromptMessage(role="user", content=types.TextContent(type="text", text=t))
+            for t in context)]
+    else:  # pragma: no cover - only the two requests above are gated here
+        raise TypeError(f"no place for hook context in a {type(result).__name__}")
 
 
 class _Connection:

@@ -6,7 +6,9 @@ Each server entry of the agent's config becomes a stdio server that runs
 (env, cwd, timeouts). Where the entries live (docs/mcp.md, Wrapping an agent):
 
 - Claude Code: ``.mcp.json`` (project) or ``~/.claude.json`` (user;
-  ``$CLAUDE_CONFIG_DIR/.claude.json`` when set), ``mcpServers``;
+  ``$CLAUDE_CONFIG_DIR/.claude.json`` when set), ``mcpServers``; and the
+  project's local scope (``claude mcp add``'s default), in that user file under
+  ``projects[<project path>].mcpServers``;
 - Codex: ``.codex/config.toml`` (project) or ``$CODEX_HOME/config.toml``
   (user, default ``~/.codex``), ``[mcp_servers.<name>]``;
 - Gemini CLI: ``.gemini/settings.json`` (project) or
@@ -36,7 +38,8 @@ from typing import Any
 
 from interlock.engine.errors import ConfigError
 
-__all__ = ["AGENTS", "Report", "config_file", "proxy_argv", "undo", "wrap"]
+__all__ = ["AGENTS", "Report", "claude_local_table", "config_file", "proxy_argv", "undo",
+           "wrap"]
 
 AGENTS = ("claude", "codex", "gemini")
 SUFFIX = ".interlock-mcp.json"
@@ -140,11 +143,17 @@ def _url(agent: str, entry: dict[str, Any]) -> tuple[str | None, str]:
 
 
 # -- the file ----------------------------------------------------------------------------
-def _load(agent: str, path: Path) -> tuple[str, dict[str, Any], str]:
-    """(the text, the parsed document, the key of the servers table)."""
-    key = "mcp_servers" if agent == "codex" else "mcpServers"
+def _servers_key(agent: str) -> str:
+    return "mcp_servers" if agent == "codex" else "mcpServers"
+
+
+def _load(agent: str, path: Path, table: tuple[str, ...] | None = None
+          ) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """(the text, the parsed document, its servers table at the keys ``table``; an
+    empty table, not in the document, when a key is missing)."""
+    table = table or (_servers_key(agent),)
     if not path.exists():
-        return "", {}, key
+        return "", {}, {}
     text = path.read_text(encoding="utf-8")
     try:
         doc = tomllib.loads(text) if agent == "codex" else (json.loads(text) if text.strip()
@@ -152,10 +161,41 @@ def _load(agent: str, path: Path) -> tuple[str, dict[str, Any], str]:
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise ConfigError(f"{path} cannot be read: {exc}", field=str(path),
                           fix="fix the file's syntax, then run the command again") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get(key, {}), dict):
-        raise ConfigError(f"{path}: {key} is not a table of servers", field=f"{path}: {key}",
-                          fix=f"make {key} a table of name -> server")
-    return text, doc, key
+    node: Any = doc
+    for i, key in enumerate(table):
+        if not isinstance(node, dict):
+            raise ConfigError(f"{path}: {'.'.join(table[:i])} is not a table",
+                              field=f"{path}: {'.'.join(table[:i])}",
+                              fix="make it a table, or remove it")
+        node = node.get(key, {})
+    if not isinstance(doc, dict) or not isinstance(node, dict):
+        where = ".".join(table)
+        raise ConfigError(f"{path}: {where} is not a table of servers", field=f"{path}: {where}",
+                          fix=f"make {where} a table of name -> server")
+    return text, doc, node
+
+
+def claude_local_table(path: Path, root: Path) -> tuple[str, ...] | None:
+    """Where ``claude mcp add`` (its default, local scope) keeps ``root``'s servers in
+    the user file ``path``: ``projects[<project path>].mcpServers``; None if nowhere."""
+    _text, doc, _servers = _load("claude", path)
+    projects = doc.get("projects")
+    if not isinstance(projects, dict):
+        return None
+    for key in dict.fromkeys((str(root), os.path.realpath(root))):
+        if isinstance(projects.get(key), dict) and "mcpServers" in projects[key]:
+            return ("projects", key, "mcpServers")
+    return None
+
+
+def _saved_key(agent: str, table: tuple[str, ...], name: str) -> str:
+    """An entry's key in the sidecar: its name in the file's own servers table (as
+    the sidecar has always had it), else the whole path of keys as JSON."""
+    return name if table == (_servers_key(agent),) else json.dumps([*table, name])
+
+
+def _saved_table(agent: str, both: dict[str, Any]) -> tuple[str, ...]:
+    return tuple(both.get("table") or (_servers_key(agent),))
 
 
 def _dump(agent: str, doc: dict[str, Any]) -> str:
@@ -179,11 +219,15 @@ def _sidecar(path: Path) -> Path:
     return path.with_name(path.name + SUFFIX)
 
 
-def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: True) -> Report:
-    """Route every MCP server in ``path`` (``agent``'s config) through the proxy."""
+def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: True,
+         table: tuple[str, ...] | None = None) -> Report:
+    """Route every MCP server in ``path`` (``agent``'s config) through the proxy.
+
+    ``table``: the keys of the servers table, when not the file's own (Claude's
+    local scope, :func:`claude_local_table`)."""
     report = Report(path)
-    text, doc, key = _load(agent, path)
-    servers: dict[str, Any] = doc.get(key, {})
+    table = table or (_servers_key(agent),)
+    text, doc, servers = _load(agent, path, table)
     side = _sidecar(path)
     saved: dict[str, Any] = json.loads(side.read_text()) if side.exists() else {
         "agent": agent, "original": text, "existed": path.exists(), "entries": {}}
@@ -201,7 +245,8 @@ def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: Tru
             report.skipped[name] = new
             continue
         servers[name] = new
-        saved["entries"][name] = {"original": entry, "wrapped": new}
+        saved["entries"][_saved_key(agent, table, name)] = {
+            "original": entry, "wrapped": new, "table": list(table), "name": name}
         report.changed.append(name)
     if report.changed:
         out = _dump(agent, doc)
@@ -211,25 +256,32 @@ def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: Tru
     return report
 
 
-def undo(agent: str, path: Path) -> Report:
-    """Put back what :func:`wrap` changed in ``path``."""
+def undo(agent: str, path: Path, *, table: tuple[str, ...] | None = None) -> Report:
+    """Put back what :func:`wrap` changed in ``path``'s servers table ``table``."""
     report = Report(path)
+    table = table or (_servers_key(agent),)
     side = _sidecar(path)
     if not side.exists():
         return report
     saved = json.loads(side.read_text())
+    entries: dict[str, Any] = saved["entries"]
+    mine = {k: v for k, v in entries.items() if _saved_table(agent, v) == table}
     current = path.read_text(encoding="utf-8") if path.exists() else None
-    if current == saved.get("wrapped"):  # untouched since: the file as it was, exactly
+    wrapped = saved.get("wrapped")
+    if len(mine) == len(entries) and wrapped is not None and current == wrapped:
+        # Untouched since, and every wrapped entry is this table's: the file as it was.
         if saved.get("existed", True):
             _write(path, saved["original"])
         else:
             path.unlink()
-        report.changed = list(saved["entries"])
+        report.changed = [v.get("name", k) for k, v in mine.items()]
         side.unlink()
         return report
-    _text, doc, key = _load(agent, path)
-    servers: dict[str, Any] = doc.get(key, {})
-    for name, both in saved["entries"].items():
+    if not mine:
+        return report
+    _text, doc, servers = _load(agent, path, table)
+    for key, both in mine.items():
+        name = both.get("name", key)
         if servers.get(name) == both["wrapped"]:
             servers[name] = both["original"]
             report.changed.append(name)
@@ -237,5 +289,10 @@ def undo(agent: str, path: Path) -> Report:
             report.skipped[name] = "it changed since it was wrapped; left as it is"
     if report.changed:
         _write(path, _dump(agent, doc))
-    side.unlink()
+    rest = {k: v for k, v in entries.items() if k not in mine}
+    if rest:
+        # Another table's wrapped entries stay on record; the whole file, no longer.
+        _write(side, json.dumps({**saved, "entries": rest, "wrapped": None}, indent=2) + "\n")
+    else:
+        side.unlink()
     return report
