@@ -31,7 +31,13 @@ CHANNEL = "interlock_fleet"
 PING_S = 0.5
 """How often the listener proves its connection alive; with the reconnect, the
 bound on how long a replica can trust a cache after PostgreSQL went away."""
+SILENT_S = PING_S * 3 + 1.0
+"""A listener whose last ping came back longer ago than this is not trusted."""
 QUERY_TIMEOUT_MS = 2000
+KEEPALIVE: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 5, "keepalives_interval": 2,
+             "keepalives_count": 3, "tcp_user_timeout": 10_000}
+"""libpq's TCP settings: a connection whose packets go nowhere errors within about
+10 s (then the listener reconnects) instead of after the kernel's two hours."""
 _LOCK_ID = 0x1A7E_F1EE
 
 SCHEMA = (
@@ -88,6 +94,7 @@ class Fleet:
         self._handlers: dict[str, list[Handler]] = {}
         self._resync: list[Callable[[], None]] = []
         self._connected = threading.Event()
+        self._beat = 0.0
         self._stop = threading.Event()
         try:
             with self.transaction() as cur:
@@ -108,7 +115,8 @@ class Fleet:
     # -- queries ----------------------------------------------------------------
     def _connect(self) -> Any:
         return self._psycopg.connect(self.url, connect_timeout=3, application_name="interlock",
-                                     options=f"-c statement_timeout={QUERY_TIMEOUT_MS}")
+                                     options=f"-c statement_timeout={QUERY_TIMEOUT_MS}",
+                                     **KEEPALIVE)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[Any]:
@@ -145,15 +153,18 @@ class Fleet:
         self._resync.append(fn)
 
     def fresh(self) -> bool:
-        """Whether notifications are being heard now, so caches may be trusted."""
-        return self._connected.is_set()
+        """Whether notifications are being heard now, so caches may be trusted: the
+        listener is connected and its last ping came back lately. A connection
+        that went silent (packets dropped, no reset) leaves the ping waiting; the
+        caches stop counting after ``SILENT_S`` rather than whenever TCP gives up."""
+        return self._connected.is_set() and time.monotonic() - self._beat <= SILENT_S
 
     def _listen(self) -> None:
         first = True
         while not self._stop.is_set():
             try:
                 conn = self._psycopg.connect(self.url, connect_timeout=3, autocommit=True,
-                                             application_name="interlock-listen")
+                                             application_name="interlock-listen", **KEEPALIVE)
             except self._psycopg.Error as exc:
                 log.warning("fleet: cannot listen on %s: %s", self.location, redact(str(exc)))
                 self._stop.wait(PING_S)
@@ -164,11 +175,13 @@ class Fleet:
                     if not first:
                         self._run_resync()
                     first = False
+                    self._beat = time.monotonic()
                     self._connected.set()
                     while not self._stop.is_set():
                         for note in conn.notifies(timeout=PING_S):
                             self._dispatch(note.payload)
                         conn.execute("SELECT 1")  # a dead server shows here, within PING_S
+                        self._beat = time.monotonic()
             except self._psycopg.Error as exc:
                 log.warning("fleet: lost the listener on %s: %s", self.location,
                             redact(str(exc)))
