@@ -12,6 +12,7 @@ so an unapproved project handler stays unrun.
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shlex
@@ -28,8 +29,9 @@ _RELATIVE = re.compile(r"^\.\.?/")
 
 
 def problems(entry: HookEntry) -> list[ConfigError]:
-    """What stops ``entry`` from running: missing or non-executable scripts, and a
-    Python handler that is missing or does not compile."""
+    """What stops ``entry`` from running: missing or non-executable scripts, a
+    Python handler that is missing, does not compile or defines no ``handle``, and
+    one that failed to load (once approved, its import ran)."""
     decl = entry.declared
     d = entry.definition
     file, line = str(decl.file), decl.line
@@ -56,6 +58,8 @@ def problems(entry: HookEntry) -> list[ConfigError]:
             error = _compile_error(path)
             if error is not None:
                 found.append(error)
+    if entry.load_error is not None:
+        found.append(entry.load_error)
     return found
 
 
@@ -89,11 +93,39 @@ def _compile_error(path: Path) -> ConfigError | None:
         return ConfigError(f"cannot read the handler: {exc.strerror}", file=str(path),
                            field="handler", fix="make the file readable")
     try:
-        compile(source, str(path), "exec", dont_inherit=True)
+        tree = ast.parse(source, str(path))
+        compile(tree, str(path), "exec", dont_inherit=True)
     except SyntaxError as exc:
         return ConfigError(f"the handler does not compile: {exc.msg}", file=str(path),
                            line=exc.lineno, field="handler", fix="fix the syntax error")
     except ValueError as exc:  # null bytes
         return ConfigError(f"the handler does not compile: {exc}", file=str(path),
                            field="handler", fix="fix the file")
+    names = _module_names(tree.body)
+    if "handle" not in names and "*" not in names:
+        return ConfigError(f"{path.name} defines no handle(event) function", file=str(path),
+                           field="handler", fix="add `def handle(event): ...` returning a "
+                                                "Decision or None")
     return None
+
+
+def _module_names(body: list[ast.stmt]) -> set[str]:
+    """The names a module's top level may bind (``*`` for a star import): what
+    defines ``handle``, without running the module. Branches count (a ``try`` or
+    ``if`` that defines it either way); function and class bodies do not."""
+    names: set[str] = set()
+    for node in body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).partition(".")[0] for a in node.names)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        else:  # if, try, with, for, while, match: what their blocks bind
+            blocks = [getattr(node, f, []) for f in ("body", "orelse", "finalbody")]
+            blocks += [h.body for h in getattr(node, "handlers", [])]
+            blocks += [c.body for c in getattr(node, "cases", [])]
+            for block in blocks:
+                names |= _module_names(block)
+    return names

@@ -80,6 +80,9 @@ class FailureMode(enum.StrEnum):
     UNAPPROVED = "unapproved"
     DRIFTED = "drifted"
     """A file its approval pinned changed since (the failure names it)."""
+    UNLOADABLE = "unloadable"
+    """Its Python handler compiles but could not be loaded: the import raised, or it
+    defines no handle() (the failure names the file, line and error)."""
 
 
 HOOK_EXITS: tuple[type[BaseException], ...] = (SystemExit, KeyboardInterrupt, GeneratorExit)
