@@ -116,7 +116,8 @@ def _unloadable(e: HookEntry, error: ConfigError, meta: dict[str, Any]) -> Hook:
     Validation and reloads)."""
     d = e.definition
     e.load_error = error
-    message = error.render()
+    message = " ".join(error.render().split())  # one line, as every block reason
+    message = message if len(message) <= 400 else message[:399] + "…"
     guarded = guarded_events(e.declared.events,
                              None if d.on_error is None else OnError(d.on_error))
     closed = bool(guarded) and not d.shadow and not d.background
