@@ -1,10 +1,9 @@
 """Can a hook run at all? The static half of `hooks doctor`, without running anything.
 
 `hooks validate` reports these problems with the declaring file and line, the
-field and the fix, and `hooks approve` refuses to approve a hook that has one
-(docs/configuration.md, Validation and reloads): an approved handler that does
-not compile would otherwise turn the whole config invalid, and every gate would
-block.
+field and the fix, and every approval (`hooks approve`, --accept-hooks, the
+console) refuses a hook that has one (docs/configuration.md, Validation and
+reloads): approving what cannot run only turns it into a failure later.
 
 Nothing here imports or executes the hook's code: a handler is only compiled,
 so an unapproved project handler stays unrun.
@@ -13,6 +12,7 @@ so an unapproved project handler stays unrun.
 from __future__ import annotations
 
 import ast
+import logging
 import os
 import re
 import shlex
@@ -24,11 +24,50 @@ from interlock.engine.errors import ConfigError
 
 if TYPE_CHECKING:
     from interlock.config.registry import HookEntry
+    from interlock.config.trust import TrustStore
 
 _RELATIVE = re.compile(r"^\.\.?/")
 
+log = logging.getLogger("interlock.registry")
 
-def problems(entry: HookEntry) -> list[ConfigError]:
+
+def approvable(entries: list[HookEntry], project_root: Path, by: str, *,
+               named: bool = False) -> list[HookEntry]:
+    """The entries that can run, for an approval by ``by``. Every approval path
+    (the CLI, --accept-hooks, the console) goes through here: a hook that cannot
+    run is never approved, and why is logged. With ``named`` (the operator named
+    the hooks) the first refusal is raised instead, as a ConfigError."""
+    out = []
+    for e in entries:
+        found = problems(e, project_root)
+        if not found:
+            out.append(e)
+            continue
+        if named:
+            first = found[0]
+            raise ConfigError(f"{e.qualified_name} cannot run, so it is not approved: "
+                              f"{first.message}", file=first.file, line=first.line,
+                              field=first.field, fix=first.fix)
+        for problem in found:
+            log.warning("not approving %s (%s): %s", e.qualified_name, by, problem.render())
+    return out
+
+
+def accept(entries: list[HookEntry], project_root: Path, trust: TrustStore) -> None:
+    """--accept-hooks / INTERLOCK_ACCEPT_HOOKS: approve every enabled, unshadowed
+    hook waiting, except those that cannot run (logged, as every refusal)."""
+    todo = approvable([e for e in entries if e.enabled and e.shadowed_by is None
+                       and not e.approved], project_root, "--accept-hooks")
+    if todo:
+        log.warning("approving %d hook(s) because of --accept-hooks / "
+                    "INTERLOCK_ACCEPT_HOOKS: %s", len(todo),
+                    ", ".join(e.qualified_name for e in todo))
+        trust.approve([(e.key, e.digest, e.qualified_name) for e in todo], by="accept-hooks")
+        for e in todo:
+            e.approved = True
+
+
+def problems(entry: HookEntry, project_root: Path) -> list[ConfigError]:
     """What stops ``entry`` from running: missing or non-executable scripts, a
     Python handler that is missing, does not compile or defines no ``handle``, and
     one that failed to load (once approved, its import ran)."""
