@@ -321,6 +321,8 @@ def approve_cmd(
         host = _open(project, config, lenient=True)
         shared = None
         try:
+            if host.registry.last_error is not None:
+                raise SystemExit(2)  # _open said why; no revision, so nothing to approve
             shared = _shared(host, fleet, store)
             # A hook that cannot run is not approved: approving a handler that does
             # not compile would make the whole config invalid.
