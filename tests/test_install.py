@@ -82,3 +82,24 @@ def test_version_flag() -> None:
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == f"interlock {version('interlock')}"
+
+
+def test_no_hint_in_the_code_or_docs_installs_the_package_from_pypi() -> None:
+    """Fix hints name the extra and point at the README's Install section, through
+    one helper; none says `pip install 'interlock[x]'`, which only PyPI resolves."""
+    pypi = re.compile(r"""(?:pip|pipx|uv tool) install (?:-U )?['"]?interlock\[[a-z,-]+\]"""
+                      r"(?![^\s@]*\s*@)")  # `... @ git+URL` says where it comes from
+    bad = [f"{p.relative_to(ROOT)}: {m.group(0)}"
+           for p in [*(ROOT / "src").rglob("*.py"), *(ROOT / "docs").rglob("*.md")]
+           for m in pypi.finditer(p.read_text(encoding="utf-8"))]
+    assert not bad, bad
+
+
+def test_the_extra_hint_names_the_extra_and_the_install_section() -> None:
+    from interlock.engine.errors import install_extra
+
+    hint = install_extra("server")
+    assert hint == ("install the server extra: see README.md, Install "
+                    "(pip install -e '.[server]' from a checkout)")
+    for extra in _pyproject()["project"]["optional-dependencies"]:
+        assert f"'.[{extra}]'" in install_extra(extra)

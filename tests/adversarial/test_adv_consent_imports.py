@@ -20,7 +20,6 @@ import pytest
 
 from helpers.cfg import World, world
 from interlock import Verdict
-from interlock.engine.errors import ConfigError
 from interlock.ext.install import Installer
 from interlock.hosts.assembly import Host
 from interlock.store.paths import user_dir
@@ -87,10 +86,15 @@ def approved_first(world: World) -> None:
 
 
 def refused(world: World, mod: str, folder: Path, marker: Path) -> None:
-    with pytest.raises(ConfigError) as caught:
-        restart(world, mod, folder)
-    assert "was not imported when the hook was approved" in str(caught.value) \
-        or "bytecode without its source" in str(caught.value)
+    """The hook does not load (it alone: the config stays valid), and fails closed."""
+    reg = restart(world, mod, folder)
+    [entry] = reg.hooks
+    assert entry.load_error is not None
+    assert "was not imported when the hook was approved" in str(entry.load_error) \
+        or "bytecode without its source" in str(entry.load_error)
+    out = rm(reg.engine)
+    assert out.verdict is Verdict.BLOCK  # type: ignore[attr-defined]
+    assert "(unloadable)" in out.reason  # type: ignore[attr-defined]
     assert not marker.exists()
 
 

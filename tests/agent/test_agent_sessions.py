@@ -216,3 +216,30 @@ async def test_an_interrupted_run_is_repaired_on_load(tmp_path):
 def test_loading_an_unknown_session_is_a_clear_error(tmp_path):
     with pytest.raises(ConfigError, match="no session 'nope'"):
         SessionStore(tmp_path / "db.sqlite").load("nope")
+
+
+def test_a_db_that_is_not_sqlite_is_one_clear_error(tmp_path) -> None:
+    not_db = tmp_path / "notes.txt"
+    not_db.write_text("root:x:0:0:root:/root:/bin/bash\n" * 50)
+    with pytest.raises(ConfigError) as info:
+        SessionStore(not_db)
+    assert info.value.file == str(not_db)
+    assert "cannot open it as a SQLite sessions database" in info.value.message
+    assert "--db" in (info.value.fix or "")
+
+
+def test_run_with_a_db_that_is_not_sqlite_prints_one_line(tmp_path) -> None:
+    from typer.testing import CliRunner
+
+    from interlock.hosts.cli import build_app
+
+    not_db = tmp_path / "passwd"
+    not_db.write_text("root:x:0:0:root:/root:/bin/bash\n" * 50)
+    script = tmp_path / "script.json"
+    script.write_text('[{"text": "hi"}]')
+    result = CliRunner().invoke(build_app(), [  # type: ignore[arg-type]
+        "run", "--db", str(not_db), "-m", f"scripted:{script}", "x"])
+    assert result.exit_code == 2
+    assert "Traceback" not in result.stderr
+    assert f"interlock: error: {not_db}: --db: cannot open it as a SQLite sessions " \
+           "database (file is not a database)" in result.stderr

@@ -95,3 +95,90 @@ def test_validate_passes_once_the_scripts_are_fixed(world: World) -> None:
     code, out, err = run(world, "validate")
     assert code == 0, err
     assert out.startswith("ok: 1 hook(s)")
+
+
+MISSING_FORMS = """
+[[hooks]]
+name = "py-script"
+events = ["before_tool_call"]
+command = ["python3", "hooks/no_rm.py"]
+
+[[hooks]]
+name = "py-opts"
+events = ["before_tool_call"]
+command = ["python3", "-X", "utf8", "-u", "hooks/gone.py", "--flag"]
+
+[[hooks]]
+name = "sh-line"
+events = ["before_tool_call"]
+command = "bash hooks/gone.sh --quiet"
+
+[[hooks]]
+name = "no-binary"
+events = ["before_tool_call"]
+command = "nonexistent-binary-xyz"
+
+[[hooks]]
+name = "no-binary-list"
+events = ["before_tool_call"]
+command = ["nonexistent-binary-xyz", "arg"]
+
+[[hooks]]
+name = "fine-script"
+events = ["before_tool_call"]
+command = ["python3", "hooks/there.py"]
+
+[[hooks]]
+name = "fine-module"
+events = ["before_tool_call"]
+command = ["python3", "-m", "json.tool"]
+
+[[hooks]]
+name = "fine-inline"
+events = ["before_tool_call"]
+command = "bash -c 'cat >/dev/null'"
+
+[[hooks]]
+name = "fine-shell"
+events = ["before_tool_call"]
+command = "cd hooks && exit 0"
+
+[[hooks]]
+name = "fine-var"
+events = ["before_tool_call"]
+command = "$HOME/bin/guard.sh"
+
+[[hooks]]
+name = "fine-cwd"
+events = ["before_tool_call"]
+command = ["sh", "local.sh"]
+cwd = "hooks"
+"""
+
+
+def test_validate_finds_a_missing_script_after_an_interpreter_and_a_missing_program(
+        world: World) -> None:
+    """Relative script words resolve from where the hook runs (the project root, or
+    its cwd), as the executor runs them; the first word must be a file or on PATH."""
+    world.config(world.project, MISSING_FORMS)
+    world.write(world.root / "hooks" / "there.py", "print('{}')\n")
+    world.write(world.project / "hooks" / "local.sh", "exit 0\n")  # cwd: from .interlock/
+    code, _, err = run(world, "validate")
+    assert code == 2
+    config = world.project / "config.toml"
+    assert f"{config}:1: command: hook 'py-script': {world.root / 'hooks' / 'no_rm.py'} " \
+           "does not exist" in err
+    assert f"hook 'py-opts': {world.root / 'hooks' / 'gone.py'} does not exist" in err
+    assert f"hook 'sh-line': {world.root / 'hooks' / 'gone.sh'} does not exist" in err
+    assert "hook 'no-binary': nonexistent-binary-xyz is not a file and not on PATH" in err
+    assert "hook 'no-binary-list': nonexistent-binary-xyz is not a file" in err
+    assert "relative paths start from the project root" in err
+    assert "fine" not in err
+
+
+def test_approve_refuses_a_missing_script_after_an_interpreter(world: World) -> None:
+    world.config(world.project, MISSING_FORMS.split('[[hooks]]\nname = "py-opts"')[0])
+    code, _, err = run(world, "approve", "--all")
+    assert code == 2
+    assert "no_rm.py does not exist" in err
+    assert "(project:py-script not approved)" in err

@@ -279,3 +279,31 @@ def test_charts_count_decisions_per_minute_from_the_store(served: Served) -> Non
     assert totals == {"block": 1, "none": 2}
     assert len(body["minutes"]) == 60
     assert any(v is not None and v > 0 for v in body["p99_ms"])
+
+
+def test_the_console_refuses_to_approve_a_hook_that_cannot_run(served: Served) -> None:
+    import time
+
+    c = Client(served)
+    c.login(served.admin)
+    config = served.root / ".interlock" / "config.toml"
+    config.write_text(config.read_text() + '\n[[hooks]]\nname = "gone"\n'
+                      'events = ["user_input"]\ncommand = "./gone.sh"\non_error = "open"\n')
+    deadline = time.monotonic() + 30
+    while True:  # the server reloads the edit live
+        _, body, _ = c.call("GET", "/ui/api/hooks")
+        if "project:gone" in [h["name"] for h in body["hooks"]]:
+            break
+        assert time.monotonic() < deadline, body
+        time.sleep(0.1)
+    code, body, _ = c.call("POST", "/ui/api/hooks/project:gone/approve", {})
+    assert code == 409, body
+    assert "cannot run, so it is not approved" in body["error"]
+    assert "gone.sh does not exist" in body["error"]
+    _, body, _ = c.call("GET", "/ui/api/hooks")
+    assert not {h["name"]: h for h in body["hooks"]}["project:gone"]["approved"]
+    # The config stays valid (the edit itself needs no-rm approved again).
+    assert "no-valid-config" not in json.dumps(evaluate(served, "ls"))
+    code, body, _ = c.call("POST", "/ui/api/hooks/project:no-rm/approve", {})
+    assert code == 200, body
+    assert evaluate(served, "rm -rf x")["reason"] == "no rm here"

@@ -22,7 +22,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from interlock.agent.tools import ToolContext, ToolError
-from interlock.engine.errors import ConfigError
+from interlock.engine.errors import ConfigError, install_extra
 from interlock.models.tooling import ToolSpec
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ async def connect(agent: Agent) -> list[str]:
         from mcp import Client, StdioServerParameters
     except ImportError:
         raise ConfigError("[[mcp_servers]] needs the mcp extra", field="mcp_servers",
-                          fix="pip install 'interlock[mcp]'") from None
+                          fix=install_extra("mcp")) from None
     warnings: list[str] = []
     for server in servers:
         d = server.definition

@@ -96,9 +96,19 @@ class SessionStore:
         if str(path) != ":memory:":
             self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        db: sqlite3.Connection | None = None
+        try:
+            db = sqlite3.connect(str(path), check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.executescript(_SCHEMA)
+        except sqlite3.DatabaseError as exc:  # not SQLite, a folder, not ours to write
+            if db is not None:
+                db.close()
+            raise ConfigError(f"cannot open it as a SQLite sessions database ({exc})",
+                              file=str(path), field="--db",
+                              fix="pass a new file or one Interlock made: --db PATH "
+                                  "(default: the state dir's sessions.db)") from None
+        self._db = db
 
     def close(self) -> None:
         with self._lock:

@@ -9,10 +9,12 @@ and replaced by a refusal that blocks what it guarded when it fails closed
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from interlock.config.build import (
+    Refusal,
     guarded_events,
     load_handler,
     make_executor,
@@ -30,6 +32,8 @@ from interlock.reliability import harden
 
 if TYPE_CHECKING:
     from interlock.config.registry import Registry
+
+log = logging.getLogger("interlock.registry")
 
 
 def hook_for(registry: Registry, e: HookEntry,
@@ -78,8 +82,11 @@ def hook_for(registry: Registry, e: HookEntry,
         # the project may stand in for it (--accept-hooks approves it as it is).
         recorded = None if registry.accept_hooks or not e.needs_approval \
             else registry.trust.imports(e.key, e.digest)
-        fn = load_handler(e.declared, e.digest, e.options, root=registry.project_root,
-                          imported=imported, allowed=recorded)
+        try:
+            fn = load_handler(e.declared, e.digest, e.options, root=registry.project_root,
+                              imported=imported, allowed=recorded)
+        except ConfigError as exc:
+            return _unloadable(e, exc, meta)
         pin_imports(registry.trust, e, imported, accept=registry.accept_hooks)
         # The breaker inside, the pin check outside (as for executors below).
         return checked(harden(make_hook(e.declared, e.digest, fn=fn, meta=meta,
@@ -105,3 +112,25 @@ def hook_for(registry: Registry, e: HookEntry,
     # block names the file.
     return checked(harden(hook, policy_for(d), breakers=registry.breakers,
                           metrics=registry.metrics), e.pins)
+
+
+def _unloadable(e: HookEntry, error: ConfigError, meta: dict[str, Any]) -> Hook:
+    """A handler that compiles but cannot be loaded (its import raises, no handle(),
+    configure() fails) fails its own hook only, on every call, under its own
+    on_error: it blocks what it gates when it fails closed, and is a recorded
+    failure when it fails open. Never the whole config (docs/configuration.md,
+    Validation and reloads)."""
+    d = e.definition
+    e.load_error = error
+    message = " ".join(error.render().split())  # one line, as every block reason
+    message = message if len(message) <= 400 else message[:399] + "…"
+    guarded = guarded_events(e.declared.events,
+                             None if d.on_error is None else OnError(d.on_error))
+    closed = bool(guarded) and not d.shadow and not d.background
+    e.state = f"{'blocking' if closed else 'failing'} (handler failed to load, fails " \
+              f"{'closed' if closed else 'open'})"
+    log.warning("hook %s %s: %s", e.qualified_name, e.state, message)
+    # Not retried, not behind a breaker: the same import fails the same way until
+    # the file changes, and a change is a reload, which tries it again.
+    return make_hook(e.declared, e.digest, executor=Refusal(FailureMode.UNLOADABLE, message),
+                     meta={**meta, "load_error": message}, refusal=closed)

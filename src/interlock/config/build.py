@@ -26,7 +26,7 @@ from interlock.config.model import MAX_TIMEOUT, HookDef, HookKind
 from interlock.config.sources import Declared
 from interlock.engine.catalog import BY_NAME, FailClosed
 from interlock.engine.decisions import Decision
-from interlock.engine.errors import ConfigError, FailureMode, HookFailure
+from interlock.engine.errors import ConfigError, FailureMode, HookFailure, install_extra
 from interlock.engine.hooks import Executor, Hook, HookFn, Invocation, Matcher, OnError, Source
 from interlock.executors.dialects._matchers import for_dialect as dialect_matcher
 from interlock.reliability import Policy
@@ -269,7 +269,7 @@ def _mcp_executor(decl: Declared, command: str | list[str], project_root: Path) 
         from interlock.executors.mcp import McpToolExecutor
     except ImportError:
         raise ConfigError(f"hook {d.name!r} is an mcp hook, and the MCP SDK is not installed",
-                          field="kind", fix="pip install 'interlock[mcp]'") from None
+                          field="kind", fix=install_extra("mcp")) from None
     assert d.tool is not None  # checked at discovery (config/kinds.py)
     return McpToolExecutor(command, tool=d.tool, server=d.server or d.name, hook_name=d.name,
                            cwd=hook_cwd(decl, project_root), env=dict(d.env),

@@ -32,9 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from interlock.config import mcp_servers
 from interlock.config.activate import hook_for
-from interlock.config.build import (
-    refusal_hook,
-)
+from interlock.config.build import refusal_hook
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
 from interlock.config.pins import hook_files
@@ -55,6 +53,7 @@ from interlock.config.revision import (
 from interlock.config.rules import ALIASES as RULE_ALIASES
 from interlock.config.rules import NAME as RULES
 from interlock.config.rules import RulesConsent, consent_name, guard, in_force, project_rules
+from interlock.config.runnable import accept, approvable
 from interlock.config.sources import Declared, Discovered, Place, discover
 from interlock.config.trust import APPROVALS, BASELINES, TOGGLES, TrustStore, hook_key
 from interlock.config.watch import DEBOUNCE_MS, POLL_MS, Plan, Stop, watch
@@ -232,16 +231,7 @@ class Registry:
             entries.append(self._entry(decl, enabled, set_options.get(decl.qualified_name)))
         shadow(entries)
         if self.accept_hooks:
-            todo = [e for e in entries if e.enabled and e.shadowed_by is None and not e.approved
-                    and not self.trust.revoked(e.key, e.digest)]  # docs/fleet.md
-            if todo:
-                log.warning("approving %d hook(s) because of --accept-hooks / "
-                            "INTERLOCK_ACCEPT_HOOKS: %s", len(todo),
-                            ", ".join(e.qualified_name for e in todo))
-                self.trust.approve([(e.key, e.digest, e.qualified_name) for e in todo],
-                                   by="accept-hooks")
-                for e in todo:
-                    e.approved = True
+            accept(entries, self.project_root, self.trust)
         baseline = self.trust.baseline(self.project_root)
         rules = project_rules(self.trust, found.permissions, self.project_root,
                               accept=self.accept_hooks, operator=operator, baseline=baseline)
@@ -425,7 +415,8 @@ class Registry:
                 except ConfigError:
                     if not held:
                         raise
-        targets = [e for e in targets if e.needs_approval and not e.approved]
+        targets = approvable([e for e in targets if e.needs_approval and not e.approved],
+                             self.project_root, by, named=names is not None)
         done = [e.qualified_name for e in targets]
         items = [(e.key, e.digest, e.qualified_name) for e in targets]
         if pending and rules is not None:

@@ -53,6 +53,8 @@ class HookEntry:
     """Those files as read for the digest, checked before each call."""
     options: dict[str, Any] = field(default_factory=dict)
     """What the handler's ``configure`` gets: its own options, then a reference's."""
+    load_error: ConfigError | None = None
+    """Why its Python handler could not be loaded (the hook fails on every call)."""
 
     @property
     def definition(self) -> HookDef:

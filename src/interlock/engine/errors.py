@@ -17,6 +17,14 @@ import difflib
 import enum
 
 
+def install_extra(extra: str) -> str:
+    """The fix for a missing optional dependency: the extra that brings it, and
+    where the README says how to install one: the package is not on PyPI, so an
+    install line naming it by its name alone would not resolve."""
+    return (f"install the {extra} extra: see README.md, Install "
+            f"(pip install -e '.[{extra}]' from a checkout)")
+
+
 class InterlockError(Exception):
     """Root of every exception Interlock raises on purpose."""
 
@@ -80,6 +88,9 @@ class FailureMode(enum.StrEnum):
     UNAPPROVED = "unapproved"
     DRIFTED = "drifted"
     """A file its approval pinned changed since (the failure names it)."""
+    UNLOADABLE = "unloadable"
+    """Its Python handler compiles but could not be loaded: the import raised, or it
+    defines no handle() (the failure names the file, line and error)."""
 
 
 HOOK_EXITS: tuple[type[BaseException], ...] = (SystemExit, KeyboardInterrupt, GeneratorExit)

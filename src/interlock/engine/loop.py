@@ -115,7 +115,8 @@ def _failure_block_reason(hook: Hook, failure: HookFailure) -> str:
     # the model's next instruction (docs/engine.md, Failures).
     reason = (f"blocked by the engine: fail-closed hook {hook.qualified_name!r} "
               f"did not answer ({failure.mode.value})")
-    if failure.mode is FailureMode.DRIFTED:  # the engine's own text: which file changed
+    # The engine's own text: which file changed, or which handler did not load.
+    if failure.mode in (FailureMode.DRIFTED, FailureMode.UNLOADABLE):
         reason += f": {failure}"
     return reason
 

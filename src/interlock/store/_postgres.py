@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from interlock.engine.errors import ConfigError
+from interlock.engine.errors import ConfigError, install_extra
 from interlock.engine.redact import redact
 from interlock.store._sql import SQLBackend
 
@@ -29,7 +29,7 @@ class PostgresBackend(SQLBackend):
         except ImportError:
             raise ConfigError(
                 "a postgresql:// store needs the psycopg driver, which is not installed",
-                field="store", fix="pip install 'interlock[postgres]'") from None
+                field="store", fix=install_extra("postgres")) from None
         self._psycopg = psycopg
         self.url = url
         self.location = redact(url)  # never show the password

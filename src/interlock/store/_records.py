@@ -33,7 +33,8 @@ class DeadLetter(msgspec.Struct, kw_only=True):
     session_id: str
     attempts: int
     mode: str
-    """timeout, crash, contract, exhausted, dropped, breaker_open, ineligible, unapproved."""
+    """timeout, crash, contract, exhausted, dropped, breaker_open, ineligible, unapproved,
+    drifted, unloadable."""
     contract_version: int
     invocation_id: str
     invocation_digest: str

@@ -260,3 +260,15 @@ def test_import_turns_matchers_on_events_without_a_tool_name_into_field_matchers
     assert "source" in str(hooks["session_start"]["matcher"])
     assert "trigger" in str(hooks["before_compaction"]["matcher"])
     assert hooks["subagent_start"]["matcher"] in (None, "*", "")
+
+
+@pytest.mark.parametrize("args", [("--all",), ("--all", "--json"), ("a",)])
+def test_approve_on_an_invalid_config_fails_with_the_config_error_once(
+        world: World, args: tuple[str, ...]) -> None:
+    world.config(world.project, '[[hooks]]\nname = "a"\nevents = ["nope"]\ncommand = "true"\n')
+    code, out, err = run(world, "approve", *args)
+    assert code == 2
+    assert err.count("unknown event 'nope'") == 1
+    assert "no hook named" not in err
+    assert "nothing to approve" not in out
+    assert out == ""

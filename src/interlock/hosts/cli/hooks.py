@@ -262,7 +262,7 @@ def validate_cmd(project: Project = None, config: Config = None,
     try:
         if as_json:
             _validate_json(host)
-        if _report_unrunnable(registry.hooks):
+        if _report_unrunnable(registry.hooks, registry.project_root):
             raise SystemExit(2)
         if host.missing_policy():
             # Nothing would guard an agent here: say so with a failing exit.
@@ -321,6 +321,8 @@ def approve_cmd(
         host = _open(project, config, lenient=True)
         shared = None
         try:
+            if host.registry.last_error is not None:
+                raise SystemExit(2)  # _open said why; no revision, so nothing to approve
             shared = _shared(host, fleet, store)
             # A hook that cannot run is not approved: approving a handler that does
             # not compile would make the whole config invalid.
@@ -328,7 +330,7 @@ def approve_cmd(
             wanted = ([e for e in reg.hooks if e.needs_approval and not e.approved]
                       if all_ else [e for e in reg.hooks if name in
                                     (e.qualified_name, e.definition.name)][:1])
-            broken = [e for e in wanted if _report_unrunnable([e], refused=True)]
+            broken = [e for e in wanted if _report_unrunnable([e], reg.project_root, refused=True)]
             names: list[str] | None = None if all_ else [name or ""]
             if broken:
                 names = [e.qualified_name for e in wanted if e not in broken]
@@ -449,7 +451,7 @@ def _validate_json(host: "Host") -> None:
     found = [{"hook": e.qualified_name, "file": p.file, "line": p.line, "field": p.field,
               "message": p.message, "fix": p.fix}
              for e in registry.hooks if e.enabled and e.shadowed_by is None
-             for p in problems(e)]
+             for p in problems(e, registry.project_root)]
     missing = host.missing_policy()
     print_json({
         "ok": not found and not missing, "project_root": str(host.project.root),
@@ -462,7 +464,7 @@ def _validate_json(host: "Host") -> None:
     raise SystemExit(2 if found else 1 if missing else 0)
 
 
-def _report_unrunnable(entries: Any, *, refused: bool = False) -> bool:
+def _report_unrunnable(entries: Any, root: Path, *, refused: bool = False) -> bool:
     """Print why each enabled hook of ``entries`` cannot run; True if any cannot."""
     from interlock.config.runnable import problems
 
@@ -470,7 +472,7 @@ def _report_unrunnable(entries: Any, *, refused: bool = False) -> bool:
     for e in entries:
         if not e.enabled or e.shadowed_by is not None:
             continue
-        for problem in problems(e):
+        for problem in problems(e, root):
             found = True
             typer.echo(f"interlock: error: {problem}" +
                        (f" ({e.qualified_name} not approved)" if refused else ""), err=True)

@@ -9,13 +9,13 @@ import typer
 
 
 def _need_sdk() -> None:
-    from interlock.engine.errors import ConfigError
+    from interlock.engine.errors import ConfigError, install_extra
 
     try:
         import mcp  # noqa: F401
     except ImportError:
         raise ConfigError("the MCP commands need the official MCP SDK",
-                          fix="pip install 'interlock[mcp]'") from None
+                          fix=install_extra("mcp")) from None
 
 
 def register(app: typer.Typer) -> None:

@@ -235,10 +235,10 @@ def register(app: typer.Typer) -> None:
                 from interlock.hosts.server.paths import ensure_private_dir, state_dir
                 from interlock.hosts.server.paths import socket_path as default_sock
             except ImportError as exc:
-                from interlock.engine.errors import ConfigError
+                from interlock.engine.errors import ConfigError, install_extra
 
                 raise ConfigError(f"the server needs extra packages ({exc.name})",
-                                  fix="pip install 'interlock[server]'") from None
+                                  fix=install_extra("server")) from None
             if log_format not in (None, "text", "json"):
                 from interlock.engine.errors import ConfigError
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from interlock.engine.errors import ConfigError
+from interlock.engine.errors import ConfigError, install_extra
 from interlock.engine.redact import redact
 
 log = logging.getLogger("interlock.fleet")
@@ -81,7 +81,7 @@ class Fleet:
             import psycopg
         except ImportError:
             raise ConfigError("a fleet needs the psycopg driver, which is not installed",
-                              field="store", fix="pip install 'interlock[postgres]'") from None
+                              field="store", fix=install_extra("postgres")) from None
         if not url.startswith(("postgresql://", "postgres://")):
             raise ConfigError(f"a fleet shares its state through PostgreSQL, not {redact(url)}",
                               field="--store", fix="give --store postgresql://...")
