@@ -664,7 +664,8 @@ class ForeignListener:
     """A loopback HTTP server run by another user (a forked child as uid 65534) that
     answers allow to one request and reports what it received."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, defer_accept: bool = False) -> None:
+        self.defer_accept = defer_accept
         ports, self._got = os.pipe(), os.pipe()
         self.pid = os.fork()
         if self.pid == 0:
@@ -684,6 +685,10 @@ class ForeignListener:
         import socket
 
         server = socket.socket()
+        if self.defer_accept:
+            # The server end then stays a request socket until data arrives, which
+            # the kernel's socket diagnostics list under uid 0.
+            server.setsockopt(socket.IPPROTO_TCP, socket.TCP_DEFER_ACCEPT, 5)
         server.bind(("127.0.0.1", 0))
         server.listen(4)
         server.settimeout(60)
@@ -712,10 +717,12 @@ class ForeignListener:
 
 
 @needs_root
-def test_plain_http_to_loopback_refuses_a_listener_of_another_user(world: World) -> None:
+@pytest.mark.parametrize("defer_accept", [False, True], ids=["plain", "defer_accept"])
+def test_plain_http_to_loopback_refuses_a_listener_of_another_user(
+        world: World, defer_accept: bool) -> None:
     """Any local user can bind a loopback port; the token goes only to a listener run
     by this user (or root), as the Unix socket's peer-uid check has it."""
-    foreign = ForeignListener()
+    foreign = ForeignListener(defer_accept=defer_accept)
     ran = bridge(world.args(url=f"http://127.0.0.1:{foreign.port}"), call("ls"))
     assert foreign.received() == b"-"  # the token and the hook input never went out
     assert ran.denied, (ran.code, ran.stdout)

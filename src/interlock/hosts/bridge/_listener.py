@@ -12,7 +12,9 @@ and goes on only when it is this user's or root's:
   about 2 ms here);
 - else (no ``/proc``: macOS, BSD) it cannot tell, and refuses.
 
-A connection still being accepted is listed with its listener's uid.
+In ``/proc/net/tcp`` a connection still being accepted is listed with its
+listener's uid; ``sock_diag`` lists it under uid 0, so only an established
+connection's answer is taken from there.
 """
 
 from __future__ import annotations
@@ -88,7 +90,16 @@ def _diag_uid(ours: tuple[bytes, int], theirs: tuple[bytes, int]) -> int | None:
     # sockid (48), expires, rqueue, wqueue, uid, inode}: the uid at 16 + 64.
     if len(answer) < 84 or int.from_bytes(answer[4:6], order) != 20:
         return None  # NLMSG_ERROR: not found, or not supported here
+    if answer[17] != _ESTABLISHED:
+        # A connection not yet accepted (a listener with TCP_DEFER_ACCEPT keeps it a
+        # request socket until data arrives) is listed with uid 0, not its
+        # listener's: /proc/net/tcp decides then.
+        return None
     return int.from_bytes(answer[80:84], order)
+
+
+_ESTABLISHED = 1
+"""TCP_ESTABLISHED in inet_diag_msg.idiag_state."""
 
 
 def _proc_uid(ours: tuple[bytes, int], theirs: tuple[bytes, int]) -> int | None:
