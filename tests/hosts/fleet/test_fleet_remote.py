@@ -14,6 +14,7 @@ import hashlib
 import http.server
 import json
 import os
+import shutil
 import subprocess
 import sys
 import threading
@@ -572,8 +573,16 @@ def test_a_forwarder_that_is_gone_denies_rather_than_the_local_policy_answering(
         assert ran.denied, (args, ran.code, ran.stdout, ran.stderr)
         assert "forwarder" in ran.stdout
         assert world.url in ran.stdout
-    # Deleting the mark is the way back to this machine's own policy.
-    (sock.parent / "s.sock.upstream").unlink()
+    # The runtime folder emptied (a logout, a reboot): still the forwarder's place.
+    shutil.rmtree(sock.parent)
+    ran = bridge(["--project", str(project)], call("rm -rf ~"), env=env)
+    assert ran.denied
+    assert "forwarder" in ran.stdout
+    # Deleting the record is the way back to this machine's own policy.
+    marks = list((tmp_path / "home").rglob("forwarders/*.url"))
+    assert len(marks) == 1
+    assert str(marks[0]) in ran.stdout
+    marks[0].unlink()
     assert bridge(["--project", str(project)], call("rm -rf ~"), env=env).allowed
 
 

@@ -84,6 +84,24 @@ def post_for_host(sock_path: str, path: str, body: bytes, *, project: str,
 def request(sock_path: str, path: str, body: bytes, *, project: str, deadline: float,
             reply: str = "") -> tuple[int, dict[str, str], bytes]:
     """One request over the socket: (status, lower-cased headers, body)."""
+    try:
+        return _request(sock_path, path, body, project=project, deadline=deadline,
+                        reply=reply)
+    except NoServer:
+        forwarded = forwarder_of(sock_path)
+        if forwarded is None:
+            raise
+        # A forwarder to the fleet's policy server answered here: evaluating in
+        # process would swap that policy for this machine's own (docs/fleet.md,
+        # The forwarder).
+        raise BridgeError(
+            f"the forwarder to {forwarded[0]} is not running at {sock_path} (fix: start "
+            f"`interlock serve --upstream {forwarded[0]} ...` again, or delete "
+            f"{forwarded[1]} to use this machine's own policy)") from None
+
+
+def _request(sock_path: str, path: str, body: bytes, *, project: str, deadline: float,
+             reply: str) -> tuple[int, dict[str, str], bytes]:
     check_folder(sock_path)
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -91,15 +109,6 @@ def request(sock_path: str, path: str, body: bytes, *, project: str, deadline: f
         try:
             sock.connect(sock_path)
         except (FileNotFoundError, ConnectionRefusedError) as exc:
-            forwarded = forwarder_of(sock_path)
-            if forwarded is not None:
-                # This socket is where a forwarder to the fleet's policy server
-                # answers: evaluating in process would swap that policy for this
-                # machine's own (docs/fleet.md, The forwarder).
-                raise BridgeError(
-                    f"the forwarder to {forwarded} is not running at {sock_path} (fix: start "
-                    f"`interlock serve --upstream {forwarded} ...` again, or delete "
-                    f"{sock_path}{FORWARDER_MARK} to use this machine's own policy)") from None
             raise NoServer(str(exc)) from None
         except OSError as exc:
             # The socket exists but we may not use it (another uid's directory):
@@ -121,20 +130,29 @@ def request(sock_path: str, path: str, body: bytes, *, project: str, deadline: f
     return _parse(raw)
 
 
-FORWARDER_MARK = ".upstream"
-"""Beside a socket ``interlock serve --upstream`` has served: the upstream's URL.
-It stays after the forwarder stops, so a bridge refuses rather than evaluating here."""
+def forwarder_mark(sock_path: str) -> str:
+    """Where ``interlock serve --upstream`` records that it serves ``sock_path``: in
+    the state dir, which outlives the socket's runtime folder (a logout or a
+    reboot empties that one)."""
+    import hashlib
+
+    from interlock.store.paths import state_dir
+
+    digest = hashlib.sha256(os.path.abspath(sock_path).encode()).hexdigest()[:24]
+    return str(state_dir() / "forwarders" / f"{digest}.url")
 
 
-def forwarder_of(sock_path: str) -> str | None:
-    """The upstream URL a forwarder served at ``sock_path`` (None when none did)."""
+def forwarder_of(sock_path: str) -> tuple[str, str] | None:
+    """(the upstream URL, the mark's path) when a forwarder served ``sock_path``."""
+    mark = forwarder_mark(sock_path)
     try:
-        with open(sock_path + FORWARDER_MARK, "rb") as fh:
-            return fh.read(2048).decode("utf-8", "replace").strip() or "the policy server"
+        with open(mark, "rb") as fh:
+            url = fh.read(2048).decode("utf-8", "replace").strip()
     except FileNotFoundError:
         return None
     except OSError:
-        return "the policy server"
+        url = ""
+    return url or "the policy server", mark
 
 
 _FIX = ("remove it (`interlock serve` makes a private one), or set XDG_RUNTIME_DIR or "

@@ -198,16 +198,18 @@ def create_forwarder(upstream: Upstream) -> Starlette:
 
 
 def mark_forwarder(socket_path: Path, base: str) -> None:
-    """Leave the upstream's URL beside the socket, for good: when this forwarder
-    is gone, a bridge that finds the mark denies instead of answering from this
+    """Record, for good, that a forwarder to ``base`` serves ``socket_path``: when it
+    is gone, a bridge that finds the record denies instead of answering from this
     machine's own policy (docs/fleet.md, The forwarder)."""
-    from interlock.hosts.bridge._client import FORWARDER_MARK
+    from interlock.hosts.bridge._client import forwarder_mark
 
-    mark = socket_path.with_name(socket_path.name + FORWARDER_MARK)
+    mark = Path(forwarder_mark(str(socket_path)))
     mark.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = mark.with_name(mark.name + ".tmp")
     tmp.write_text(base + "\n")
     os.replace(tmp, mark)
+    sys.stderr.write(f"interlock serve: {mark} records this forwarder; bridges aimed at "
+                     f"{socket_path} deny while it is not running (delete the file to stop)\n")
 
 
 def serve_upstream(url: str, *, token_file: Path | None, pin: str | None, ca: Path | None,
