@@ -287,7 +287,7 @@ class PolicyService:
                 return out
             kept = Kept(self.deployed, ref, out["commit"], time.time())
             try:
-                self._keep(kept)
+                kept = self._keep(kept)
             except (FleetUnavailable, OSError) as exc:
                 if out["changed"]:
                     self.serve(previous)
@@ -298,18 +298,27 @@ class PolicyService:
             self.ref, self._seen = ref, kept.at
             return out
 
-    def _keep(self, kept: Kept) -> None:
+    def _keep(self, kept: Kept) -> Kept:
+        """Keep ``kept``; returns it as kept. In a fleet, PostgreSQL stamps it, later
+        than the switch before it: switches are ordered by the one clock every
+        replica shares, never by a replica's own (which may run fast)."""
         if self.fleet is None:
             self.repo.keep(kept)
-            return
+            return kept
         with self.fleet.transaction() as cur:
             cur.execute("INSERT INTO fleet_policy (repo, deployed, ref, commit, at, replica) "
-                        "VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (repo) DO UPDATE SET "
+                        "VALUES (%s, %s, %s, %s, "
+                        "EXTRACT(EPOCH FROM clock_timestamp())::double precision, %s) "
+                        "ON CONFLICT (repo) DO UPDATE SET "
                         "deployed = EXCLUDED.deployed, ref = EXCLUDED.ref, "
-                        "commit = EXCLUDED.commit, at = EXCLUDED.at, "
-                        "replica = EXCLUDED.replica",
-                        (self.repo.repo, *kept, self.fleet.replica))
+                        "commit = EXCLUDED.commit, "
+                        "at = GREATEST(EXCLUDED.at, fleet_policy.at + 0.001), "
+                        "replica = EXCLUDED.replica RETURNING at",
+                        (self.repo.repo, kept.deployed, kept.ref, kept.commit,
+                         self.fleet.replica))
+            (at,), = cur.fetchall()
             Fleet.announce(cur, FLEET_KIND, self.repo.repo)
+        return kept._replace(at=float(at))
 
     def _follow_soon(self) -> None:
         """On a notification (or a reconnect): serve what the table says, off the
