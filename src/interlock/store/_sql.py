@@ -8,6 +8,7 @@ it writes; PostgreSQL's MVCC does the same).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -207,6 +208,10 @@ class SQLBackend:
                     f"VALUES ({', '.join([ph] * len(PAYLOAD_COLS))})", payloads)
             conn.commit()
         except BaseException:
+            # Roll back before dropping it: a closed SQLite connection whose failed
+            # statement is still referenced lives on, holding the file's write lock.
+            with contextlib.suppress(Exception):
+                conn.rollback()
             self._drop_writer()
             raise
         self.after_commit()
@@ -431,3 +436,4 @@ class SQLBackend:
 
 def _value(v: Any) -> Any:
     return int(v) if isinstance(v, bool) else v
+

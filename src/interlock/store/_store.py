@@ -280,12 +280,13 @@ class Store:
                 try:
                     added, over = self._write(pending)
                 except Exception as exc:
-                    self.write_errors += 1
-                    self.failing = True
-                    self.last_error = redact(str(exc))[:500]
-                    self.last_error_at = time.time()
-                    log.error("interlock store %s: write of %d records failed, will retry: %s",
-                              self.location, len(pending), redact(str(exc)))
+                    self._failed(exc, len(pending))
+                    failed = True
+                else:
+                    failed = False
+                if failed:
+                    # Outside the except: its traceback would keep the failed statement,
+                    # and with it the dropped connection, alive through the backoff.
                     if closing:
                         return
                     time.sleep(backoff)
@@ -309,6 +310,14 @@ class Store:
                     continue
             if closing and not queue:
                 return
+
+    def _failed(self, exc: Exception, count: int) -> None:
+        self.write_errors += 1
+        self.failing = True
+        self.last_error = redact(str(exc))[:500]
+        self.last_error_at = time.time()
+        log.error("interlock store %s: write of %d records failed, will retry: %s",
+                  self.location, count, redact(str(exc)))
 
     def _write(self, items: list[tuple[int, Any, float]]) -> tuple[
             collections.Counter[tuple[str, str]], collections.Counter[tuple[str, str]]]:
