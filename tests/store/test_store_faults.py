@@ -5,10 +5,18 @@ file's write lock while it waits to retry, so others can mend the store
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from helpers.serve import wait_for
+from helpers.stores import BACKENDS, fresh_url
+from interlock import Engine, block
+from interlock.reliability.sinks import attach
 from interlock.store import AuditQuery, open_store
+from interlock.testing import fire
 
 BREAK = ("CREATE TRIGGER injected BEFORE INSERT ON interlock_audit "
          "BEGIN SELECT RAISE(ABORT, 'injected fault'); END")
@@ -31,5 +39,73 @@ def test_a_failed_batch_leaves_the_write_lock_to_others(tmp_path: Path) -> None:
         assert store.flush(30)
         assert [r.verdict for r in store.audit(AuditQuery())] == ["approve"]
         other.close()
+    finally:
+        store.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    with fresh_url(request.param, tmp_path) as u:
+        yield u
+
+
+def _engine() -> Engine:
+    engine = Engine()
+
+    @engine.on("before_tool_call", name="guard")
+    def guard(event: Any) -> Any:
+        if event.args.get("why"):
+            return block(event.args["why"])
+        return None
+
+    @engine.on("before_tool_call", name="broken", on_error="open")
+    def broken(event: Any) -> Any:
+        if event.args.get("crash"):
+            raise RuntimeError(event.args["crash"])
+        return None
+
+    return engine
+
+
+def test_a_nul_in_a_record_is_written_escaped(url: str) -> None:
+    engine = _engine()
+    store = attach(engine, url=url, tracing=False).store
+    try:
+        # PostgreSQL text cannot hold NUL: before, this batch failed for ever, and
+        # every record behind it waited with it.
+        fire(engine, "before_tool_call", tool_name="t", args={"why": "no\x00way"},
+             session_id="evil\x00")
+        fire(engine, "before_tool_call", tool_name="t", args={"crash": "bad\x00text"},
+             session_id="s2")
+        assert store.flush(15)
+        rows = store.audit(AuditQuery(limit=0))
+        assert [(r.session_id, r.reason) for r in rows if r.hook.endswith("guard")] == [
+            ("evil\\x00", "no\\x00way"), ("s2", None)]
+        [letter] = store.dead_letters()
+        assert "bad\\x00text" in letter.error
+        assert store.health()["ok"]
+    finally:
+        store.close()
+
+
+def test_a_record_no_retry_can_write_is_set_aside_as_a_dead_letter(url: str) -> None:
+    engine = _engine()
+    store = attach(engine, url=url, tracing=False).store
+    try:
+        fire(engine, "before_tool_call", tool_name="t", args={}, session_id="before")
+        # A lone surrogate (valid in JSON as "\ud800") cannot be encoded for either
+        # backend: before, its batch was retried for ever and everything waited.
+        fire(engine, "before_tool_call", tool_name="t", args={}, session_id="x\ud800")
+        fire(engine, "before_tool_call", tool_name="t", args={}, session_id="after")
+        assert store.flush(30)
+        sessions = [r.session_id for r in store.audit(AuditQuery(limit=0))]
+        assert "before" in sessions
+        assert "after" in sessions
+        health = store.health()
+        assert health["unwritable"] == 1
+        [letter] = store.dead_letters()
+        assert (letter.hook, letter.mode) == ("interlock:store", "unwritable")
+        assert "\\ud800" in letter.error
+        assert health["unresolved_dead_letters"] == 1
     finally:
         store.close()

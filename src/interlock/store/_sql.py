@@ -176,13 +176,19 @@ class SQLBackend:
             self._write = self.connect(writer=True)
         conn = self._write
         ph = self.ph
+        # PostgreSQL text cannot hold NUL; both backends write it escaped, so records
+        # read back alike (docs/reliability.md, "The store").
+        audit = [_nul_free(r) for r in audit]
+        overflow = [_nul_free(r) for r in overflow]
+        payloads = [_nul_free(r) for r in payloads]
         try:
             cur = conn.cursor()
             if letters:
                 cur.executemany(
                     f"INSERT INTO {DL} ({', '.join(DL_COLS)}) "
                     f"VALUES ({', '.join([ph] * len(DL_COLS))})",
-                    [tuple(_value(getattr(d, c)) for c in DL_COLS) for d in letters])
+                    [_nul_free(tuple(_value(getattr(d, c)) for c in DL_COLS))
+                     for d in letters])
             if audit:
                 cur.executemany(
                     f"INSERT INTO {AUDIT} ({', '.join(AUDIT_COLS)}) "
@@ -194,7 +200,8 @@ class SQLBackend:
                     f"INSERT INTO {BREAKERS} ({', '.join(BREAKER_COLS)}) "
                     f"VALUES ({', '.join([ph] * len(BREAKER_COLS))}) "
                     f"ON CONFLICT (hook, digest) DO UPDATE SET {updates}",
-                    [tuple(getattr(b, c) for c in BREAKER_COLS) for b in breakers])
+                    [_nul_free(tuple(getattr(b, c) for c in BREAKER_COLS))
+                     for b in breakers])
             if overflow:
                 cur.executemany(
                     f"INSERT INTO {OVERFLOW} ({', '.join(OVERFLOW_COLS)}) "
@@ -215,6 +222,11 @@ class SQLBackend:
             self._drop_writer()
             raise
         self.after_commit()
+
+    def permanent(self, exc: Exception) -> bool:
+        """True when ``exc``, from writing a batch, is about its data: a retry would
+        fail alike (a text the driver cannot encode, a value out of range)."""
+        return isinstance(exc, (ValueError, TypeError, OverflowError))
 
     def after_commit(self) -> None:
         """Called on the writer thread after each committed batch (SQLite checkpoints)."""
@@ -437,3 +449,13 @@ class SQLBackend:
 def _value(v: Any) -> Any:
     return int(v) if isinstance(v, bool) else v
 
+
+NUL = "\\x00"
+"""What a NUL character in a record's text is written as."""
+
+
+def _nul_free(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    for v in row:
+        if type(v) is str and "\x00" in v:
+            return tuple(v.replace("\x00", NUL) if type(v) is str else v for v in row)
+    return row

@@ -154,6 +154,10 @@ class SQLiteBackend(SQLBackend):
         conn.execute("PRAGMA wal_autocheckpoint=0")
         return conn
 
+    def permanent(self, exc: Exception) -> bool:
+        return super().permanent(exc) or isinstance(exc, (sqlite3.DataError,
+                                                          sqlite3.InterfaceError))
+
     def after_commit(self) -> None:
         try:
             size = os.stat(self._wal).st_size

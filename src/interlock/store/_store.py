@@ -50,6 +50,13 @@ _OUTCOME, _FAILURE, _BREAKER, _ACTION = 0, 1, 2, 3
 MAX_PAYLOAD = 1 << 20
 """Characters of one kept payload (``audit_payloads``); a larger one is not kept."""
 
+ISOLATE_AFTER = 3
+"""Failed writes of one batch after which it is written record by record, to find
+one that no retry can write (a failure of that kind isolates at once)."""
+
+STORE_HOOK, UNWRITABLE = "interlock:store", "unwritable"
+"""The dead letter that keeps a record no retry can write."""
+
 STALE_AFTER = 10.0
 """Seconds the oldest unwritten record may wait before the store reads unhealthy."""
 
@@ -78,6 +85,8 @@ class Store:
         """Failed write attempts so far (each is retried)."""
         self.failing = False
         """True while the last write attempt failed."""
+        self.unwritable = 0
+        """Records no retry could write, set aside as dead letters of ``interlock:store``."""
         self.last_error: str | None = None
         self.last_error_at: float | None = None
         self.last_commit_at: float | None = None
@@ -138,7 +147,8 @@ class Store:
             "last_commit_at": self.last_commit_at,
             "last_commit_age_s": (round(now - self.last_commit_at, 3)
                                   if self.last_commit_at is not None else None),
-            "dropped": self.dropped, "unresolved_dead_letters": unresolved,
+            "dropped": self.dropped, "unwritable": self.unwritable,
+            "unresolved_dead_letters": unresolved,
             "dead_letter_overflow": overflow, "audit": self.audit_mode,
         }
 
@@ -263,6 +273,8 @@ class Store:
     # -- the writer thread ----------------------------------------------------------
     def _run(self) -> None:
         pending: list[tuple[int, Any, float]] = []
+        taken = 0  # records taken off the queue: all of them are settled once pending is
+        failures = 0  # consecutive failed writes of this batch
         backoff = 0.1
         while True:
             self._wake.wait(self.interval)
@@ -275,35 +287,34 @@ class Store:
             queue = self._queue
             while queue and len(pending) < self.max_batch:
                 pending.append(queue.popleft())
+                taken += 1
             self._inflight = pending
             if pending:
+                permanent = False
                 try:
                     added, over = self._write(pending)
                 except Exception as exc:
                     self._failed(exc, len(pending))
-                    failed = True
+                    permanent = self.backend.permanent(exc)
+                    failures += 1
                 else:
-                    failed = False
-                if failed:
+                    failures = 0
+                    self._count(added, over)
+                    pending = []
+                if failures:
                     # Outside the except: its traceback would keep the failed statement,
                     # and with it the dropped connection, alive through the backoff.
                     if closing:
                         return
-                    time.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
-                    continue
+                    if permanent or failures % ISOLATE_AFTER == 0:
+                        pending = self._isolate(pending)
+                    if pending:
+                        time.sleep(backoff)
+                        backoff = min(backoff * 2, 5.0)
+                        continue
+                    failures = 0
                 backoff = 0.1
-                self.failing = False
-                self.last_commit_at = time.time()
-                with self._counts_lock:
-                    self._unresolved.update(added)
-                    self._overflow.update(over)
-                with self._cond:
-                    self._committed += len(pending)
-                    self._cond.notify_all()
-                    if self._waiters:
-                        self._release()
-                pending = []
+                self._settle(taken)
                 self._inflight = pending
                 if queue:
                     self._wake.set()  # more waiting: don't sleep on it
@@ -311,13 +322,70 @@ class Store:
             if closing and not queue:
                 return
 
+    def _count(self, added: collections.Counter[tuple[str, str]],
+               over: collections.Counter[tuple[str, str]]) -> None:
+        with self._counts_lock:
+            self._unresolved.update(added)
+            self._overflow.update(over)
+
+    def _settle(self, upto: int) -> None:
+        """Every record up to ``upto`` (in submission order) is written or set aside."""
+        self.failing = False
+        self.last_commit_at = time.time()
+        with self._cond:
+            self._committed = upto
+            self._cond.notify_all()
+            if self._waiters:
+                self._release()
+
+    def _isolate(self, pending: list[tuple[int, Any, float]]) -> list[tuple[int, Any, float]]:
+        """Write a failing batch one record at a time: a record that fails alone for a
+        reason no retry can fix (``backend.permanent``) is set aside as a dead letter;
+        the others commit. Returns what is left to retry, from the first record that
+        failed for another reason (an outage: the rest would fail alike)."""
+        for i, item in enumerate(pending):
+            try:
+                self._count(*self._write([item]))
+            except Exception as exc:
+                if not self.backend.permanent(exc):
+                    return pending[i:]
+                why = _safe(f"{type(exc).__name__}: {exc}")
+            else:
+                continue
+            self._set_aside(item, why)
+        return []
+
+    def _set_aside(self, item: tuple[int, Any, float], why: str) -> None:
+        """Keep a record no retry can write as a dead letter of ``interlock:store``
+        naming what it was (docs/reliability.md, "Storage"); never drop it silently."""
+        kind, record, at = item
+        what = _describe(kind, record)
+        self.unwritable += 1
+        log.error("interlock store %s: a record no retry can write is set aside as a dead "
+                  "letter of interlock:store (%s): %s", self.location, why, what)
+        letter = DeadLetter(
+            at=at, hook=STORE_HOOK, event=_safe(getattr(record, "name", "")) or "store",
+            subject=None, session_id=_safe(str(getattr(getattr(record, "event", None),
+                                                       "session_id", "") or "")),
+            attempts=1, mode=UNWRITABLE, contract_version=0, invocation_id="",
+            invocation_digest="", digest="", error=redact(f"not written: {why}; {what}"),
+            fail_closed=False)
+        try:
+            self.backend.write([], [letter], [])
+        except Exception as exc:
+            log.error("interlock store %s: could not keep the dead letter either: %s",
+                      self.location, redact(_safe(str(exc))))
+            return
+        self._count(collections.Counter({(STORE_HOOK, UNWRITABLE): 1}),
+                    collections.Counter())
+
     def _failed(self, exc: Exception, count: int) -> None:
         self.write_errors += 1
         self.failing = True
-        self.last_error = redact(str(exc))[:500]
+        self.last_error = redact(_safe(str(exc)))[:500]
         self.last_error_at = time.time()
         log.error("interlock store %s: write of %d records failed, will retry: %s",
-                  self.location, count, redact(str(exc)))
+                  self.location, count, self.last_error)
 
     def _write(self, items: list[tuple[int, Any, float]]) -> tuple[
             collections.Counter[tuple[str, str]], collections.Counter[tuple[str, str]]]:
@@ -446,6 +514,22 @@ def payload_row(event: Any, at: float, dispatch: str) -> tuple[Any, ...]:
     from interlock.engine.redact import redact_data
 
     return (at, dispatch, event.name, json.dumps(redact_data(event.to_dict()), default=str))
+
+
+def _safe(text: str) -> str:
+    """``text`` as any backend can store it: no NUL, no lone surrogate."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
+def _describe(kind: int, record: Any) -> str:
+    """One line saying what a record set aside was."""
+    if kind == _OUTCOME:
+        event = record.event
+        session = event.session_id if event is not None else ""
+        return _safe(f"the audit of one {record.name} dispatch (session {session!r}, "
+                     f"outcome {record.verdict.value})")
+    return _safe(f"{('audit', 'dead letter', 'breaker state', 'operator action')[kind]} "
+                 f"{record!r}"[:2000])
 
 
 def _resolve(future: asyncio.Future[bool]) -> None:
