@@ -94,3 +94,24 @@ def test_strict_audit_refuses_to_answer_what_it_cannot_record(tmp_path: Path) ->
         assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
     finally:
         serve.stop()
+
+
+def test_a_store_deleted_under_serve_is_refused_and_named(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}).start()
+    try:
+        assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
+        repair = serve.cli("store", "repair", "--force")
+        assert repair.returncode != 0
+        assert "in use" in repair.stderr + repair.stdout
+        for suffix in ("", "-wal", "-shm"):
+            Path(serve.store + suffix).unlink(missing_ok=True)
+        # Before: answered and "recorded" into the deleted file; status said ok.
+        code, body = serve.request("POST", "/v1/events/before_tool_call",
+                                   {"tool_name": "terminal", "args": {"command": "ls"}})
+        assert code == 503
+        assert serve.store in body["error"]
+        assert "deleted" in body["error"]
+        code, status = serve.request("GET", "/v1/status")
+        assert not status["store"]["ok"]
+    finally:
+        serve.kill()  # its store cannot write: a clean stop would wait for it

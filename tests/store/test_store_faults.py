@@ -10,12 +10,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from helpers.serve import wait_for
 from helpers.stores import BACKENDS, fresh_url
 from interlock import Engine, block
+from interlock.hosts.cli import build_app
 from interlock.reliability.sinks import attach
-from interlock.store import AuditQuery, open_store
+from interlock.store import AuditQuery, _ledger, open_store
 from interlock.testing import fire
 
 BREAK = ("CREATE TRIGGER injected BEFORE INSERT ON interlock_audit "
@@ -109,3 +111,55 @@ def test_a_record_no_retry_can_write_is_set_aside_as_a_dead_letter(url: str) -> 
         assert health["unresolved_dead_letters"] == 1
     finally:
         store.close()
+
+
+def test_a_store_file_deleted_while_open_makes_the_store_fail(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "interlock.db"
+    store = open_store(str(path), interval=0.01)
+    try:
+        store.submit_action(who="ops", action="approve", target="call-1")
+        assert store.flush(10)
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        # Before: writes went on into the deleted file, acknowledged, and health said ok.
+        health = store.health()
+        assert not health["ok"]
+        assert any(str(path) in p and "deleted" in p for p in health["problems"])
+        store.submit_action(who="ops", action="approve", target="call-2")
+        assert not store.flush(1)  # never acknowledged into a deleted file
+        assert str(path) in (store.last_error or "")
+    finally:
+        store.close()
+
+
+def test_a_store_file_replaced_while_open_makes_the_store_fail(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "interlock.db"
+    store = open_store(str(path), interval=0.01)
+    try:
+        assert store.flush(10)
+        path.rename(path.with_name("moved.db"))  # as `store repair --force` does
+        _ledger.forget(path)
+        open_store(str(path)).close()  # a new store in its place
+        store.submit_action(who="ops", action="approve", target="call-1")
+        assert not store.flush(1)
+        health = store.health()
+        assert not health["ok"]
+        assert any("replaced" in p and "restart" in p for p in health["problems"])
+    finally:
+        store.close()
+
+
+def test_store_repair_refuses_a_store_in_use(tmp_path: Path) -> None:
+    path = tmp_path / "state" / "interlock.db"
+    store = open_store(str(path))
+    try:
+        result = CliRunner().invoke(build_app(),
+                                    ["store", "repair", "--force", "--store", str(path)])
+        assert result.exit_code != 0
+        assert "in use" in result.output
+        assert path.exists()
+        assert not list(path.parent.glob("*.damaged-*"))
+    finally:
+        store.close()
+    result = CliRunner().invoke(build_app(), ["store", "repair", "--force", "--store", str(path)])
+    assert result.exit_code == 0, result.output

@@ -223,6 +223,10 @@ class SQLBackend:
             raise
         self.after_commit()
 
+    def file_problem(self) -> str | None:
+        """Why the store's file is no longer the one written (SQLite), or None."""
+        return None
+
     def permanent(self, exc: Exception) -> bool:
         """True when ``exc``, from writing a batch, is about its data: a retry would
         fail alike (a text the driver cannot encode, a value out of range)."""

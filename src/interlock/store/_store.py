@@ -129,6 +129,9 @@ class Store:
         backlog = len(inflight) + len(queue)
         age = round(now - oldest, 3) if oldest is not None and backlog else 0.0
         problems = []
+        moved = self.backend.file_problem()
+        if moved is not None and not (self.failing and self.last_error == moved):
+            problems.append(moved)
         if self.failing:
             problems.append(f"writes are failing: {self.last_error}")
         if age > STALE_AFTER:
