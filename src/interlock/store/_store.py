@@ -265,7 +265,12 @@ class Store:
         self._wake.set()
         self._thread.join(timeout)
         self.backend.close()
-        return ok
+        left = self.backlog
+        if left:  # the last word on them: never a silent "will retry" at exit
+            log.error("interlock store: %d records not written to %s: it did not commit "
+                      "them before shutdown (%s); they are lost", left, self.location,
+                      self.last_error or f"no answer within {timeout:.0f} s")
+        return ok and not left
 
     def __enter__(self) -> Store:
         return self
