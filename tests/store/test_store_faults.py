@@ -163,3 +163,30 @@ def test_store_repair_refuses_a_store_in_use(tmp_path: Path) -> None:
         store.close()
     result = CliRunner().invoke(build_app(), ["store", "repair", "--force", "--store", str(path)])
     assert result.exit_code == 0, result.output
+
+
+def test_health_fails_as_soon_as_strict_audit_would_refuse(tmp_path: Path) -> None:
+    import asyncio
+
+    path = str(tmp_path / "state" / "interlock.db")
+    store = open_store(path, interval=0.01)
+    store.audit_mode = "strict"
+    lock = sqlite3.connect(path, timeout=30, isolation_level=None)
+    try:
+        assert store.flush(10)
+        lock.execute("BEGIN EXCLUSIVE")  # the writer waits: nothing commits
+        store.submit_action(who="ops", action="approve", target="call-1")
+        assert not asyncio.run(store.settled(within=0.2))  # a strict answer refused
+        # Before: ok until the oldest record was 10 s old, while strict refused after 5.
+        health = store.health()
+        assert not health["ok"]
+        assert any("refused" in p for p in health["problems"])
+        wait_for(lambda: store.health()["oldest_unwritten_age_s"] > 5.5, timeout=30,
+                 what="the oldest record to pass the strict wait")
+        assert any("oldest unwritten" in p for p in store.health()["problems"])
+        lock.rollback()
+        assert store.flush(40)
+        assert store.health()["ok"]
+    finally:
+        lock.close()
+        store.close()

@@ -58,7 +58,11 @@ STORE_HOOK, UNWRITABLE = "interlock:store", "unwritable"
 """The dead letter that keeps a record no retry can write."""
 
 STALE_AFTER = 10.0
-"""Seconds the oldest unwritten record may wait before the store reads unhealthy."""
+"""Seconds the oldest unwritten record may wait before the store reads unhealthy
+(in fast audit; in strict, ``STRICT_WAIT``)."""
+
+STRICT_WAIT = 5.0
+"""Seconds a strict answer waits for its commit before it is refused (a 503)."""
 
 
 class Store:
@@ -85,6 +89,9 @@ class Store:
         """Failed write attempts so far (each is retried)."""
         self.failing = False
         """True while the last write attempt failed."""
+        self.refused = 0
+        """Strict answers refused because their records did not commit in time."""
+        self.refused_at: float | None = None
         self.unwritable = 0
         """Records no retry could write, set aside as dead letters of ``interlock:store``."""
         self.last_error: str | None = None
@@ -134,8 +141,15 @@ class Store:
             problems.append(moved)
         if self.failing:
             problems.append(f"writes are failing: {self.last_error}")
-        if age > STALE_AFTER:
+        # In strict audit, unhealthy as soon as answers would be refused.
+        stale = STRICT_WAIT if self.audit_mode == "strict" else STALE_AFTER
+        if age > stale:
             problems.append(f"the oldest unwritten record is {age:.0f} s old")
+        refused_at = self.refused_at
+        if refused_at is not None and (self.last_commit_at or 0.0) < refused_at:
+            problems.append(f"strict audit refused {self.refused} answer(s) since the "
+                            "last commit: the store did not commit within "
+                            f"{STRICT_WAIT:.0f} s")
         if self.dropped:
             problems.append(f"{self.dropped} records were refused: the backlog was full")
         with self._counts_lock:
@@ -151,6 +165,7 @@ class Store:
             "last_commit_age_s": (round(now - self.last_commit_at, 3)
                                   if self.last_commit_at is not None else None),
             "dropped": self.dropped, "unwritable": self.unwritable,
+            "refused": self.refused,
             "unresolved_dead_letters": unresolved,
             "dead_letter_overflow": overflow, "audit": self.audit_mode,
         }
@@ -229,7 +244,7 @@ class Store:
         with self._cond:
             return self._cond.wait_for(lambda: self._committed >= seq, timeout)
 
-    async def settled(self, within: float = 5.0) -> bool:
+    async def settled(self, within: float = STRICT_WAIT) -> bool:
         """Wait, without blocking the event loop, until everything submitted so far
         has committed; False after ``within`` seconds. What strict audit (docs/reliability.md)
         awaits before an answer leaves."""
@@ -246,6 +261,8 @@ class Store:
             async with asyncio.timeout(within):
                 return await asyncio.shield(future)
         except TimeoutError:
+            self.refused += 1
+            self.refused_at = time.time()
             return False
 
     def _release(self) -> None:
