@@ -4,7 +4,9 @@ file's write lock while it waits to retry, so others can mend the store
 
 from __future__ import annotations
 
+import logging
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ from helpers.stores import BACKENDS, fresh_url
 from interlock import Engine, block
 from interlock.hosts.cli import build_app
 from interlock.reliability.sinks import attach
-from interlock.store import AuditQuery, _ledger, open_store
+from interlock.store import AuditQuery, Retention, _ledger, open_store
 from interlock.testing import fire
 
 BREAK = ("CREATE TRIGGER injected BEFORE INSERT ON interlock_audit "
@@ -189,4 +191,82 @@ def test_health_fails_as_soon_as_strict_audit_would_refuse(tmp_path: Path) -> No
         assert store.health()["ok"]
     finally:
         lock.close()
+        store.close()
+
+
+def test_a_prune_is_visible_in_health_status_metrics_and_the_log(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from interlock.hosts.cli.status import _render_health
+    from interlock.reliability.metrics import _store_families
+
+    store = open_store(str(tmp_path / "state" / "interlock.db"))
+    try:
+        store.retention = Retention(audit_rows=2)
+        for i in range(5):
+            store.submit_action(who="ops", action="approve", target=f"call-{i}")
+        assert store.flush(10)
+        with caplog.at_level(logging.INFO, logger="interlock"):
+            store.prune()
+        # Before: the rows went, and nothing said so.
+        health = store.health()
+        assert health["pruned"]["audit"] == 3
+        assert "pruned 3 audit rows" in caplog.text
+        assert any("pruned since start: 3 audit rows" in line
+                   for line in _render_health(health))
+        [family] = [f for f in _store_families(health) if f.name == "interlock_store_pruned"]
+        assert {s.labels["table"]: s.value for s in family.samples
+                if s.name.endswith("_total")}["audit"] == 3
+    finally:
+        store.close()
+
+
+def test_a_commit_waits_for_one_prune_chunk_not_the_whole_prune(tmp_path: Path) -> None:
+    import threading
+
+    from interlock.store import Store, backend_for
+
+    path = str(tmp_path / "state" / "interlock.db")
+    backend = backend_for(path)
+    pruned: list[int] = []
+    written: list[int] = []
+    seeded, pruning, submitted = threading.Event(), threading.Event(), threading.Event()
+    real_prune, real_write = backend.prune, backend.write
+
+    def prune(table: str, *a: Any, **kw: Any) -> int:
+        if table == "interlock_audit" and not seeded.is_set():
+            return 0  # not while the rows are being put in
+        if table == "interlock_audit" and not submitted.is_set():
+            pruning.set()
+            submitted.wait(10)  # the record comes while the prune is under way
+        removed = real_prune(table, *a, **kw)
+        if table == "interlock_audit":
+            pruned.append(removed)
+        return removed
+
+    def write(*a: Any, **kw: Any) -> None:
+        real_write(*a, **kw)
+        if submitted.is_set() and not written:
+            written.append(sum(pruned))  # rows the prune had deleted by this commit
+
+    backend.prune, backend.write = prune, write  # type: ignore[method-assign]
+    store = Store(backend, retention=Retention(audit_rows=10, every=0.2))
+    try:
+        assert store.flush(10)
+        conn = sqlite3.connect(path, timeout=30)
+        conn.executemany(
+            "INSERT INTO interlock_audit (at, dispatch_id, session_id, event, hook, verdict, "
+            "status, outcome) VALUES (?, ?, 's', 'e', 'h', 'none', 'applied', 'none')",
+            [(time.time(), f"d{i}") for i in range(20_000)])
+        conn.commit()
+        conn.close()
+        seeded.set()
+        assert pruning.wait(30)  # the periodic prune (5,000 rows a chunk) is under way
+        store.submit_action(who="ops", action="approve", target="call-1")
+        submitted.set()
+        assert store.flush(30)
+        wait_for(lambda: len(store.audit(AuditQuery(limit=0))) == 10, timeout=30,
+                 what="the prune to end")
+        # Before: one DELETE of 19,990 rows, and the commit waited for all of it.
+        assert written[0] <= 5000
+    finally:
         store.close()

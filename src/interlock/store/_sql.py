@@ -235,18 +235,24 @@ class SQLBackend:
     def after_commit(self) -> None:
         """Called on the writer thread after each committed batch (SQLite checkpoints)."""
 
-    def prune_dead_letters(self, max_rows: int, oldest: float) -> int:
+    def prune_dead_letters(self, max_rows: int, oldest: float, *,
+                           limit: int = 1 << 62) -> int:
         """Delete resolved dead letters older than ``oldest``, then the oldest resolved
-        ones while there are more than ``max_rows``. Unresolved ones are never deleted."""
+        ones while there are more than ``max_rows``; at most ``limit`` in all.
+        Unresolved ones are never deleted."""
         ph = self.ph
-        removed = self._change(f"DELETE FROM {DL} WHERE resolved_at IS NOT NULL AND at < {ph}",
-                               (oldest,))
+        removed = self._change(
+            f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
+            f"NULL AND at < {ph} ORDER BY id LIMIT {ph})", (oldest, limit))
+        if removed >= limit:
+            return removed
         # One statement counts and deletes: a count read first could be stale by the
         # time another prune (this store's timer, the CLI, a second server) deleted.
         removed += self._change(
             f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
-            f"NULL ORDER BY id LIMIT (SELECT CASE WHEN COUNT(*) > {ph} THEN COUNT(*) - {ph} "
-            f"ELSE 0 END FROM {DL}))", (max_rows, max_rows))
+            f"NULL ORDER BY id LIMIT (SELECT CASE WHEN COUNT(*) - {ph} > {ph} THEN {ph} "
+            f"WHEN COUNT(*) > {ph} THEN COUNT(*) - {ph} ELSE 0 END FROM {DL}))",
+            (max_rows, limit - removed, limit - removed, max_rows, max_rows))
         return removed
 
     def overflow(self) -> list[tuple[str, str, int, float, float]]:
@@ -255,13 +261,20 @@ class SQLBackend:
                            "ORDER BY hook, mode")
         return [(str(h), str(m), int(n), float(f), float(la)) for h, m, n, f, la in rows]
 
-    def prune(self, table: str, max_rows: int, oldest: float) -> int:
-        """Delete rows older than ``oldest`` and all but the newest ``max_rows``."""
+    def prune(self, table: str, max_rows: int, oldest: float, *,
+              limit: int = 1 << 62) -> int:
+        """Delete rows older than ``oldest`` and all but the newest ``max_rows``, the
+        oldest first, at most ``limit`` of them."""
         ph = self.ph
-        removed = self._change(f"DELETE FROM {table} WHERE at < {ph}", (oldest,))
+        removed = self._change(
+            f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE at < {ph} "
+            f"ORDER BY id LIMIT {ph})", (oldest, limit))
+        if removed >= limit:
+            return removed
         removed += self._change(
-            f"DELETE FROM {table} WHERE id <= (SELECT id FROM {table} "
-            f"ORDER BY id DESC LIMIT 1 OFFSET {ph})", (max_rows,))
+            f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE id <= "
+            f"(SELECT id FROM {table} ORDER BY id DESC LIMIT 1 OFFSET {ph}) "
+            f"ORDER BY id LIMIT {ph})", (max_rows, limit - removed))
         return removed
 
     def payloads(self, since: float, limit: int) -> list[tuple[float, str, str, str]]:

@@ -27,6 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from interlock.engine.redact import redact
+from interlock.store._prune import CHUNK, NAMES, Pruner
 from interlock.store._records import (
     AuditEntry,
     AuditQuery,
@@ -36,7 +37,7 @@ from interlock.store._records import (
     audit_rows,
     breaker_record,
 )
-from interlock.store._sql import AUDIT, PAYLOADS, SQLBackend
+from interlock.store._sql import SQLBackend
 
 if TYPE_CHECKING:
     from interlock.engine.outcome import Outcome
@@ -69,7 +70,8 @@ class Store:
     """Dead letters, the audit log and breaker states, on one backend."""
 
     def __init__(self, backend: SQLBackend, *, interval: float = 0.05, max_batch: int = 5000,
-                 max_pending: int = 1_000_000, retention: Retention | None = None) -> None:
+                 max_pending: int = 1_000_000, retention: Retention | None = None,
+                 prune_chunk: int = CHUNK) -> None:
         self.backend = backend
         self.interval = interval
         self.max_batch = max_batch
@@ -112,7 +114,7 @@ class Store:
         self._ids = itertools.count(1)
         self._prefix = os.urandom(4).hex()
         self._next_prune = 0.0
-        self._prune_lock = threading.Lock()
+        self._pruner = Pruner(backend, chunk=prune_chunk)
         self._names: dict[Any, str] = {}
         self._thread = threading.Thread(target=self._run, name="interlock-store", daemon=True)
         self._thread.start()
@@ -166,6 +168,8 @@ class Store:
                                   if self.last_commit_at is not None else None),
             "dropped": self.dropped, "unwritable": self.unwritable,
             "refused": self.refused,
+            "pruned": {n: self._pruner.pruned[n] for n in NAMES.values()},
+            "last_prune_at": self._pruner.last_at,
             "unresolved_dead_letters": unresolved,
             "dead_letter_overflow": overflow, "audit": self.audit_mode,
         }
@@ -305,10 +309,8 @@ class Store:
             self._wake.wait(self.interval)
             self._wake.clear()
             closing = self._closed
-            if not closing and time.monotonic() >= self._next_prune:
-                # Before the batch, so the first prune (right after open) is done
-                # before anyone's first write commits and they go on.
-                self._prune()
+            if not closing:
+                self._prune_some()
             queue = self._queue
             while queue and len(pending) < self.max_batch:
                 pending.append(queue.popleft())
@@ -456,15 +458,29 @@ class Store:
         self.backend.write(audit, letters, breakers, overflow, payloads)
         return added, over
 
-    def _prune(self) -> None:
-        self._next_prune = time.monotonic() + self.retention.every
+    def _prune_some(self) -> None:
+        """Start a prune when one is due, and go on with it by one chunk; the batch
+        that follows commits before the next chunk (docs/reliability.md, "Stalls").
+        The first prune after open is done whole, before anyone's first write commits
+        and they go on."""
+        pruner = self._pruner
+        if time.monotonic() >= self._next_prune:
+            self._next_prune = time.monotonic() + self.retention.every
+            pruner.start(self.retention)
+        if not pruner.pending:
+            return
+        first = pruner.last_at is None
         try:
-            self._prune_tables()
+            while not pruner.step():
+                if not first:
+                    self._wake.set()  # more to delete: after the next batch
+                    return
             # Other processes (the CLI, other servers on one PostgreSQL) resolve too.
             counts = self.backend.unresolved_by_key()
             with self._counts_lock:
                 self._unresolved = collections.Counter(counts)
         except Exception as exc:
+            pruner.abandon()
             log.error("interlock store %s: pruning failed: %s", self.location, redact(str(exc)))
 
     # -- reading (any thread) ---------------------------------------------------------
@@ -507,17 +523,10 @@ class Store:
         return self.backend.breakers()
 
     def prune(self) -> None:
-        """Prune now (it also happens on its own every ``retention.every`` seconds)."""
+        """Prune now, on this thread (it also happens on its own every
+        ``retention.every`` seconds, on the writer's)."""
         self.flush()
-        self._prune_tables()
-
-    def _prune_tables(self) -> None:
-        r = self.retention
-        now = time.time()
-        with self._prune_lock:  # the timer's prune and an explicit one, one at a time
-            self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-            self.backend.prune(PAYLOADS, r.audit_rows, now - r.audit_age)
-            self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
+        self._pruner.run(self.retention)
 
     def payloads(self, since: float, limit: int = 1000) -> list[tuple[float, str, str, str]]:
         """Kept gate-event payloads since ``since`` (newest ``limit``, oldest first)."""
