@@ -28,6 +28,7 @@ PostgreSQL; add ``--pg-ctl CMD`` and the store outage is a PostgreSQL kill
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -205,6 +206,20 @@ class Soak:
         self.proc.send_signal(signal.SIGTERM)
         return self.proc.wait(60)
 
+    def abort(self) -> None:
+        """Stop serve and its worker after a failed run: none is left behind."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        for pid in self._worker_pids():
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(30)
+
     def worker_pids(self, wait: float = 10.0) -> list[int]:
         """Our worker hook's processes (children of our serve, running worker.py),
         waiting up to ``wait`` seconds for one; a call of its own starts it if the
@@ -357,6 +372,16 @@ def run(work: Path, *, seconds: float = 30.0, clients: int = 8, faults: bool = T
         pg_ctl: str | None = None) -> dict[str, Any]:
     """One soak; returns its figures (``wrong`` and ``missing_from_audit`` must be 0)."""
     soak = Soak(work, store=store, audit=audit)
+    try:
+        return _run(soak, seconds=seconds, clients=clients, faults=faults, quiet=quiet,
+                    pg_ctl=pg_ctl)
+    except BaseException:
+        soak.abort()
+        raise
+
+
+def _run(soak: Soak, *, seconds: float, clients: int, faults: bool, quiet: bool,
+         pg_ctl: str | None) -> dict[str, Any]:
     soak.start()
     tally = Tally()
     t0 = time.monotonic()
@@ -412,7 +437,7 @@ def run(work: Path, *, seconds: float = 30.0, clients: int = 8, faults: bool = T
 
     stalls = sorted(tally.by_second.items(), key=lambda kv: -kv[1])[:5]
     return {
-        "seconds": round(elapsed, 1), "clients": clients, "audit": audit,
+        "seconds": round(elapsed, 1), "clients": clients, "audit": soak.audit,
         "answered": len(tally.answered), "eval_per_s": round(len(tally.answered) / elapsed),
         "p50_ms": pct(0.5), "p99_ms": pct(0.99), "max_ms": pct(1.0),
         "wrong": len(tally.wrong), "wrong_examples": tally.wrong[:5],

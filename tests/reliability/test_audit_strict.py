@@ -4,6 +4,8 @@ even when the server is killed with SIGKILL right after answering."""
 from __future__ import annotations
 
 import http.client
+import re
+import signal
 import sqlite3
 import textwrap
 import threading
@@ -11,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.serve import Serve
+from helpers.serve import Serve, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -94,3 +96,48 @@ def test_strict_audit_refuses_to_answer_what_it_cannot_record(tmp_path: Path) ->
         assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
     finally:
         serve.stop()
+
+
+def test_a_store_deleted_under_serve_is_refused_and_named(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}).start()
+    try:
+        assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
+        repair = serve.cli("store", "repair", "--force")
+        assert repair.returncode != 0
+        assert "in use" in repair.stderr + repair.stdout
+        for suffix in ("", "-wal", "-shm"):
+            Path(serve.store + suffix).unlink(missing_ok=True)
+        # Before: answered and "recorded" into the deleted file; status said ok.
+        code, body = serve.request("POST", "/v1/events/before_tool_call",
+                                   {"tool_name": "terminal", "args": {"command": "ls"}})
+        assert code == 503
+        assert serve.store in body["error"]
+        assert "deleted" in body["error"]
+        code, status = serve.request("GET", "/v1/status")
+        assert not status["store"]["ok"]
+    finally:
+        serve.kill()  # its store cannot write: a clean stop would wait for it
+
+
+def test_fast_audit_says_what_a_stop_could_not_write(tmp_path: Path) -> None:
+    serve = Serve(tmp_path, CONFIG, files={"guard.py": GUARD}, extra=["--audit", "fast"])
+    serve.start()
+    try:
+        assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
+        other = sqlite3.connect(serve.store, timeout=30, isolation_level=None)
+        other.execute("CREATE TRIGGER injected BEFORE INSERT ON interlock_audit "
+                      "BEGIN SELECT RAISE(ABORT, 'injected fault'); END")
+        other.close()
+        for _ in range(3):  # answered at once; their records cannot be written
+            assert serve.event({"tool_name": "terminal", "args": {"command": "ls"}})
+        assert serve.proc is not None
+        serve.proc.send_signal(signal.SIGTERM)
+        code = serve.proc.wait(90)  # the store's close waits 30 s for the writer
+    finally:
+        serve.kill()
+    # Before: exit 0, and "will retry" was the last word on the records left behind.
+    assert code != 0
+    wait_for(lambda: "exiting 1" in "".join(serve.log), what="serve's last words")
+    # 3 or 4: the first record may not have committed before the fault came
+    assert re.search(r"\b[34] records not written to " + re.escape(serve.store),
+                     "".join(serve.log))

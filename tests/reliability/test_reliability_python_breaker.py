@@ -173,3 +173,56 @@ async def test_an_async_python_hook_cancelled_early_is_no_verdict() -> None:
         await task
     assert book.state(BreakerKey.of(hooked)) is BreakerState.CLOSED
     engine.close()
+
+
+EXT = textwrap.dedent("""\
+    import os
+
+    def register(ctx):
+        def crash(event):
+            with open(os.environ["CALLS"], "a") as fh:
+                fh.write("x")
+            raise RuntimeError("policy lookup failed")
+        ctx.on("before_tool_call", crash, name="crash", on_error=os.environ["ON_ERROR"])
+    """)
+
+
+@pytest.mark.parametrize("on_error", ["open", "closed"])
+def test_an_extension_hook_has_the_registrys_breaker(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch,
+                                                     on_error: str) -> None:
+    from interlock.config.doctor import diagnose
+    from interlock.hosts.assembly import Host
+
+    calls = tmp_path / "calls"
+    home = tmp_path / "home"
+    folder = home / "extensions" / "flaky"
+    folder.mkdir(parents=True)
+    (folder / "extension.toml").write_text('name = "flaky"\n')
+    (folder / "extension.py").write_text(EXT)
+    for name, value in (("CALLS", str(calls)), ("ON_ERROR", on_error),
+                        ("INTERLOCK_HOME", str(home)),
+                        ("INTERLOCK_MANAGED", str(tmp_path / "managed"))):
+        monkeypatch.setenv(name, value)
+    root = tmp_path / "project"
+    (root / ".interlock").mkdir(parents=True)
+    host = Host.open(root, home=home, record=False, use_entry_points=False)
+    sink = RecordingSink()
+    host.engine.add_sink(sink)
+    try:
+        assert host.extensions is not None
+        assert host.extensions.infos["flaky"].status == "loaded"
+        outcomes = [fire(host.engine, "before_tool_call", tool_name="terminal",
+                         args={"command": "ls"}) for _ in range(10)]
+        # Before: no breaker; every call ran the failing hook.
+        assert len(calls.read_text()) == 3
+        modes = [f.mode for f in sink.failures]
+        assert modes == [FailureMode.CRASH] * 3 + [FailureMode.BREAKER_OPEN] * 7
+        # An open breaker never opens a fail-closed gate.
+        assert [o.blocked for o in outcomes] == [on_error == "closed"] * 10
+        findings = [f for f in diagnose(host.registry, smoke=False).findings
+                    if f.hook.endswith("flaky.crash")]
+        assert any(f.check == "breaker" and "open" in f.message for f in findings)
+        assert any(f.check == "fail-open" for f in findings) == (on_error == "open")
+    finally:
+        host.close()

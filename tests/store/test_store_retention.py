@@ -120,10 +120,10 @@ def test_the_opening_prune_runs_before_the_first_write(url: str) -> None:
     order: list[str] = []
     real_prune, real_write = backend.prune_dead_letters, backend.write
 
-    def prune(*a):  # type: ignore[no-untyped-def]
+    def prune(*a, **kw):  # type: ignore[no-untyped-def]
         order.append("prune")
         time.sleep(0.2)  # a slow database: the first write must still wait for it
-        return real_prune(*a)
+        return real_prune(*a, **kw)
 
     def write(*a):  # type: ignore[no-untyped-def]
         order.append("write")

@@ -170,9 +170,29 @@ def diagnose(registry: Registry, *, smoke: bool = True) -> Report:
         elif smoke and e.hook is not None and e.state == "active":
             runs.append((q, e.hook, sample_event(e.declared.events[0],
                                                  cwd=str(registry.project_root))))
+    _extension_hooks(registry, report)
     if runs:
         asyncio.run(_smoke_all(registry, runs, report))
     return report
+
+
+def _extension_hooks(registry: Registry, report: Report) -> None:
+    """Extensions' hooks (``ctx.on``): their breaker's state, and the fail-open
+    warning every kind gets (docs/reliability.md, Circuit breaker)."""
+    from interlock.reliability import BreakerKey, fail_open_warnings
+
+    states = {b.key: b for b in registry.breakers.snapshot()}
+    for hook in registry.engine.hooks:
+        if "extension" not in hook.meta:
+            continue
+        q = hook.qualified_name
+        breaker = states.get(BreakerKey.of(hook))
+        state = "closed" if breaker is None else str(breaker.state)
+        report.add(q, "ok" if state == "closed" else "warn", "breaker",
+                   f"extension {hook.meta['extension']}'s hook: circuit breaker {state}"
+                   + ("" if breaker is None else f" ({breaker.failures} failure(s) in a row)"))
+        for warning in fail_open_warnings([hook]):
+            report.add(q, "warn", "fail-open", warning.replace(f"hook {q} ", "", 1))
 
 
 async def _smoke_all(registry: Registry, runs: list[tuple[str, Hook, Event]],

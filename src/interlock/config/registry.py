@@ -281,7 +281,7 @@ class Registry:
         if previous is not None:
             kept = set(rev.executors())
             self._retire([ex for k, ex in previous.executors().items() if k not in kept])
-        self.breakers.forget({BreakerKey.of(h) for h in rev.hooks})
+        self.breakers.forget({BreakerKey.of(h) for h in self.engine.hooks})  # extensions' too
         return number
 
     def _swap(self, hooks: list[Hook]) -> int:

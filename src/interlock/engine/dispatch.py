@@ -247,22 +247,8 @@ class Engine(DispatchLoop):
         registers and returns the function unchanged. Options are those of
         :class:`HookOptions`.
         """
-        events = _event_names(event)
-
         def make(f: HookFn) -> Handle:
-            opts: dict[str, Any] = dict(options)
-            on_error = opts.pop("on_error", None)
-            timeout = opts.pop("timeout", None)
-            hook = Hook(
-                name=opts.pop("name", None) or str(getattr(f, "__qualname__", repr(f))),
-                events=events,
-                fn=f,
-                matcher=Matcher.parse(opts.pop("matcher", None)),
-                on_error=OnError(on_error) if on_error is not None else None,
-                timeout=timeout if timeout is not None else self.default_timeout,
-                **opts,
-            )
-            return self.register(hook)
+            return self.register(self.hook_for(event, f, **options))
 
         if fn is not None:
             return make(fn)
@@ -272,6 +258,22 @@ class Engine(DispatchLoop):
             return f
 
         return decorator
+
+    def hook_for(self, event: str | type[Event] | Iterable[str | type[Event]], fn: HookFn,
+                 **options: Unpack[HookOptions]) -> Hook:
+        """The hook :meth:`on` would register, not yet registered (to wrap it first)."""
+        opts: dict[str, Any] = dict(options)
+        on_error = opts.pop("on_error", None)
+        timeout = opts.pop("timeout", None)
+        return Hook(
+            name=opts.pop("name", None) or str(getattr(fn, "__qualname__", repr(fn))),
+            events=_event_names(event),
+            fn=fn,
+            matcher=Matcher.parse(opts.pop("matcher", None)),
+            on_error=OnError(on_error) if on_error is not None else None,
+            timeout=timeout if timeout is not None else self.default_timeout,
+            **opts,
+        )
 
     def add_validator(self, event: str, validator: Validator) -> None:
         """Re-validate payloads of ``event`` after every change a modifier makes."""

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from interlock.engine.dispatch import Engine, Handle
 from interlock.engine.errors import RegistrationError
@@ -29,6 +29,9 @@ from interlock.models.tooling import (
 )
 from interlock.policies._common import interlock_home
 from interlock.store.paths import state_dir as _state_dir
+
+if TYPE_CHECKING:
+    from interlock.reliability import BreakerBook
 
 log = logging.getLogger("interlock.extensions")
 
@@ -83,8 +86,11 @@ class ExtensionContext:
 
     def __init__(self, engine: Engine, name: str, *, source: Source = Source.PACKAGE,
                  names: _Names | None = None, bus: EventBus | None = None,
-                 state_dir: Path | None = None, ui: UIState | None = None) -> None:
+                 state_dir: Path | None = None, ui: UIState | None = None,
+                 breakers: BreakerBook | None = None) -> None:
         self.engine = engine
+        self.breakers = breakers
+        """The host registry's breakers: each hook registered gets one (None: none)."""
         self.name = name
         self.source = source
         self.handles: list[Handle] = []
@@ -111,7 +117,15 @@ class ExtensionContext:
         def make(f: HookFn) -> Handle:
             opts: HookOptions = {"source": self.source, **options}
             opts["name"] = f"{self.name}.{options.get('name') or getattr(f, '__name__', 'hook')}"
-            handle = self.engine.on(event, f, **opts)
+            hook = self.engine.hook_for(event, f, **opts)
+            hook.meta["extension"] = self.name
+            if self.breakers is not None:
+                from interlock.reliability import harden
+
+                # A breaker, as in-process Python hooks from the config get
+                # (docs/reliability.md, Circuit breaker).
+                hook = harden(hook, breakers=self.breakers)
+            handle = self.engine.register(hook)
             self.handles.append(handle)
             return handle
 
@@ -215,10 +229,11 @@ class ExtensionContext:
 def load_extension(engine: Engine, name: str, register: Callable[[ExtensionContext], Any],
                    *, source: Source = Source.PACKAGE, names: _Names | None = None,
                    bus: EventBus | None = None, state_dir: Path | None = None,
-                   ui: UIState | None = None) -> ExtensionContext:
+                   ui: UIState | None = None,
+                   breakers: BreakerBook | None = None) -> ExtensionContext:
     """Run one extension's ``register(ctx)``; on error, undo what it registered."""
     ctx = ExtensionContext(engine, name, source=source, names=names, bus=bus,
-                           state_dir=state_dir, ui=ui)
+                           state_dir=state_dir, ui=ui, breakers=breakers)
     try:
         result = register(ctx)
         if inspect.isawaitable(result):

@@ -54,9 +54,12 @@ import logging
 from collections.abc import Callable, Iterable
 from importlib.metadata import distribution, entry_points
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlock.engine.dispatch import Engine, Handle
+
+if TYPE_CHECKING:
+    from interlock.reliability import BreakerBook
 from interlock.engine.errors import ConfigError, FailureMode, RegistrationError
 from interlock.engine.hooks import Hook, OnError, Source
 from interlock.engine.invoke import new_id
@@ -118,8 +121,10 @@ class ExtensionSet:
     def __init__(self, engine: Engine, *, home: Path | None = None,
                  project: Path | None = None, reserved_tools: Iterable[str] = (),
                  reserved_commands: Iterable[str] = (), pins: PinStore | None = None,
-                 use_entry_points: bool = True, bus: EventBus | None = None) -> None:
+                 use_entry_points: bool = True, bus: EventBus | None = None,
+                 breakers: BreakerBook | None = None) -> None:
         self.engine = engine
+        self.breakers = breakers
         self.home = home if home is not None else interlock_home()
         self.project = project
         self.pins: PinStore = pins if pins is not None else default_pins(self.home)
@@ -315,6 +320,7 @@ class ExtensionSet:
                 info.guards = cand.guards
             ctx = load_extension(self.engine, cand.name, register, source=cand.source,
                                  names=self._names, bus=self.bus, ui=self.ui,
+                                 breakers=self.breakers,
                                  state_dir=state_dir(self.home) / "extensions" / cand.name)
         except Exception as exc:
             info.status = "failed"

@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from interlock.engine.dispatch import Engine
     from interlock.ext.loader import ExtensionInfo, ExtensionSet
     from interlock.models.tooling import CommandSpec, ProviderFactory, ToolSpec
+    from interlock.reliability import BreakerBook
 
 __all__ = ["RESERVED_COMMANDS", "RESERVED_TOOLS", "Host", "Project", "load_extensions",
            "open_host"]
@@ -159,7 +160,8 @@ class Host:
                 extensions = present(project.root, home, entry_points=use_entry_points)
             if extensions:
                 loaded = load_extensions(engine, project.root, home=home,
-                                         use_entry_points=use_entry_points)
+                                         use_entry_points=use_entry_points,
+                                         breakers=registry.breakers)
         except BaseException:
             close_engine(engine, registry)
             raise
@@ -248,7 +250,8 @@ class Host:
             if not present(self.project.root, self.home, entry_points=self.use_entry_points):
                 return []
             self.extensions = load_extensions(self.engine, self.project.root, home=self.home,
-                                              use_entry_points=self.use_entry_points)
+                                              use_entry_points=self.use_entry_points,
+                                              breakers=self.registry.breakers)
             return list(self.extensions.infos)
         changed = self.extensions.refresh()
         for name in changed:
@@ -329,7 +332,8 @@ def open_host(project_root: Path | Project, **options: Any) -> Host:
 
 
 def load_extensions(engine: Engine, project_root: Path, *, home: Path | None = None,
-                    use_entry_points: bool = True) -> ExtensionSet:
+                    use_entry_points: bool = True,
+                    breakers: BreakerBook | None = None) -> ExtensionSet:
     """Every extension (entry points, user folders, the project's approved folders)
     loaded into ``engine``, built-in tool and command names reserved.
 
@@ -342,7 +346,7 @@ def load_extensions(engine: Engine, project_root: Path, *, home: Path | None = N
 
     extensions = ExtensionSet(engine, home=home, project=project_root,
                               reserved_tools=RESERVED_TOOLS, reserved_commands=RESERVED_COMMANDS,
-                              use_entry_points=use_entry_points)
+                              use_entry_points=use_entry_points, breakers=breakers)
     loaded = False
     try:
         extensions.load_all()

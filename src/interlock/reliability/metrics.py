@@ -299,6 +299,14 @@ def _store_families(health: dict[str, Any]) -> Iterator[Any]:
                 "Unix time of the last committed write", health["last_commit_at"] or 0.0)
     yield counter("interlock_store_dropped", "Records refused because the backlog was full",
                   health["dropped"])
+    yield counter("interlock_store_unwritable", "Records no retry could write, kept as "
+                  "dead letters of interlock:store", health["unwritable"])
+    pruned = CounterMetricFamily("interlock_store_pruned", "Rows deleted by retention "
+                                 "(docs/reliability.md, Dead letters)",
+                                 labels=["backend", "table"])
+    for table, count in health["pruned"].items():
+        pruned.add_metric([*backend, table], count)
+    yield pruned
     overflow = CounterMetricFamily("interlock_dead_letters_overflow",
                                    "Failures counted but not stored: past the cap per hook "
                                    "and failure mode", labels=["hook", "mode"])

@@ -48,6 +48,9 @@ class PostgresBackend(SQLBackend):
                               field="store",
                               fix="check the URL and that the server is running") from None
 
+    def permanent(self, exc: Exception) -> bool:
+        return super().permanent(exc) or isinstance(exc, self._psycopg.DataError)
+
     def ensure_schema(self, conn: Any) -> None:
         cur = conn.cursor()
         cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_ID,))

@@ -8,6 +8,7 @@ it writes; PostgreSQL's MVCC does the same).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -175,13 +176,19 @@ class SQLBackend:
             self._write = self.connect(writer=True)
         conn = self._write
         ph = self.ph
+        # PostgreSQL text cannot hold NUL; both backends write it escaped, so records
+        # read back alike (docs/reliability.md, "The store").
+        audit = [_nul_free(r) for r in audit]
+        overflow = [_nul_free(r) for r in overflow]
+        payloads = [_nul_free(r) for r in payloads]
         try:
             cur = conn.cursor()
             if letters:
                 cur.executemany(
                     f"INSERT INTO {DL} ({', '.join(DL_COLS)}) "
                     f"VALUES ({', '.join([ph] * len(DL_COLS))})",
-                    [tuple(_value(getattr(d, c)) for c in DL_COLS) for d in letters])
+                    [_nul_free(tuple(_value(getattr(d, c)) for c in DL_COLS))
+                     for d in letters])
             if audit:
                 cur.executemany(
                     f"INSERT INTO {AUDIT} ({', '.join(AUDIT_COLS)}) "
@@ -193,7 +200,8 @@ class SQLBackend:
                     f"INSERT INTO {BREAKERS} ({', '.join(BREAKER_COLS)}) "
                     f"VALUES ({', '.join([ph] * len(BREAKER_COLS))}) "
                     f"ON CONFLICT (hook, digest) DO UPDATE SET {updates}",
-                    [tuple(getattr(b, c) for c in BREAKER_COLS) for b in breakers])
+                    [_nul_free(tuple(getattr(b, c) for c in BREAKER_COLS))
+                     for b in breakers])
             if overflow:
                 cur.executemany(
                     f"INSERT INTO {OVERFLOW} ({', '.join(OVERFLOW_COLS)}) "
@@ -207,25 +215,44 @@ class SQLBackend:
                     f"VALUES ({', '.join([ph] * len(PAYLOAD_COLS))})", payloads)
             conn.commit()
         except BaseException:
+            # Roll back before dropping it: a closed SQLite connection whose failed
+            # statement is still referenced lives on, holding the file's write lock.
+            with contextlib.suppress(Exception):
+                conn.rollback()
             self._drop_writer()
             raise
         self.after_commit()
 
+    def file_problem(self) -> str | None:
+        """Why the store's file is no longer the one written (SQLite), or None."""
+        return None
+
+    def permanent(self, exc: Exception) -> bool:
+        """True when ``exc``, from writing a batch, is about its data: a retry would
+        fail alike (a text the driver cannot encode, a value out of range)."""
+        return isinstance(exc, (ValueError, TypeError, OverflowError))
+
     def after_commit(self) -> None:
         """Called on the writer thread after each committed batch (SQLite checkpoints)."""
 
-    def prune_dead_letters(self, max_rows: int, oldest: float) -> int:
+    def prune_dead_letters(self, max_rows: int, oldest: float, *,
+                           limit: int = 1 << 62) -> int:
         """Delete resolved dead letters older than ``oldest``, then the oldest resolved
-        ones while there are more than ``max_rows``. Unresolved ones are never deleted."""
+        ones while there are more than ``max_rows``; at most ``limit`` in all.
+        Unresolved ones are never deleted."""
         ph = self.ph
-        removed = self._change(f"DELETE FROM {DL} WHERE resolved_at IS NOT NULL AND at < {ph}",
-                               (oldest,))
+        removed = self._change(
+            f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
+            f"NULL AND at < {ph} ORDER BY id LIMIT {ph})", (oldest, limit))
+        if removed >= limit:
+            return removed
         # One statement counts and deletes: a count read first could be stale by the
         # time another prune (this store's timer, the CLI, a second server) deleted.
         removed += self._change(
             f"DELETE FROM {DL} WHERE id IN (SELECT id FROM {DL} WHERE resolved_at IS NOT "
-            f"NULL ORDER BY id LIMIT (SELECT CASE WHEN COUNT(*) > {ph} THEN COUNT(*) - {ph} "
-            f"ELSE 0 END FROM {DL}))", (max_rows, max_rows))
+            f"NULL ORDER BY id LIMIT (SELECT CASE WHEN COUNT(*) - {ph} > {ph} THEN {ph} "
+            f"WHEN COUNT(*) > {ph} THEN COUNT(*) - {ph} ELSE 0 END FROM {DL}))",
+            (max_rows, limit - removed, limit - removed, max_rows, max_rows))
         return removed
 
     def overflow(self) -> list[tuple[str, str, int, float, float]]:
@@ -234,13 +261,20 @@ class SQLBackend:
                            "ORDER BY hook, mode")
         return [(str(h), str(m), int(n), float(f), float(la)) for h, m, n, f, la in rows]
 
-    def prune(self, table: str, max_rows: int, oldest: float) -> int:
-        """Delete rows older than ``oldest`` and all but the newest ``max_rows``."""
+    def prune(self, table: str, max_rows: int, oldest: float, *,
+              limit: int = 1 << 62) -> int:
+        """Delete rows older than ``oldest`` and all but the newest ``max_rows``, the
+        oldest first, at most ``limit`` of them."""
         ph = self.ph
-        removed = self._change(f"DELETE FROM {table} WHERE at < {ph}", (oldest,))
+        removed = self._change(
+            f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE at < {ph} "
+            f"ORDER BY id LIMIT {ph})", (oldest, limit))
+        if removed >= limit:
+            return removed
         removed += self._change(
-            f"DELETE FROM {table} WHERE id <= (SELECT id FROM {table} "
-            f"ORDER BY id DESC LIMIT 1 OFFSET {ph})", (max_rows,))
+            f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE id <= "
+            f"(SELECT id FROM {table} ORDER BY id DESC LIMIT 1 OFFSET {ph}) "
+            f"ORDER BY id LIMIT {ph})", (max_rows, limit - removed))
         return removed
 
     def payloads(self, since: float, limit: int) -> list[tuple[float, str, str, str]]:
@@ -431,3 +465,14 @@ class SQLBackend:
 
 def _value(v: Any) -> Any:
     return int(v) if isinstance(v, bool) else v
+
+
+NUL = "\\x00"
+"""What a NUL character in a record's text is written as."""
+
+
+def _nul_free(row: tuple[Any, ...]) -> tuple[Any, ...]:
+    for v in row:
+        if type(v) is str and "\x00" in v:
+            return tuple(v.replace("\x00", NUL) if type(v) is str else v for v in row)
+    return row

@@ -15,6 +15,7 @@ check found is remembered, so they refuse it too.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import logging
 import os
 import sqlite3
@@ -59,6 +60,7 @@ class SQLiteBackend(SQLBackend):
         """
         super().__init__()
         self.check_up_to = check_up_to
+        self._held = -1
         self._checkpointing = threading.Event()
         self._checkpointer: threading.Thread | None = None
         self._stopping = False
@@ -73,6 +75,37 @@ class SQLiteBackend(SQLBackend):
             self._open()
         if _ledger.created(self.path) is None:  # new, or older than the ledger
             _ledger.remember(self.path, time.time())
+        # The file this process writes, held (a shared lock) while it is open, so
+        # `interlock store repair` can tell it is in use.
+        self._held = os.open(self.path, os.O_RDONLY | os.O_CLOEXEC)
+        with contextlib.suppress(OSError):  # a filesystem without locks
+            fcntl.flock(self._held, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        st = os.fstat(self._held)
+        self._identity = (st.st_dev, st.st_ino)
+
+    def file_problem(self) -> str | None:
+        """Why the file at the store's path is no longer the one this process writes
+        (deleted, or replaced by another), or None. Writes into it would be lost."""
+        try:
+            st = os.stat(self.path)
+        except FileNotFoundError:
+            how = "deleted"
+        except OSError:
+            return None
+        else:
+            if (st.st_dev, st.st_ino) == self._identity:
+                return None
+            how = "replaced by another file"
+        return (f"the store {self.path} was {how} while this process had it open; "
+                "nothing more is written to it: restart the server (or host) to open the "
+                f"store at that path again (`interlock store repair --store {self.path}` "
+                "if it is gone)")
+
+    def write(self, *args: Any, **kwargs: Any) -> None:
+        problem = self.file_problem()
+        if problem is not None:  # never acknowledge a record into a deleted file
+            raise sqlite3.OperationalError(problem)
+        super().write(*args, **kwargs)
 
     def _open(self) -> None:
         """Create the file if it never existed, then check it and its tables."""
@@ -154,6 +187,10 @@ class SQLiteBackend(SQLBackend):
         conn.execute("PRAGMA wal_autocheckpoint=0")
         return conn
 
+    def permanent(self, exc: Exception) -> bool:
+        return super().permanent(exc) or isinstance(exc, (sqlite3.DataError,
+                                                          sqlite3.InterfaceError))
+
     def after_commit(self) -> None:
         try:
             size = os.stat(self._wal).st_size
@@ -198,6 +235,9 @@ class SQLiteBackend(SQLBackend):
                 conn.close()
 
     def close(self) -> None:
+        if self._held >= 0:
+            os.close(self._held)
+            self._held = -1
         self._stopping = True
         self._checkpointing.set()
         if self._checkpointer is not None:
@@ -220,8 +260,6 @@ CREATE_WAIT = 10.0
 def _creating(folder: Path) -> Iterator[None]:
     """The creation lock, waited for at most CREATE_WAIT seconds. Where locks do
     not work (some network filesystems), or the file cannot be made, none is taken."""
-    import fcntl
-
     try:
         fd = os.open(folder / CREATE_LOCK, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError:
@@ -244,3 +282,20 @@ def _creating(folder: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def in_use(path: Path) -> bool:
+    """True while a process has the store at ``path`` open (it holds a shared lock)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    except OSError:  # a filesystem without locks: cannot tell
+        return False
+    finally:
+        os.close(fd)
+    return False

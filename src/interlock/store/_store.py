@@ -27,6 +27,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from interlock.engine.redact import redact
+from interlock.store._prune import CHUNK, NAMES, Pruner
 from interlock.store._records import (
     AuditEntry,
     AuditQuery,
@@ -36,7 +37,7 @@ from interlock.store._records import (
     audit_rows,
     breaker_record,
 )
-from interlock.store._sql import AUDIT, PAYLOADS, SQLBackend
+from interlock.store._sql import SQLBackend
 
 if TYPE_CHECKING:
     from interlock.engine.outcome import Outcome
@@ -50,15 +51,27 @@ _OUTCOME, _FAILURE, _BREAKER, _ACTION = 0, 1, 2, 3
 MAX_PAYLOAD = 1 << 20
 """Characters of one kept payload (``audit_payloads``); a larger one is not kept."""
 
+ISOLATE_AFTER = 3
+"""Failed writes of one batch after which it is written record by record, to find
+one that no retry can write (a failure of that kind isolates at once)."""
+
+STORE_HOOK, UNWRITABLE = "interlock:store", "unwritable"
+"""The dead letter that keeps a record no retry can write."""
+
 STALE_AFTER = 10.0
-"""Seconds the oldest unwritten record may wait before the store reads unhealthy."""
+"""Seconds the oldest unwritten record may wait before the store reads unhealthy
+(in fast audit; in strict, ``STRICT_WAIT``)."""
+
+STRICT_WAIT = 5.0
+"""Seconds a strict answer waits for its commit before it is refused (a 503)."""
 
 
 class Store:
     """Dead letters, the audit log and breaker states, on one backend."""
 
     def __init__(self, backend: SQLBackend, *, interval: float = 0.05, max_batch: int = 5000,
-                 max_pending: int = 1_000_000, retention: Retention | None = None) -> None:
+                 max_pending: int = 1_000_000, retention: Retention | None = None,
+                 prune_chunk: int = CHUNK) -> None:
         self.backend = backend
         self.interval = interval
         self.max_batch = max_batch
@@ -78,6 +91,11 @@ class Store:
         """Failed write attempts so far (each is retried)."""
         self.failing = False
         """True while the last write attempt failed."""
+        self.refused = 0
+        """Strict answers refused because their records did not commit in time."""
+        self.refused_at: float | None = None
+        self.unwritable = 0
+        """Records no retry could write, set aside as dead letters of ``interlock:store``."""
         self.last_error: str | None = None
         self.last_error_at: float | None = None
         self.last_commit_at: float | None = None
@@ -96,7 +114,7 @@ class Store:
         self._ids = itertools.count(1)
         self._prefix = os.urandom(4).hex()
         self._next_prune = 0.0
-        self._prune_lock = threading.Lock()
+        self._pruner = Pruner(backend, chunk=prune_chunk)
         self._names: dict[Any, str] = {}
         self._thread = threading.Thread(target=self._run, name="interlock-store", daemon=True)
         self._thread.start()
@@ -120,10 +138,20 @@ class Store:
         backlog = len(inflight) + len(queue)
         age = round(now - oldest, 3) if oldest is not None and backlog else 0.0
         problems = []
+        moved = self.backend.file_problem()
+        if moved is not None and not (self.failing and self.last_error == moved):
+            problems.append(moved)
         if self.failing:
             problems.append(f"writes are failing: {self.last_error}")
-        if age > STALE_AFTER:
+        # In strict audit, unhealthy as soon as answers would be refused.
+        stale = STRICT_WAIT if self.audit_mode == "strict" else STALE_AFTER
+        if age > stale:
             problems.append(f"the oldest unwritten record is {age:.0f} s old")
+        refused_at = self.refused_at
+        if refused_at is not None and (self.last_commit_at or 0.0) < refused_at:
+            problems.append(f"strict audit refused {self.refused} answer(s) since the "
+                            "last commit: the store did not commit within "
+                            f"{STRICT_WAIT:.0f} s")
         if self.dropped:
             problems.append(f"{self.dropped} records were refused: the backlog was full")
         with self._counts_lock:
@@ -138,7 +166,11 @@ class Store:
             "last_commit_at": self.last_commit_at,
             "last_commit_age_s": (round(now - self.last_commit_at, 3)
                                   if self.last_commit_at is not None else None),
-            "dropped": self.dropped, "unresolved_dead_letters": unresolved,
+            "dropped": self.dropped, "unwritable": self.unwritable,
+            "refused": self.refused,
+            "pruned": {n: self._pruner.pruned[n] for n in NAMES.values()},
+            "last_prune_at": self._pruner.last_at,
+            "unresolved_dead_letters": unresolved,
             "dead_letter_overflow": overflow, "audit": self.audit_mode,
         }
 
@@ -216,7 +248,7 @@ class Store:
         with self._cond:
             return self._cond.wait_for(lambda: self._committed >= seq, timeout)
 
-    async def settled(self, within: float = 5.0) -> bool:
+    async def settled(self, within: float = STRICT_WAIT) -> bool:
         """Wait, without blocking the event loop, until everything submitted so far
         has committed; False after ``within`` seconds. What strict audit (docs/reliability.md)
         awaits before an answer leaves."""
@@ -233,6 +265,8 @@ class Store:
             async with asyncio.timeout(within):
                 return await asyncio.shield(future)
         except TimeoutError:
+            self.refused += 1
+            self.refused_at = time.time()
             return False
 
     def _release(self) -> None:
@@ -252,7 +286,12 @@ class Store:
         self._wake.set()
         self._thread.join(timeout)
         self.backend.close()
-        return ok
+        left = self.backlog
+        if left:  # the last word on them: never a silent "will retry" at exit
+            log.error("interlock store: %d records not written to %s: it did not commit "
+                      "them before shutdown (%s); they are lost", left, self.location,
+                      self.last_error or f"no answer within {timeout:.0f} s")
+        return ok and not left
 
     def __enter__(self) -> Store:
         return self
@@ -263,52 +302,117 @@ class Store:
     # -- the writer thread ----------------------------------------------------------
     def _run(self) -> None:
         pending: list[tuple[int, Any, float]] = []
+        taken = 0  # records taken off the queue: all of them are settled once pending is
+        failures = 0  # consecutive failed writes of this batch
         backoff = 0.1
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()
             closing = self._closed
-            if not closing and time.monotonic() >= self._next_prune:
-                # Before the batch, so the first prune (right after open) is done
-                # before anyone's first write commits and they go on.
-                self._prune()
+            if not closing:
+                self._prune_some()
             queue = self._queue
             while queue and len(pending) < self.max_batch:
                 pending.append(queue.popleft())
+                taken += 1
             self._inflight = pending
             if pending:
+                permanent = False
                 try:
                     added, over = self._write(pending)
                 except Exception as exc:
-                    self.write_errors += 1
-                    self.failing = True
-                    self.last_error = redact(str(exc))[:500]
-                    self.last_error_at = time.time()
-                    log.error("interlock store %s: write of %d records failed, will retry: %s",
-                              self.location, len(pending), redact(str(exc)))
+                    self._failed(exc, len(pending))
+                    permanent = self.backend.permanent(exc)
+                    failures += 1
+                else:
+                    failures = 0
+                    self._count(added, over)
+                    pending = []
+                if failures:
+                    # Outside the except: its traceback would keep the failed statement,
+                    # and with it the dropped connection, alive through the backoff.
                     if closing:
                         return
-                    time.sleep(backoff)
-                    backoff = min(backoff * 2, 5.0)
-                    continue
+                    if permanent or failures % ISOLATE_AFTER == 0:
+                        pending = self._isolate(pending)
+                    if pending:
+                        time.sleep(backoff)
+                        backoff = min(backoff * 2, 5.0)
+                        continue
+                    failures = 0
                 backoff = 0.1
-                self.failing = False
-                self.last_commit_at = time.time()
-                with self._counts_lock:
-                    self._unresolved.update(added)
-                    self._overflow.update(over)
-                with self._cond:
-                    self._committed += len(pending)
-                    self._cond.notify_all()
-                    if self._waiters:
-                        self._release()
-                pending = []
+                self._settle(taken)
                 self._inflight = pending
                 if queue:
                     self._wake.set()  # more waiting: don't sleep on it
                     continue
             if closing and not queue:
                 return
+
+    def _count(self, added: collections.Counter[tuple[str, str]],
+               over: collections.Counter[tuple[str, str]]) -> None:
+        with self._counts_lock:
+            self._unresolved.update(added)
+            self._overflow.update(over)
+
+    def _settle(self, upto: int) -> None:
+        """Every record up to ``upto`` (in submission order) is written or set aside."""
+        self.failing = False
+        self.last_commit_at = time.time()
+        with self._cond:
+            self._committed = upto
+            self._cond.notify_all()
+            if self._waiters:
+                self._release()
+
+    def _isolate(self, pending: list[tuple[int, Any, float]]) -> list[tuple[int, Any, float]]:
+        """Write a failing batch one record at a time: a record that fails alone for a
+        reason no retry can fix (``backend.permanent``) is set aside as a dead letter;
+        the others commit. Returns what is left to retry, from the first record that
+        failed for another reason (an outage: the rest would fail alike)."""
+        for i, item in enumerate(pending):
+            try:
+                self._count(*self._write([item]))
+            except Exception as exc:
+                if not self.backend.permanent(exc):
+                    return pending[i:]
+                why = _safe(f"{type(exc).__name__}: {exc}")
+            else:
+                continue
+            self._set_aside(item, why)
+        return []
+
+    def _set_aside(self, item: tuple[int, Any, float], why: str) -> None:
+        """Keep a record no retry can write as a dead letter of ``interlock:store``
+        naming what it was (docs/reliability.md, "Storage"); never drop it silently."""
+        kind, record, at = item
+        what = _describe(kind, record)
+        self.unwritable += 1
+        log.error("interlock store %s: a record no retry can write is set aside as a dead "
+                  "letter of interlock:store (%s): %s", self.location, why, what)
+        letter = DeadLetter(
+            at=at, hook=STORE_HOOK, event=_safe(getattr(record, "name", "")) or "store",
+            subject=None, session_id=_safe(str(getattr(getattr(record, "event", None),
+                                                       "session_id", "") or "")),
+            attempts=1, mode=UNWRITABLE, contract_version=0, invocation_id="",
+            invocation_digest="", digest="", error=redact(f"not written: {why}; {what}"),
+            fail_closed=False)
+        try:
+            self.backend.write([], [letter], [])
+        except Exception as exc:
+            log.error("interlock store %s: could not keep the dead letter either: %s",
+                      self.location, redact(_safe(str(exc))))
+            return
+        self._count(collections.Counter({(STORE_HOOK, UNWRITABLE): 1}),
+                    collections.Counter())
+
+    def _failed(self, exc: Exception, count: int) -> None:
+        self.write_errors += 1
+        self.failing = True
+        self.last_error = redact(_safe(str(exc)))[:500]
+        self.last_error_at = time.time()
+        log.error("interlock store %s: write of %d records failed, will retry: %s",
+                  self.location, count, self.last_error)
 
     def _write(self, items: list[tuple[int, Any, float]]) -> tuple[
             collections.Counter[tuple[str, str]], collections.Counter[tuple[str, str]]]:
@@ -354,15 +458,29 @@ class Store:
         self.backend.write(audit, letters, breakers, overflow, payloads)
         return added, over
 
-    def _prune(self) -> None:
-        self._next_prune = time.monotonic() + self.retention.every
+    def _prune_some(self) -> None:
+        """Start a prune when one is due, and go on with it by one chunk; the batch
+        that follows commits before the next chunk (docs/reliability.md, "Stalls").
+        The first prune after open is done whole, before anyone's first write commits
+        and they go on."""
+        pruner = self._pruner
+        if time.monotonic() >= self._next_prune:
+            self._next_prune = time.monotonic() + self.retention.every
+            pruner.start(self.retention)
+        if not pruner.pending:
+            return
+        first = pruner.last_at is None
         try:
-            self._prune_tables()
+            while not pruner.step():
+                if not first:
+                    self._wake.set()  # more to delete: after the next batch
+                    return
             # Other processes (the CLI, other servers on one PostgreSQL) resolve too.
             counts = self.backend.unresolved_by_key()
             with self._counts_lock:
                 self._unresolved = collections.Counter(counts)
         except Exception as exc:
+            pruner.abandon()
             log.error("interlock store %s: pruning failed: %s", self.location, redact(str(exc)))
 
     # -- reading (any thread) ---------------------------------------------------------
@@ -405,17 +523,10 @@ class Store:
         return self.backend.breakers()
 
     def prune(self) -> None:
-        """Prune now (it also happens on its own every ``retention.every`` seconds)."""
+        """Prune now, on this thread (it also happens on its own every
+        ``retention.every`` seconds, on the writer's)."""
         self.flush()
-        self._prune_tables()
-
-    def _prune_tables(self) -> None:
-        r = self.retention
-        now = time.time()
-        with self._prune_lock:  # the timer's prune and an explicit one, one at a time
-            self.backend.prune(AUDIT, r.audit_rows, now - r.audit_age)
-            self.backend.prune(PAYLOADS, r.audit_rows, now - r.audit_age)
-            self.backend.prune_dead_letters(r.dead_letter_rows, now - r.dead_letter_age)
+        self._pruner.run(self.retention)
 
     def payloads(self, since: float, limit: int = 1000) -> list[tuple[float, str, str, str]]:
         """Kept gate-event payloads since ``since`` (newest ``limit``, oldest first)."""
@@ -437,6 +548,22 @@ def payload_row(event: Any, at: float, dispatch: str) -> tuple[Any, ...]:
     from interlock.engine.redact import redact_data
 
     return (at, dispatch, event.name, json.dumps(redact_data(event.to_dict()), default=str))
+
+
+def _safe(text: str) -> str:
+    """``text`` as any backend can store it: no NUL, no lone surrogate."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8").replace("\x00", "\\x00")
+
+
+def _describe(kind: int, record: Any) -> str:
+    """One line saying what a record set aside was."""
+    if kind == _OUTCOME:
+        event = record.event
+        session = event.session_id if event is not None else ""
+        return _safe(f"the audit of one {record.name} dispatch (session {session!r}, "
+                     f"outcome {record.verdict.value})")
+    return _safe(f"{('audit', 'dead letter', 'breaker state', 'operator action')[kind]} "
+                 f"{record!r}"[:2000])
 
 
 def _resolve(future: asyncio.Future[bool]) -> None:

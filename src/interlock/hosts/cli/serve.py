@@ -352,12 +352,19 @@ def register(app: typer.Typer) -> None:
                     gateway.address = (f"http://{host}:{serving.port}" if not no_tcp
                                        else f"unix:{sock}")
                 serve_forever(serving)
+            except SystemExit as exc:  # SIGTERM: a clean stop, unless records were lost
+                if exc.code not in (0, None):
+                    raise
             finally:
                 if service is not None:
                     service.close()
                 if shared is not None:
                     shared.close()
-                loaded.close()
+                committed = loaded.close()
+            if not committed:
+                typer.echo("interlock serve: not every record was written to the store "
+                           "(see above); exiting 1", err=True)
+                raise typer.Exit(1)
 
     @token_app.command("create")
     def token_create(

@@ -168,7 +168,13 @@ def _render_health(health: dict[str, Any] | None) -> list[str]:
     else:
         head = "store health: UNHEALTHY (" + "; ".join(health.get("problems") or []) + ")"
     age = health.get("oldest_unwritten_age_s") or 0.0
-    return [head,
-            f"  server's writer ({health.get('backend')}): backlog {health.get('backlog')} "
-            f"(oldest {age:.1f} s), write errors {health.get('write_errors')}, "
-            f"last commit {when(health.get('last_commit_at'))}"]
+    out = [head,
+           f"  server's writer ({health.get('backend')}): backlog {health.get('backlog')} "
+           f"(oldest {age:.1f} s), write errors {health.get('write_errors')}, "
+           f"last commit {when(health.get('last_commit_at'))}"]
+    pruned = health.get("pruned") or {}
+    if any(pruned.values()):
+        out.append(f"  pruned since start: {pruned.get('audit', 0)} audit rows, "
+                   f"{pruned.get('payloads', 0)} payloads, {pruned.get('dead_letters', 0)} "
+                   f"resolved dead letters (retention; last {when(health.get('last_prune_at'))})")
+    return out

@@ -117,6 +117,14 @@ def repair_cmd(
             raise ConfigError("repair is for SQLite stores", field="--store",
                               fix="for PostgreSQL use its own tools (pg_dump, a "
                                   "restore); `interlock store export` reads it")
+        from interlock.store._sqlite import in_use
+
+        if in_use(where):
+            raise ConfigError(f"the store {where} is in use: a running process (`interlock "
+                              "serve`, a host) has it open, and would go on writing into "
+                              "the file moved aside", field="--store",
+                              fix="stop it first (`interlock status` shows a project's "
+                                  "server), then repair")
         if where.stat().st_size and not _sqlite_problems(where) and not force:
             from interlock.store import _ledger
 

@@ -297,9 +297,9 @@ class Api:
         if self.audit_gate is not None and not await self.audit_gate():
             # Strict audit: no answer leaves before its audit record has committed.
             self.counters["unaudited"] += 1
-            return _error(503, "the audit store is not committing; this decision was not "
-                               "recorded, so it is not answered (strict audit, see "
-                               "`interlock status`)")
+            return _error(503, f"the audit store is not committing{_why(self.audit_gate)}; "
+                               "this decision was not recorded, so it is not answered "
+                               "(strict audit, see `interlock status`)")
         record = outcome.to_dict(event)
         if to_model:
             from interlock.hosts.bridge._common import redact_reasons
@@ -555,3 +555,10 @@ def create_app(
     app.add_middleware(Guard, hosts=hosts, origins=list(allowed_origins))
     app.add_middleware(_JSONErrors)
     return app
+
+
+def _why(gate: Any) -> str:
+    """The store's first health problem, when the gate is a store's ``settled``."""
+    health = getattr(getattr(gate, "__self__", None), "health", None)
+    problems = health()["problems"] if health is not None else []
+    return f" ({problems[0]})" if problems else ""
