@@ -162,3 +162,22 @@ def test_dash_h_is_help_as_in_ruff_and_uv(args: list[str], tmp_path: Path) -> No
     long = subprocess.run([sys.executable, "-m", "interlock", *args[:-1], "--help"],
                           cwd=tmp_path, capture_output=True, text=True, timeout=60, check=False)
     assert done.stdout == long.stdout
+
+
+def test_no_help_shows_a_type_placeholder_for_a_value() -> None:
+    """`--tool <str>` says nothing; `--tool TOOL` says what goes there."""
+    import re
+
+    from interlock.hosts.cli import command_tree
+
+    root = command_tree(build_app())
+    shown = []
+    for name, command in _commands(root, []):
+        ctx = command.context_class(command, info_name=name)
+        shown += [(name, record[0]) for p in command.params
+                  if (record := p.get_help_record(ctx)) is not None
+                  and re.search(r"<(str|int|float|text|integer)>", record[0])]
+    assert shown == []
+    done = subprocess.run([sys.executable, "-m", "interlock", "hooks", "test", "--help"],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert "--tool TOOL" in done.stdout

@@ -12,6 +12,10 @@ from __future__ import annotations
 import importlib
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # typing costs the bridge's start; the bridge goes through main()
+    from typing import Any
+
 COMMANDS = ("audit", "bridge_install", "chat", "deadletter", "demo", "events", "ext", "hooks",
             "init", "mcp", "policy", "replay", "run", "serve", "status", "store")
 NAMES = {"bridge": "bridge_install"}
@@ -102,4 +106,25 @@ def main(argv: list[str] | None = None) -> None:
     first = args[0] if args else ""
     known = NAMES.get(first, first) in COMMANDS
     app = build_app(first if known else None)
-    app(args=args, prog_name="interlock")  # type: ignore[operator]
+    command_tree(app)(args=args, prog_name="interlock")
+
+
+def command_tree(app: object) -> Any:
+    """The click command typer builds for ``app``, each option that takes a plain
+    value showing its name as the placeholder (``--tool TOOL``), not the type
+    typer shows (``--tool <str>``)."""
+    import typer.main
+
+    root = typer.main.get_command(app)  # type: ignore[arg-type]
+    todo = [root]
+    while todo:
+        command = todo.pop()
+        todo.extend(getattr(command, "commands", {}).values())
+        for param in command.params:
+            if (param.param_type_name == "option" and param.metavar is None
+                    and param.type.name in _PLAIN and param.name):
+                param.metavar = param.name.upper()
+    return root
+
+
+_PLAIN = frozenset({"str", "text", "string", "int", "integer", "float"})
