@@ -36,17 +36,6 @@ on_error = "closed"
 """
 
 
-@pytest.fixture(scope="module")
-def pg() -> Iterator[PgServer]:
-    assert BINDIR is not None
-    server = PgServer(BINDIR)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
-
-
 class Replica:
     """One replica's registry on the shared project, its own state dir."""
 

@@ -6,7 +6,6 @@ gate behind an open breaker still blocks."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,17 +32,6 @@ breaker_threshold = 2
 breaker_cooldown = 600
 retries = 0
 """
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[PgServer]:
-    assert BINDIR is not None
-    server = PgServer(BINDIR)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def replica(tmp: Path, pg: PgServer) -> Serve:

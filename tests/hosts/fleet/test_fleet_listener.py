@@ -10,7 +10,6 @@ from __future__ import annotations
 import socket
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -75,17 +74,6 @@ class SilentProxy:
     def close(self) -> None:
         self.listener.close()
         self.cut()
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[PgServer]:
-    assert BINDIR is not None
-    server = PgServer(BINDIR)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def _until(check: object, seconds: float) -> bool:

@@ -5,7 +5,6 @@ whose clock runs fast must still follow a switch made after its own."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -44,17 +43,6 @@ class Reloads:
             ok = True
             error = None
         return Result()
-
-
-@pytest.fixture(scope="module")
-def pg() -> Iterator[PgServer]:
-    assert BINDIR is not None
-    server = PgServer(BINDIR)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.close()
 
 
 def test_a_replica_with_a_fast_clock_follows_a_later_switch(
