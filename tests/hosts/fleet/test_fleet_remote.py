@@ -434,47 +434,50 @@ def test_only_a_503_falls_back(world: World, canned: int, tmp_path: Path,
 
 # -- the forwarder and the install line ----------------------------------------------
 
+def start_forwarder(tmp: Path, url: str, token: Path, *extra: str
+                    ) -> tuple[subprocess.Popen[str], Path]:
+    """`interlock serve --upstream URL` on a socket of its own, once it listens."""
+    sock = tmp / "fwd" / "s.sock"
+    sock.parent.mkdir(mode=0o700, exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "interlock", "serve", "--upstream", url, "--token-file",
+         str(token), *extra, "--socket", str(sock)],
+        env={**os.environ, "INTERLOCK_HOME": str(tmp / "home")},
+        stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    lines = []
+    for line in proc.stderr:
+        lines.append(line)
+        if "listening on" in line:
+            break
+    assert sock.exists(), "".join(lines)
+    return proc, sock
+
+
+def stop_forwarder(proc: subprocess.Popen[str], *, kill: bool = False) -> None:
+    proc.kill() if kill else proc.terminate()
+    proc.wait(30)
+    assert proc.stderr is not None
+    proc.stderr.close()
+
+
 def test_forwarder_holds_the_connection_and_denies_on_a_wrong_pin(world: World,
                                                                   tmp_path: Path) -> None:
-    sock = tmp_path / "fwd" / "s.sock"
-    sock.parent.mkdir(mode=0o700)
-
-    def forwarder(*extra: str) -> subprocess.Popen[str]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "interlock", "serve", "--upstream", world.url,
-             "--token-file", str(world.token), "--ca", str(world.ca_pem),
-             "--socket", str(sock), *extra],
-            env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
-            stderr=subprocess.PIPE, text=True)
-        assert proc.stderr is not None
-        lines = []
-        for line in proc.stderr:
-            lines.append(line)
-            if "listening on" in line:
-                break
-        assert sock.exists(), "".join(lines)
-        return proc
-
-    def stop(proc: subprocess.Popen[str]) -> None:
-        proc.terminate()
-        proc.wait(30)
-        assert proc.stderr is not None
-        proc.stderr.close()
-
+    proc, sock = start_forwarder(tmp_path, world.url, world.token, "--ca", str(world.ca_pem))
     env = {"INTERLOCK_SOCKET": str(sock)}
-    proc = forwarder()
     try:
         assert bridge([], call("rm -rf ~"), env=env).denied
         assert bridge([], call("ls"), env=env).allowed
     finally:
-        stop(proc)
-    proc = forwarder("--pin", "sha256:" + "ef" * 32)
+        stop_forwarder(proc)
+    proc, sock = start_forwarder(tmp_path, world.url, world.token, "--ca", str(world.ca_pem),
+                                 "--pin", "sha256:" + "ef" * 32)
     try:
         ran = bridge([], call("ls"), env=env)
         assert ran.denied
         assert "pin" in ran.stdout
     finally:
-        stop(proc)
+        stop_forwarder(proc)
 
 
 class Recorded(http.server.BaseHTTPRequestHandler):
@@ -509,24 +512,13 @@ def test_forwarder_checks_the_pin_before_the_token_and_the_input_leave(
     server.socket = ctx.wrap_socket(server.socket, server_side=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
-    sock = tmp_path / "fwd" / "s.sock"
-    sock.parent.mkdir(mode=0o700)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "interlock", "serve", "--upstream",
-         f"https://127.0.0.1:{server.server_address[1]}", "--token-file", str(world.token),
-         "--ca", str(world.ca_pem), "--pin", world.spki_pin, "--socket", str(sock)],
-        env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
-        stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "listening on" in line:
-            break
+    proc, sock = start_forwarder(tmp_path, f"https://127.0.0.1:{server.server_address[1]}",
+                                 world.token, "--ca", str(world.ca_pem), "--pin",
+                                 world.spki_pin)
     try:
         ran = bridge([], call("secret-looking input"), env={"INTERLOCK_SOCKET": str(sock)})
     finally:
-        proc.terminate()
-        proc.wait(30)
-        proc.stderr.close()
+        stop_forwarder(proc)
         server.shutdown()
         server.server_close()
     assert ran.denied, (ran.code, ran.stdout)
@@ -550,24 +542,12 @@ def test_a_forwarder_that_is_gone_denies_rather_than_the_local_policy_answering(
     project = tmp_path / "proj"
     (project / ".interlock").mkdir(parents=True)
     (project / ".interlock" / "config.toml").write_text(HARMLESS_POLICY)
-    sock = tmp_path / "fwd" / "s.sock"
-    sock.parent.mkdir(mode=0o700)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "interlock", "serve", "--upstream", world.url,
-         "--token-file", str(world.token), "--ca", str(world.ca_pem), "--socket", str(sock)],
-        env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
-        stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "listening on" in line:
-            break
+    proc, sock = start_forwarder(tmp_path, world.url, world.token, "--ca", str(world.ca_pem))
     env = {**local_env(tmp_path), "INTERLOCK_SOCKET": str(sock)}
     try:
         assert bridge(["--project", str(project)], call("rm -rf ~"), env=env).denied
     finally:
-        proc.kill() if how == "kill" else proc.terminate()
-        proc.wait(30)
-        proc.stderr.close()
+        stop_forwarder(proc, kill=how == "kill")
     for args, cwd in ((["--project", str(project)], None), ([], project)):
         ran = bridge(args, call("rm -rf ~"), env=env, cwd=cwd)
         assert ran.denied, (args, ran.code, ran.stdout, ran.stderr)
@@ -742,24 +722,11 @@ def test_plain_http_to_loopback_refuses_a_listener_of_another_user(
 def test_the_forwarder_refuses_a_loopback_listener_of_another_user(
         world: World, tmp_path: Path) -> None:
     foreign = ForeignListener()
-    sock = tmp_path / "fwd" / "s.sock"
-    sock.parent.mkdir(mode=0o700)
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "interlock", "serve", "--upstream",
-         f"http://127.0.0.1:{foreign.port}", "--token-file", str(world.token),
-         "--socket", str(sock)],
-        env={**os.environ, "INTERLOCK_HOME": str(tmp_path / "home")},
-        stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        if "listening on" in line:
-            break
+    proc, sock = start_forwarder(tmp_path, f"http://127.0.0.1:{foreign.port}", world.token)
     try:
         ran = bridge([], call("ls"), env={"INTERLOCK_SOCKET": str(sock)})
     finally:
-        proc.terminate()
-        proc.wait(30)
-        proc.stderr.close()
+        stop_forwarder(proc)
     assert foreign.received() == b"-"
     assert ran.denied, (ran.code, ran.stdout)
     assert f"uid {NOBODY}" in ran.stdout
