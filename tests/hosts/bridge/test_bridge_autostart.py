@@ -479,3 +479,24 @@ def test_a_thread_a_hook_leaves_running_does_not_keep_an_idle_server_alive(
     assert env.call(root, "ls", env=quick).returncode == 0
     assert "interlock.hosts.bridge._daemon" in ran.read_text()  # the server ran it
     wait_for(lambda: not env.servers())
+
+
+@pytest.mark.parametrize("variables", [
+    {},
+    {"XDG_CONFIG_HOME": "/x/config"},
+    {"INTERLOCK_HOME": "~/ih"},
+    {"INTERLOCK_HOME": "/ih", "INTERLOCK_STATE_DIR": "~/st"},
+    {"XDG_CONFIG_HOME": "/x/config", "INTERLOCK_STATE_DIR": "/st"},
+])
+def test_the_fast_paths_state_dir_is_the_stores(variables: dict[str, str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bridge's client finds a forwarder's record without pathlib; where it looks
+    must be where the record is written."""
+    from interlock.hosts.bridge._client import state_dir as fast
+    from interlock.store.paths import state_dir
+
+    for name in ("XDG_CONFIG_HOME", "INTERLOCK_HOME", "INTERLOCK_STATE_DIR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    assert fast() == str(state_dir())

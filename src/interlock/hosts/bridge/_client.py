@@ -136,10 +136,23 @@ def forwarder_mark(sock_path: str) -> str:
     reboot empties that one)."""
     import hashlib
 
-    from interlock.store.paths import state_dir
-
     digest = hashlib.sha256(os.path.abspath(sock_path).encode()).hexdigest()[:24]
-    return str(state_dir() / "forwarders" / f"{digest}.url")
+    return os.path.join(state_dir(), "forwarders", f"{digest}.url")
+
+
+def state_dir() -> str:
+    """interlock.store.paths.state_dir() without pathlib, which would bring ``re`` to
+    every fast-path call that finds no ``interlock serve`` (a test holds the two
+    equal)."""
+    env = os.environ.get("INTERLOCK_STATE_DIR")
+    if env:
+        return os.path.expanduser(env)
+    home = os.environ.get("INTERLOCK_HOME")
+    if home:
+        return os.path.join(os.path.expanduser(home), "state")
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = os.path.expanduser(xdg) if xdg else os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "interlock", "state")
 
 
 def forwarder_of(sock_path: str) -> tuple[str, str] | None:
