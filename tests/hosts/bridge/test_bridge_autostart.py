@@ -353,7 +353,8 @@ def test_the_forwarding_call_imports_no_json_signal_re_or_enum(env: Env,
                 if line.startswith("import time:")}
     assert "interlock.hosts.bridge._client" in imported  # it did take the fast path
     assert not imported & {"json", "signal", "re", "enum", "pkgutil", "interlock.host",
-                           "interlock.hosts.bridge.claude", "asyncio"}, sorted(imported)
+                           "interlock.hosts.bridge.claude", "asyncio", "hashlib",
+                           "pathlib"}, sorted(imported)
 
 
 def test_an_in_process_call_for_a_toml_project_does_not_load_yaml(env: Env,

@@ -134,10 +134,14 @@ def forwarder_mark(sock_path: str) -> str:
     """Where ``interlock serve --upstream`` records that it serves ``sock_path``: in
     the state dir, which outlives the socket's runtime folder (a logout or a
     reboot empties that one)."""
-    import hashlib
+    # The socket's path spelled as a file name: hashing it would import hashlib
+    # (OpenSSL, ~4 ms) on every fast-path call that finds no `interlock serve`.
+    name = os.path.abspath(sock_path).replace("%", "%%").replace(os.sep, "%") + ".url"
+    if len(name.encode()) > 255:  # longer than any socket that can be bound
+        import hashlib
 
-    digest = hashlib.sha256(os.path.abspath(sock_path).encode()).hexdigest()[:24]
-    return os.path.join(state_dir(), "forwarders", f"{digest}.url")
+        name = hashlib.sha256(name.encode()).hexdigest() + ".url"
+    return os.path.join(state_dir(), "forwarders", name)
 
 
 def state_dir() -> str:
