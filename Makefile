@@ -35,7 +35,8 @@ wheel-check: $(VENV)/.installed
 	$(PY) -m venv $(WHEEL_DIR)/venv
 	$(WHEEL_DIR)/venv/bin/python -m pip install --quiet $(WHEEL_DIR)/dist/*.whl
 	cd $(WHEEL_DIR) && venv/bin/interlock --version \
-	    && venv/bin/python -c 'import tree_sitter_bash' && venv/bin/interlock demo
+	    && venv/bin/python -c 'import tree_sitter_bash' && venv/bin/interlock demo \
+	    && venv/bin/interlock init --examples . && test -f interlock-examples/project/.interlock/config.toml
 
 lint: $(VENV)/.installed
 	$(BIN)/ruff check src tests bench

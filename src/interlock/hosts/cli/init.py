@@ -17,7 +17,7 @@ STARTER = """\
 #   interlock hooks test before_tool_call --tool terminal --payload-file call.json
 #
 # More kinds of hooks (Python, workers, hook folders, Claude Code scripts,
-# extensions): the examples/ folder of the Interlock repository.
+# extensions, framework adapters): `interlock init --examples` copies them here.
 
 [[hooks]]                         # a shell command per call: the request is one JSON
 name = "no-env-files"             # line on stdin; exit 2 blocks with stderr as the reason
@@ -47,12 +47,21 @@ def init_cmd(
     = Path("."),
     force: Annotated[bool, typer.Option(
         "--force", help="Overwrite an existing .interlock/config.toml.")] = False,
+    examples: Annotated[bool, typer.Option(
+        "--examples", help="Instead, copy Interlock's examples (every kind of hook, an "
+                           "extension, the framework adapters) into DIRECTORY/"
+                           "interlock-examples.")] = False,
 ) -> None:
     """Write a commented .interlock/config.toml: two safe starter hooks and the
     bundled destructive-command guard."""
     from interlock.engine.errors import ConfigError
     from interlock.hosts.cli._common import user_errors
 
+    if examples:
+        with user_errors():
+            out = copy_examples(directory / "interlock-examples")
+        typer.echo(f"wrote {out} (start with its README.md)")
+        return
     target = directory / ".interlock" / "config.toml"
     with user_errors():
         if target.exists() and not force:
@@ -61,6 +70,34 @@ def init_cmd(
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(STARTER, encoding="utf-8")
     typer.echo(f"wrote {target}\nnext: interlock hooks approve --all")
+
+
+def examples_dir() -> Path | None:
+    """The examples: inside the installed package (the wheel carries them as
+    ``interlock/_examples``), or beside ``src/`` in a checkout."""
+    import interlock
+
+    package = Path(interlock.__file__).resolve().parent
+    for candidate in (package / "_examples", package.parents[1] / "examples"):
+        if (candidate / "README.md").is_file():
+            return candidate
+    return None
+
+
+def copy_examples(target: Path) -> Path:
+    import shutil
+
+    from interlock.engine.errors import ConfigError
+
+    source = examples_dir()
+    if source is None:
+        raise ConfigError("this install of Interlock carries no examples",
+                          fix="install from the wheel or a checkout (README.md, Install)")
+    if target.exists():
+        raise ConfigError("the folder already exists", file=str(target),
+                          fix="remove it, or name another DIRECTORY")
+    shutil.copytree(source, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target
 
 
 def register(app: typer.Typer) -> None:
