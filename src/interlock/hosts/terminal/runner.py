@@ -130,9 +130,18 @@ def _print_step(kind: str, data: dict[str, Any]) -> None:
     elif kind == "tool_call":
         sys.stderr.write(f"  > {data['tool']} {data['args']}\n")
     elif kind == "tool_result":
-        sys.stderr.write(f"  < {data['status']}: {data['result'][:200]}\n")
+        sys.stderr.write(f"  < {data['status']}: {_clip(str(data['result']))}\n")
     elif kind == "blocked":
         sys.stderr.write(f"  ! blocked ({data.get('event')}): {data.get('reason')}\n")
+
+
+def _clip(text: str, limit: int = 200) -> str:
+    """``text`` up to ``limit`` characters, cut at a word and marked when cut."""
+    if len(text) <= limit:
+        return text
+    cut = text[:limit]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > limit // 2 else cut) + f" … ({len(text)} characters)"
 
 
 def run_once(spec: RunSpec, prompt: str, export: Path | None, *, as_json: bool = False
