@@ -493,7 +493,7 @@ def test_the_fast_paths_state_dir_is_the_stores(variables: dict[str, str],
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The bridge's client finds a forwarder's record without pathlib; where it looks
     must be where the record is written."""
-    from interlock.hosts.bridge._client import state_dir as fast
+    from interlock.hosts.server.paths import state_dir_str as fast
     from interlock.store.paths import state_dir
 
     for name in ("XDG_CONFIG_HOME", "INTERLOCK_HOME", "INTERLOCK_STATE_DIR"):

@@ -130,38 +130,11 @@ def _request(sock_path: str, path: str, body: bytes, *, project: str, deadline: 
     return _parse(raw)
 
 
-def forwarder_mark(sock_path: str) -> str:
-    """Where ``interlock serve --upstream`` records that it serves ``sock_path``: in
-    the state dir, which outlives the socket's runtime folder (a logout or a
-    reboot empties that one)."""
-    # The socket's path spelled as a file name: hashing it would import hashlib
-    # (OpenSSL, ~4 ms) on every fast-path call that finds no `interlock serve`.
-    name = os.path.abspath(sock_path).replace("%", "%%").replace(os.sep, "%") + ".url"
-    if len(name.encode()) > 255:  # longer than any socket that can be bound
-        import hashlib
-
-        name = hashlib.sha256(name.encode()).hexdigest() + ".url"
-    return os.path.join(state_dir(), "forwarders", name)
-
-
-def state_dir() -> str:
-    """interlock.store.paths.state_dir() without pathlib, which would bring ``re`` to
-    every fast-path call that finds no ``interlock serve`` (a test holds the two
-    equal)."""
-    env = os.environ.get("INTERLOCK_STATE_DIR")
-    if env:
-        return os.path.expanduser(env)
-    home = os.environ.get("INTERLOCK_HOME")
-    if home:
-        return os.path.join(os.path.expanduser(home), "state")
-    xdg = os.environ.get("XDG_CONFIG_HOME")
-    base = os.path.expanduser(xdg) if xdg else os.path.join(os.path.expanduser("~"), ".config")
-    return os.path.join(base, "interlock", "state")
-
-
 def forwarder_of(sock_path: str) -> tuple[str, str] | None:
     """(the upstream URL, the mark's path) when a forwarder served ``sock_path``."""
-    mark = forwarder_mark(sock_path)
+    from interlock.hosts.server.paths import forwarder_record
+
+    mark = forwarder_record(sock_path)
     try:
         with open(mark, "rb") as fh:
             url = fh.read(2048).decode("utf-8", "replace").strip()

@@ -62,6 +62,28 @@ def socket_path_for(project_root: str) -> str:
     return os.path.join(base, f"interlock-{os.geteuid()}", f"{digest}.sock")
 
 
+def state_dir_str() -> str:
+    """:func:`interlock.store.paths.state_dir` as a string, without pathlib (which
+    brings ``re``) for the bridge's fast path; a test holds the two equal."""
+    env = os.environ.get(STATE_DIR_ENV)
+    if env:
+        return os.path.expanduser(env)
+    home = os.environ.get("INTERLOCK_HOME")
+    if home:
+        return os.path.join(os.path.expanduser(home), "state")
+    xdg = os.environ.get("XDG_CONFIG_HOME")
+    base = os.path.expanduser(xdg) if xdg else os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "interlock", "state")
+
+
+def forwarder_record(sock_path: str) -> str:
+    """Where ``interlock serve --upstream`` records that it serves ``sock_path``: in
+    the state dir, which outlives the socket's runtime folder (a logout or a
+    reboot empties that one; docs/fleet.md, The forwarder)."""
+    digest = _sha256_hex(os.path.abspath(sock_path).encode())[:24]
+    return os.path.join(state_dir_str(), "forwarders", f"{digest}.url")
+
+
 def socket_path(project_root: Path) -> Path:
     from pathlib import Path
 

@@ -201,9 +201,9 @@ def mark_forwarder(socket_path: Path, base: str) -> None:
     """Record, for good, that a forwarder to ``base`` serves ``socket_path``: when it
     is gone, a bridge that finds the record denies instead of answering from this
     machine's own policy (docs/fleet.md, The forwarder)."""
-    from interlock.hosts.bridge._client import forwarder_mark
+    from interlock.hosts.server.paths import forwarder_record
 
-    mark = Path(forwarder_mark(str(socket_path)))
+    mark = Path(forwarder_record(str(socket_path)))
     mark.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     tmp = mark.with_name(mark.name + ".tmp")
     tmp.write_text(base + "\n")
