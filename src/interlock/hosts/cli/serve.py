@@ -425,11 +425,12 @@ def register(app: typer.Typer) -> None:
             if not described:
                 typer.echo("no tokens")
                 return
+            from interlock.hosts.cli._store import when
             from interlock.hosts.cli._table import render
 
             typer.echo(render(["NAME", "ROLE", "CREATED", "EXPIRES", "SENDER"],
-                              [[str(t["name"]), str(t["role"]), _utc(t.get("created")),
-                                _utc(t.get("expires")), str(t.get("sender") or "-")]
+                              [[str(t["name"]), str(t["role"]), when(t.get("created")),
+                                when(t.get("expires")), str(t.get("sender") or "-")]
                                for t in described], drop=["SENDER", "EXPIRES"]))
 
     @token_app.command("revoke")
@@ -448,12 +449,3 @@ def register(app: typer.Typer) -> None:
             if not _tokens(project, fleet, store).revoke(name):
                 typer.echo(f"interlock: error: no token named {name!r}", err=True)
                 raise typer.Exit(2)
-
-
-def _utc(when: object) -> str:
-    """Epoch seconds as a UTC time for a table ("-" when unset)."""
-    if not isinstance(when, int | float):
-        return "-"
-    import time
-
-    return time.strftime("%Y-%m-%d %H:%M:%SZ", time.gmtime(when))
