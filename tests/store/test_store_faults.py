@@ -115,6 +115,52 @@ def test_a_record_no_retry_can_write_is_set_aside_as_a_dead_letter(url: str) -> 
         store.close()
 
 
+def test_a_record_that_cannot_be_kept_as_a_dead_letter_either_waits(
+        tmp_path: Path) -> None:
+    """Set aside only once its dead letter is written: else the record waits, as in
+    an outage, and strict audit does not take it as settled."""
+    engine = _engine()
+    store = attach(engine, url=str(tmp_path / "s.db"), tracing=False).store
+    real = store.backend.write
+    outage = [True]
+
+    def write(audit: Any, letters: Any, *rest: Any) -> None:
+        if outage[0] and any(d.hook == "interlock:store" for d in letters):
+            raise sqlite3.OperationalError("disk I/O error")
+        real(audit, letters, *rest)
+
+    store.backend.write = write  # type: ignore[method-assign]
+    try:
+        fire(engine, "before_tool_call", tool_name="t", args={}, session_id="x\ud800")
+        fire(engine, "before_tool_call", tool_name="t", args={}, session_id="after")
+        assert not store.flush(1.5)
+        assert store.health()["unwritable"] == 0
+        outage[0] = False
+        assert store.flush(30)
+        [letter] = store.dead_letters()
+        assert (letter.hook, letter.mode) == ("interlock:store", "unwritable")
+        assert "after" in [r.session_id for r in store.audit(AuditQuery(limit=0))]
+    finally:
+        store.close()
+
+
+def test_records_set_aside_are_capped_like_any_hooks_dead_letters(tmp_path: Path) -> None:
+    engine = _engine()
+    store = attach(engine, url=str(tmp_path / "s.db"), tracing=False).store
+    store.retention = Retention(dead_letters_per_key=2)
+    try:
+        for i in range(4):
+            fire(engine, "before_tool_call", tool_name="t", args={}, session_id=f"x{i}\ud800")
+        assert store.flush(30)
+        assert len(store.dead_letters()) == 2
+        health = store.health()
+        assert health["unwritable"] == 4
+        assert [(o["hook"], o["count"]) for o in health["dead_letter_overflow"]] == [
+            ("interlock:store", 2)]
+    finally:
+        store.close()
+
+
 def test_a_store_file_deleted_while_open_makes_the_store_fail(tmp_path: Path) -> None:
     path = tmp_path / "state" / "interlock.db"
     store = open_store(str(path), interval=0.01)

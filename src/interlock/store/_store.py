@@ -379,17 +379,20 @@ class Store:
                 why = _safe(f"{type(exc).__name__}: {exc}")
             else:
                 continue
-            self._set_aside(item, why)
+            if not self._set_aside(item, why):
+                return pending[i:]  # neither written nor kept: it waits, as in an outage
         return []
 
-    def _set_aside(self, item: tuple[int, Any, float], why: str) -> None:
+    def _set_aside(self, item: tuple[int, Any, float], why: str) -> bool:
         """Keep a record no retry can write as a dead letter of ``interlock:store``
-        naming what it was (docs/reliability.md, "Storage"); never drop it silently."""
+        naming what it was (docs/reliability.md, "Storage"); never drop it silently.
+        Past ``retention.dead_letters_per_key`` such letters are counted, not stored,
+        like any hook's. False when it could not be kept either."""
         kind, record, at = item
         what = _describe(kind, record)
-        self.unwritable += 1
-        log.error("interlock store %s: a record no retry can write is set aside as a dead "
-                  "letter of interlock:store (%s): %s", self.location, why, what)
+        key = (STORE_HOOK, UNWRITABLE)
+        with self._counts_lock:
+            full = self._unresolved[key] >= self.retention.dead_letters_per_key
         letter = DeadLetter(
             at=at, hook=STORE_HOOK, event=_safe(getattr(record, "name", "")) or "store",
             subject=None, session_id=_safe(str(getattr(getattr(record, "event", None),
@@ -398,13 +401,19 @@ class Store:
             invocation_digest="", digest="", error=redact(f"not written: {why}; {what}"),
             fail_closed=False)
         try:
-            self.backend.write([], [letter], [])
+            self.backend.write([], [] if full else [letter], [],
+                               [(*key, 1, at, at)] if full else [])
         except Exception as exc:
-            log.error("interlock store %s: could not keep the dead letter either: %s",
-                      self.location, redact(_safe(str(exc))))
-            return
-        self._count(collections.Counter({(STORE_HOOK, UNWRITABLE): 1}),
-                    collections.Counter())
+            log.error("interlock store %s: a record no retry can write could not be kept "
+                      "as a dead letter either, so it waits: %s", self.location,
+                      redact(_safe(str(exc))))
+            return False
+        one = collections.Counter({key: 1})
+        self._count(*((collections.Counter(), one) if full else (one, collections.Counter())))
+        self.unwritable += 1
+        log.error("interlock store %s: a record no retry can write is set aside as a dead "
+                  "letter of interlock:store (%s): %s", self.location, why, what)
+        return True
 
     def _failed(self, exc: Exception, count: int) -> None:
         self.write_errors += 1
