@@ -221,8 +221,10 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         tools), each judged by after_tool_call. A shape holding none that can be
         read is refused while a hook listens there, never passed through unjudged."""
         found = _tool_messages(result)
-        if found is None or (not found and not isinstance(result, ToolMessage)):
-            if self.policy.listens("after_tool_call"):
+        if not found:
+            # Both events judge the result: either hook may block or rewrite it.
+            if self.policy.listens("after_tool_call") or \
+                    self.policy.listens("tool_result_persist"):
                 raise DecisionNotSupported(
                     FRAMEWORK, "after_tool_call", "judge the result", None,
                     f"the tool {name!r} returned {type(result).__name__} with no ToolMessage "
@@ -261,7 +263,13 @@ def _input_update(state: AgentState[Any], given: RunInput) -> dict[str, Any] | N
     place (same message id, which LangGraph's reducer replaces), context after it."""
     update: list[AnyMessage] = []
     last = _last_human(state)
-    if last is not None and given.text != as_text(last.content):
+    if given.text != _prompt(state):
+        if last is None or last.id is None:
+            # Nothing to rewrite in place: the model would read the original prompt.
+            raise DecisionNotSupported(
+                FRAMEWORK, "user_input", "modify", None,
+                "the state holds no prompt message with an id to replace; give the "
+                "agent its input as a user message (docs/adapters.md, LangChain)")
         update.append(HumanMessage(given.text, id=last.id))
     if given.context:
         update.append(HumanMessage(given.context))

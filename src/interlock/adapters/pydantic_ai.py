@@ -211,13 +211,22 @@ def _apply_input(request_context: ModelRequestContext, original: str, given: Run
         if not isinstance(message, ModelRequest):
             continue
         parts = list(message.parts)
+        replaced = False
         for i, part in enumerate(parts):
             if isinstance(part, UserPromptPart) and part.content == original:
                 parts[i] = UserPromptPart(given.text)
+                replaced = True
+        if given.text != original and not replaced:
+            break  # the model would read the original prompt
         if given.context:
             parts.append(UserPromptPart(given.context))
         message.parts = parts
         return
+    if given.text != original or given.context:
+        raise DecisionNotSupported(
+            FRAMEWORK, "user_input", "modify" if given.text != original else "context", None,
+            "the first request holds no prompt part equal to the run's input to "
+            "replace (docs/adapters.md, pydantic-ai)")
 
 
 def _hook(outcome: Any) -> str | None:

@@ -290,3 +290,34 @@ def test_a_gate_hook_on_an_event_langchain_never_fires_refuses_the_run(project, 
     with pytest.raises(ConfigError, match="before_stop, which the langchain adapter never "
                                           "fires"):
         a.invoke({"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_a_result_with_no_readable_tool_message_is_refused_while_only_persist_listens(project):
+    """tool_result_persist can block or rewrite the result too: a shape it cannot
+    read is refused for it as for after_tool_call."""
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from interlock import Engine
+
+    engine = Engine()
+    engine.on("tool_result_persist", lambda e: None, name="redactor")
+    middleware = InterlockMiddleware(policy=Policy("langchain", engine=engine,
+                                                   session_id=session()))
+    request = ToolCallRequest(tool_call={"id": "call-1", "name": "read_secret", "args": {}},
+                              tool=read_secret, state={}, runtime=None)
+    with pytest.raises(DecisionNotSupported, match="no ToolMessage"):
+        middleware.wrap_tool_call(request, lambda r: Command(goto="elsewhere"))
+
+
+@pytest.mark.parametrize("messages", [[], [AIMessage("hi")], "no id"])
+def test_a_user_input_rewrite_with_no_prompt_message_to_replace_is_refused(messages):
+    from langchain_core.messages import HumanMessage
+
+    from interlock.adapters._core import RunInput
+    from interlock.adapters.langchain import _input_update
+
+    if messages == "no id":
+        messages = [HumanMessage("the password is hunter2")]
+    with pytest.raises(DecisionNotSupported, match="user_input"):
+        _input_update({"messages": messages}, RunInput(text="the password is [redacted]",
+                                                       context=""))

@@ -207,3 +207,17 @@ async def test_a_gate_hook_on_an_event_pydantic_ai_never_fires_refuses_the_run(p
     with pytest.raises(ConfigError, match="subagent_stop, which the pydantic-ai adapter"):
         await a.run("hi")
     assert seen == []
+
+
+def test_a_user_input_rewrite_with_no_prompt_part_to_replace_is_refused():
+    from types import SimpleNamespace
+
+    from pydantic_ai.messages import ModelRequest, UserPromptPart
+
+    from interlock.adapters._core import RunInput
+    from interlock.adapters.pydantic_ai import _apply_input
+
+    request = SimpleNamespace(messages=[ModelRequest(parts=[UserPromptPart("changed already")])])
+    with pytest.raises(DecisionNotSupported, match="user_input"):
+        _apply_input(request, "the password is hunter2",  # type: ignore[arg-type]
+                     RunInput(text="the password is [redacted]", context=""))
