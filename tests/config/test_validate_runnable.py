@@ -182,3 +182,20 @@ def test_approve_refuses_a_missing_script_after_an_interpreter(world: World) -> 
     assert code == 2
     assert "no_rm.py does not exist" in err
     assert "(project:py-script not approved)" in err
+
+
+def test_a_program_on_a_relative_path_entry_is_found_from_the_hooks_cwd(
+        world: World) -> None:
+    """A relative entry of the hook's own env.PATH is looked up from where its process
+    runs, as the executor and the approval pins do: the hook can run, so it is fine."""
+    world.config(world.project, """
+[[hooks]]
+name = "own-tool"
+events = ["before_tool_call"]
+command = "guard-tool"
+env = { PATH = "tools:/usr/bin:/bin" }
+""")
+    world.write(world.root / "tools" / "guard-tool", "#!/bin/sh\nexit 0\n", mode=0o755)
+    code, out, err = run(world, "validate")
+    assert "not on PATH" not in err
+    assert code == 0, err

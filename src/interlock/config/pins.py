@@ -78,6 +78,14 @@ def _commands(words: list[str], writes: set[str]) -> list[list[str]]:
     return [c for c in out if c]
 
 
+def which(word: str, path_env: str, cwd: Path) -> str | None:
+    """The program ``word`` names, as a process running in ``cwd`` with ``PATH`` set
+    to ``path_env`` finds it: a relative PATH entry is looked up from its cwd."""
+    search = os.pathsep.join(e if os.path.isabs(e) else str(cwd / e)
+                             for e in path_env.split(os.pathsep))
+    return shutil.which(word, path=search)
+
+
 class Pinner:
     """Collects the files one hook's command runs (see the module docstring)."""
 
@@ -211,10 +219,7 @@ class Pinner:
             if only_project and not self._inside(path):
                 return  # a `#!/bin/sh` line: the system's, not the project's to swap
         else:
-            # A relative PATH entry is looked up from where the process runs (its cwd).
-            search = os.pathsep.join(e if os.path.isabs(e) else str(self.cwd / e)
-                                     for e in self.path_env.split(os.pathsep))
-            found = shutil.which(word, path=search)
+            found = which(word, self.path_env, self.cwd)
             if found is None:
                 return
             path = Path(found)

@@ -16,12 +16,12 @@ import logging
 import os
 import re
 import shlex
-import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interlock.config.build import hook_cwd
 from interlock.config.model import HookKind
+from interlock.config.pins import which
 from interlock.engine.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def problems(entry: HookEntry, project_root: Path) -> list[ConfigError]:
                 found.append(ConfigError(
                     f"hook {d.name!r}: {path} is not executable", field="command",
                     fix=f"chmod +x {shlex.quote(str(path))}", file=file, line=line))
-        program = _missing_program(d.command, d.env.get("PATH"))
+        program = _missing_program(d.command, d.env.get("PATH"), cwd)
         if program is not None:
             found.append(ConfigError(
                 f"hook {d.name!r}: {program} is not a file and not on PATH", field="command",
@@ -198,9 +198,10 @@ def _script(words: list[str]) -> int | None:
     return None
 
 
-def _missing_program(command: str | list[str], path: str | None) -> str | None:
+def _missing_program(command: str | list[str], path: str | None, cwd: Path) -> str | None:
     """The first word, when it is a bare program name found nowhere on PATH (the
-    hook's own ``env.PATH``, else this process's, as the executor passes it)."""
+    hook's own ``env.PATH``, else this process's, as the executor passes it),
+    looked up as the hook's process in ``cwd`` would (:func:`pins.which`)."""
     words = _words(command)
     if not words:
         return None
@@ -208,8 +209,7 @@ def _missing_program(command: str | list[str], path: str | None) -> str | None:
     if "/" in word or word.startswith("~") or any(c in word for c in "$`=(){}") or (
             isinstance(command, str) and word in _SHELL_WORDS):
         return None
-    found = shutil.which(word, path=path if path is not None
-                         else os.environ.get("PATH", os.defpath))
+    found = which(word, path if path is not None else os.environ.get("PATH", os.defpath), cwd)
     return None if found is not None else word
 
 
