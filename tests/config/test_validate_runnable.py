@@ -196,6 +196,6 @@ command = "guard-tool"
 env = { PATH = "tools:/usr/bin:/bin" }
 """)
     world.write(world.root / "tools" / "guard-tool", "#!/bin/sh\nexit 0\n", mode=0o755)
-    code, out, err = run(world, "validate")
+    code, _, err = run(world, "validate")
     assert "not on PATH" not in err
     assert code == 0, err
