@@ -380,23 +380,27 @@ class Policy:
                          duration_ms: float = 0.0) -> AfterTool:
         """after_tool_call, then tool_result_persist on what it leaves (the result
         goes into the framework's history), as the reference agent runs them."""
+        shown = _jsonable(result)
         outcome = await self.emit("after_tool_call", tool_call_id=call_id, tool_name=name,
-                                  args=args, result=_jsonable(result), status=status,
+                                  args=args, result=shown, status=status,
                                   duration_ms=duration_ms)
         after = self._after(outcome, result)
         persist = await self.emit("tool_result_persist", tool_call_id=call_id, tool_name=name,
-                                  result=_jsonable(after.result))
+                                  result=shown if after.result is result
+                                  else _jsonable(after.result))
         return self._persisted(persist, after)
 
     def after_tool_sync(self, name: str, args: dict[str, Any], result: Any,
                         call_id: str = "", *, status: str = "ok",
                         duration_ms: float = 0.0) -> AfterTool:
+        shown = _jsonable(result)
         outcome = self.emit_sync("after_tool_call", tool_call_id=call_id, tool_name=name,
-                                 args=args, result=_jsonable(result), status=status,
+                                 args=args, result=shown, status=status,
                                  duration_ms=duration_ms)
         after = self._after(outcome, result)
         persist = self.emit_sync("tool_result_persist", tool_call_id=call_id, tool_name=name,
-                                 result=_jsonable(after.result))
+                                 result=shown if after.result is result
+                                 else _jsonable(after.result))
         return self._persisted(persist, after)
 
     async def after_gated(self, gate: ToolGate, name: str, call_id: str = "") -> AfterTool:
