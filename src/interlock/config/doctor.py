@@ -181,13 +181,15 @@ def _extension_hooks(registry: Registry, report: Report) -> None:
     warning every kind gets (docs/reliability.md, Circuit breaker)."""
     from interlock.reliability import BreakerKey, fail_open_warnings
 
-    states = {b.key: b for b in registry.breakers.snapshot()}
+    book = registry.breakers
+    held = {b.key: b for b in book.snapshot()}
     for hook in registry.engine.hooks:
         if "extension" not in hook.meta:
             continue
         q = hook.qualified_name
-        breaker = states.get(BreakerKey.of(hook))
-        state = "closed" if breaker is None else str(breaker.state)
+        key = BreakerKey.of(hook)
+        breaker = held.get(key)
+        state = str(book.state(key))  # as callers see it: an expired cooldown is half-open
         report.add(q, "ok" if state == "closed" else "warn", "breaker",
                    f"extension {hook.meta['extension']}'s hook: circuit breaker {state}"
                    + ("" if breaker is None else f" ({breaker.failures} failure(s) in a row)"))
