@@ -115,6 +115,8 @@ class Interlock(RunHooks[Any]):
         self._first: Agent[Any] | None = None
         """The run's first agent: any other that ends was handed off to."""
         self._prompt = ""
+        self._begun = False
+        """Whether the run's agent started and no agent_end told of its end yet."""
 
     # -- tools ----------------------------------------------------------------------
     def tools(self, tools: Iterable[Tool]) -> list[Tool]:
@@ -146,7 +148,7 @@ class Interlock(RunHooks[Any]):
 
         async def needs_approval(ctx: RunContextWrapper[Any], args: dict[str, Any],
                                  call_id: str) -> bool:
-            with _raised_through_the_sdk():
+            with self._through_the_sdk():
                 gate = await self.policy.before_tool(tool.name, args, call_id)
             self._gates[call_id] = gate
             if gate.action == "ask":
@@ -156,7 +158,7 @@ class Interlock(RunHooks[Any]):
             return bool(own_approval)
 
         async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
-            with _raised_through_the_sdk():
+            with self._through_the_sdk():
                 return await self._invoke(tool, invoke, ctx, raw)
 
         governed.needs_approval = needs_approval
@@ -269,6 +271,7 @@ class Interlock(RunHooks[Any]):
         outcome = await self.policy.emit("before_agent_start", prompt=given.text,
                                          system_prompt=_instructions(agent))
         self._end_on(outcome, can=("block",))
+        self._begun = True
 
     async def on_agent_end(self, context: AgentHookContext[Any], agent: Agent[Any],
                            output: Any) -> None:
@@ -278,6 +281,7 @@ class Interlock(RunHooks[Any]):
             await self._subagent_stop(agent, text)
         outcome = await self.policy.emit("before_stop", last_message=text, prompt=self._prompt)
         self._end_on(outcome, can=(), fix=_STOP_FIX)
+        self._begun = False
         self.policy.notify("agent_end", status="completed", final_text=text)
 
     async def _subagent_stop(self, agent: Agent[Any], text: str | None) -> None:
@@ -336,10 +340,38 @@ class Interlock(RunHooks[Any]):
         self.close()
 
     def _end_on(self, outcome: Outcome, *, can: tuple[str, ...], fix: str = "") -> None:
-        self.policy.apply(outcome, can=can, fix=fix)
-        if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason,
-                                outcome.hook.qualified_name if outcome.hook else None)
+        try:
+            self.policy.apply(outcome, can=can, fix=fix)
+            if outcome.blocked:
+                raise PolicyStopped(outcome.name, outcome.reason,
+                                    outcome.hook.qualified_name if outcome.hook else None)
+        except InterlockError as e:
+            self._ended(e)
+            raise
+
+    def _ended(self, error: InterlockError) -> None:
+        """agent_end for a run the policy ends by raising out of it (the SDK calls
+        no hook then), once, if its agent had started."""
+        if self._begun:
+            self._begun = False
+            self.policy.notify("agent_end", status="stopped"
+                               if isinstance(error, PolicyStopped) else "error")
+
+    @contextmanager
+    def _through_the_sdk(self) -> Iterator[None]:
+        """Let ``except PolicyStopped`` around ``Runner.run`` catch a stop decided in
+        a tool call, as the adapters promise (docs/adapters.md)."""
+        try:
+            yield
+        except (_Stopped, _NotSupported) as e:
+            self._ended(e)
+            raise
+        except PolicyStopped as e:
+            self._ended(e)
+            raise _Stopped(e.event, e.reason, e.hook) from e
+        except DecisionNotSupported as e:
+            self._ended(e)
+            raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
 _MARK = "_interlock_governed"
@@ -380,20 +412,6 @@ class _Stopped(PolicyStopped, AgentsException):
 
 class _NotSupported(DecisionNotSupported, AgentsException):
     """DecisionNotSupported, re-raised by the SDK's tool runner as it is."""
-
-
-@contextmanager
-def _raised_through_the_sdk() -> Iterator[None]:
-    """Let ``except PolicyStopped`` around ``Runner.run`` catch a stop decided in a
-    tool call, as the adapters promise (docs/adapters.md)."""
-    try:
-        yield
-    except (_Stopped, _NotSupported):
-        raise
-    except PolicyStopped as e:
-        raise _Stopped(e.event, e.reason, e.hook) from e
-    except DecisionNotSupported as e:
-        raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
 def _check_governed(agent: Agent[Any]) -> None:

@@ -272,3 +272,35 @@ async def test_a_run_after_the_session_ended_starts_a_new_one(project):
         await Runner.run(agent, "hi", hooks=interlock)
         interlock.close()
     assert started == ["startup", "startup"]
+
+
+# -- agent_end on a run the policy ends -------------------------------------------------
+@pytest.mark.parametrize(("event", "decision", "status"), [
+    ("before_llm_call", stop("budget spent"), "stopped"),
+    ("before_tool_call", stop("no more tools"), "stopped"),
+    ("before_stop", block("keep going"), "error"),
+])
+async def test_a_run_the_policy_ends_fires_agent_end_once(project, event, decision, status):
+    p = policy()
+    p.engine.on(event, lambda e: decision)
+    ended: list[str] = []
+    p.engine.on("agent_end", lambda e: ended.append(e.status))
+    interlock = Interlock(policy=p)
+    agent, _ = tool_run(interlock)
+    with pytest.raises((PolicyStopped, DecisionNotSupported)):
+        await Runner.run(agent, "read a.txt", hooks=interlock)
+    assert p.engine.drain()
+    assert ended == [status]
+
+
+async def test_a_run_refused_before_its_agent_started_fires_no_agent_end(project):
+    p = policy()
+    p.engine.on("user_input", lambda e: block("not that"))
+    ended: list[str] = []
+    p.engine.on("agent_end", lambda e: ended.append(e.status))
+    interlock = Interlock(policy=p)
+    agent, _ = tool_run(interlock)
+    with pytest.raises(PolicyStopped):
+        await Runner.run(agent, "read a.txt", hooks=interlock)
+    assert p.engine.drain()
+    assert ended == []
