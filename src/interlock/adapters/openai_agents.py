@@ -20,20 +20,23 @@ apply every tool decision; the run hooks (``hooks=interlock``) carry the rest
   modify of ``error`` is what the model reads; context beside it);
 - ``on_agent_start`` of the first agent: ``session_start`` (the Policy's
   first run), ``user_input`` on the run's input and ``before_agent_start``
-  (block/stop end the run); ``on_agent_end`` (a final output, about to end
-  the run): ``subagent_stop`` when the agent was handed off to, then
-  ``before_stop``, then ``agent_end``. Block there means "keep working",
-  which the SDK cannot do once an agent gave its final output, so a block
-  (or context) ends the run with
-  :class:`~interlock.adapters.DecisionNotSupported`, and stop with
-  :class:`~interlock.adapters.PolicyStopped`;
+  (block/stop end the run; a rewrite of the input and context reach the
+  model through :meth:`Interlock.model_input`, the run's
+  ``call_model_input_filter``, and end the run before the model without it);
+- ``on_agent_end`` (a final output, about to end the run): ``subagent_stop``
+  when the agent was handed off to, then ``before_stop``, then
+  ``agent_end``. Block there means "keep working", which the SDK cannot do
+  once an agent gave its final output, so a block (or context) ends the run
+  with :class:`~interlock.adapters.DecisionNotSupported`, and stop with
+  :class:`~interlock.adapters.PolicyStopped`; a run the policy ends by
+  raising fires ``agent_end`` (``stopped``) itself;
 - ``on_handoff``: ``subagent_stop`` of a handed-off agent handing on, then
   ``subagent_start`` (block/stop end the run);
-- :meth:`Interlock.close` (or ``async with``): ``session_end``.
 - ``on_llm_start``/``on_llm_end``: ``before_llm_call``/``after_llm_call``
   (block/stop end the run; the SDK's hooks cannot change a model call, so
   modify, respond or context there end it too, with
-  :class:`~interlock.adapters.DecisionNotSupported`).
+  :class:`~interlock.adapters.DecisionNotSupported`);
+- :meth:`Interlock.close` (or ``async with``): ``session_end``.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ from typing import TYPE_CHECKING, Any
 
 from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse
+from agents.run_config import CallModelData, ModelInputData
 from agents.tool import (
     maybe_invoke_function_tool_failure_error_function,
     resolve_function_tool_failure_error_function,
@@ -84,6 +88,8 @@ FIRES = frozenset({"session_start", "session_end", "user_input", "before_agent_s
 fires)."""
 _LLM_FIX = ("the OpenAI Agents SDK's run hooks observe model calls; decide on tool calls "
             "instead, or use a RunConfig call_model_input_filter of your own")
+_FILTER_FIX = ("run with run_config=RunConfig(call_model_input_filter=interlock.model_input), "
+               "which gives the model the changed input (docs/adapters.md, OpenAI Agents SDK)")
 _STOP_FIX = ("the OpenAI Agents SDK cannot send a run back to its model once an agent gave "
              "its final output; judge the reply on after_llm_call (block or stop end the "
              "run) or answer stop here (docs/adapters.md, OpenAI Agents SDK)")
@@ -117,6 +123,8 @@ class Interlock(RunHooks[Any]):
         self._prompt = ""
         self._begun = False
         """Whether the run's agent started and no agent_end told of its end yet."""
+        self._input: _Input | None = None
+        """The run's input as the policy changed it, for :meth:`model_input` to apply."""
 
     # -- tools ----------------------------------------------------------------------
     def tools(self, tools: Iterable[Tool]) -> list[Tool]:
@@ -264,10 +272,17 @@ class Interlock(RunHooks[Any]):
         _check_governed(agent)
         if context.usage is self._run:  # a handoff within the run
             return
-        self._run, self._first = context.usage, agent
-        # The SDK's hooks observe: the input can be refused here, not changed.
-        given = await self.policy.start_run(_input_text(context.turn_input), fires=FIRES)
+        self._run, self._first, self._input = context.usage, agent, None
+        # The hooks observe: a change to the input is applied by model_input.
+        text = _input_text(context.turn_input)
+        given = await self.policy.start_run(text, fires=FIRES, can=("modify", "context"))
         self._prompt = given.text
+        if given.text != text or given.context:
+            if sum(_is_user(i, text) for i in context.turn_input) != 1:
+                raise _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                    "give the run its input as one text message, where "
+                                    "model_input can change it")
+            self._input = _Input(text, given.text, given.context)
         outcome = await self.policy.emit("before_agent_start", prompt=given.text,
                                          system_prompt=_instructions(agent))
         self._end_on(outcome, can=("block",))
@@ -297,8 +312,41 @@ class Interlock(RunHooks[Any]):
                                          child_session_id=to_agent.name)
         self._end_on(outcome, can=("block",))
 
+    async def model_input(self, data: CallModelData[Any]) -> ModelInputData:
+        """``RunConfig(call_model_input_filter=interlock.model_input)``: every model
+        call of the run gets its input as session_start and user_input left it
+        (the rewritten text, their context after it)."""
+        items, pending = data.model_data.input, self._input
+        if pending is None:
+            return data.model_data
+        pending.filtered = True
+        at = next((n for n in range(len(items) - 1, -1, -1) if _is_user(items[n], pending.text)),
+                  None)
+        if at is None:
+            if not pending.sent:  # the first call must carry the input
+                error = _NotSupported(FRAMEWORK, "user_input", "modify", None,
+                                      "the model input no longer holds the run's input "
+                                      "as one text message; apply this filter last")
+                self._ended(error)
+                raise error
+            return data.model_data  # a server-kept conversation sends it once
+        pending.sent = True
+        # New items: the list is a copy, its items are the run's history.
+        changed: list[Any] = [*items[:at], {**items[at], "content": pending.new}]
+        if pending.context:
+            changed.append({"role": "user", "content": pending.context})
+        return ModelInputData(input=[*changed, *items[at + 1:]],
+                              instructions=data.model_data.instructions)
+
     async def on_llm_start(self, context: RunContextWrapper[Any], agent: Agent[Any],
                            system_prompt: str | None, input_items: list[Any]) -> None:
+        if self._input is not None:
+            if not self._input.filtered:
+                error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                      _FILTER_FIX)
+                self._ended(error)
+                raise error
+            self._input.filtered = False
         messages: list[dict[str, Any]] = []
         if self.policy.listens("before_llm_call"):
             messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
@@ -395,6 +443,23 @@ class _Call:
 
 class _Retry(Exception):
     """A tool_error hook asked for the call again."""
+
+
+class _Input:
+    """A run's input as session_start and user_input left it."""
+
+    __slots__ = ("context", "filtered", "new", "sent", "text")
+
+    def __init__(self, text: str, new: str, context: str) -> None:
+        self.text, self.new, self.context = text, new, context
+        self.filtered = False
+        """model_input ran for the model call about to go out."""
+        self.sent = False
+        """A model call carried it."""
+
+
+def _is_user(item: Any, text: str) -> bool:
+    return isinstance(item, dict) and item.get("role") == "user" and item.get("content") == text
 
 
 def _contexts(call: _Call | None) -> list[str]:

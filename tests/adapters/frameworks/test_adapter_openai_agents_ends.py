@@ -11,7 +11,14 @@ import pytest
 pytest.importorskip("agents")
 
 from adapter_project import session
-from agents import Agent, FunctionTool, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    Runner,
+    function_tool,
+    set_tracing_disabled,
+)
 from agents.items import ToolCallOutputItem
 from agents.testing.model import ScriptedModel, assistant_message, function_call
 
@@ -304,3 +311,74 @@ async def test_a_run_refused_before_its_agent_started_fires_no_agent_end(project
         await Runner.run(agent, "read a.txt", hooks=interlock)
     assert p.engine.drain()
     assert ended == []
+
+
+# -- user_input's modify and context, through RunConfig.call_model_input_filter ----------
+def sent(model: ScriptedModel) -> list[str]:
+    """The user messages of each model call, as text."""
+    return [json.dumps([i for i in call.input if isinstance(i, dict) and i.get("role") == "user"])
+            for call in model.calls]
+
+
+async def test_a_user_input_rewrite_is_what_the_model_reads(project):
+    p = policy()
+    p.engine.on("user_input", lambda e: modify(text=e.text.replace("hunter2", "[secret]")),
+                modifies=True)
+    interlock = Interlock(policy=p)
+    agent, model = tool_run(interlock)
+    result = await Runner.run(agent, "my password is hunter2; read a.txt", hooks=interlock,
+                              run_config=RunConfig(call_model_input_filter=interlock.model_input))
+    assert result.final_output == "done"
+    assert len(model.calls) == 2  # every call of the run, not the first only
+    for text in sent(model):
+        assert "hunter2" not in text
+        assert "my password is [secret]; read a.txt" in text
+
+
+async def test_session_and_input_context_reach_the_model(project):
+    p = policy()
+    p.engine.on("session_start", lambda e: context("the user is on call"))
+    p.engine.on("user_input", lambda e: context("answer briefly"))
+    interlock = Interlock(policy=p)
+    agent, model = tool_run(interlock)
+    await Runner.run(agent, "read a.txt", hooks=interlock,
+                     run_config=RunConfig(call_model_input_filter=interlock.model_input))
+    for text in sent(model):
+        assert "read a.txt" in text
+        assert "the user is on call" in text
+        assert "answer briefly" in text
+
+
+async def test_a_rewrite_with_no_input_filter_ends_the_run_before_the_model(project):
+    p = policy()
+    p.engine.on("user_input", lambda e: modify(text="something else"), modifies=True)
+    interlock = Interlock(policy=p)
+    agent, model = tool_run(interlock)
+    with pytest.raises(DecisionNotSupported, match="call_model_input_filter"):
+        await Runner.run(agent, "read a.txt", hooks=interlock)
+    assert model.calls == ()
+
+
+async def test_respond_on_user_input_ends_the_run(project):
+    from interlock import respond
+
+    p = policy()
+    p.engine.on("user_input", lambda e: respond("we are closed"))
+    interlock = Interlock(policy=p)
+    agent, model = tool_run(interlock)
+    with pytest.raises(DecisionNotSupported, match="respond"):
+        await Runner.run(agent, "read a.txt", hooks=interlock,
+                         run_config=RunConfig(call_model_input_filter=interlock.model_input))
+    assert model.calls == ()
+
+
+async def test_context_on_an_input_of_several_messages_ends_the_run(project):
+    p = policy()
+    p.engine.on("user_input", lambda e: context("answer briefly"))
+    interlock = Interlock(policy=p)
+    agent, model = tool_run(interlock)
+    given = [{"role": "user", "content": "read a.txt"}, {"role": "user", "content": "now"}]
+    with pytest.raises(DecisionNotSupported, match="one text message"):
+        await Runner.run(agent, given, hooks=interlock,
+                         run_config=RunConfig(call_model_input_filter=interlock.model_input))
+    assert model.calls == ()
