@@ -292,7 +292,7 @@ class Interlock(RunHooks[Any]):
                            output: Any) -> None:
         # Called with the run's final output, before the SDK returns it.
         text = as_text(output)
-        if agent is not self._first:
+        if self._first is not None and agent is not self._first:
             await self._subagent_stop(agent, text)
         outcome = await self.policy.emit("before_stop", last_message=text, prompt=self._prompt)
         self._end_on(outcome, can=(), fix=_STOP_FIX)
@@ -324,7 +324,7 @@ class Interlock(RunHooks[Any]):
                   None)
         if at is None:
             if not pending.sent:  # the first call must carry the input
-                error = _NotSupported(FRAMEWORK, "user_input", "modify", None,
+                error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
                                       "the model input no longer holds the run's input "
                                       "as one text message; apply this filter last")
                 self._ended(error)

@@ -382,3 +382,30 @@ async def test_context_on_an_input_of_several_messages_ends_the_run(project):
         await Runner.run(agent, given, hooks=interlock,
                          run_config=RunConfig(call_model_input_filter=interlock.model_input))
     assert model.calls == ()
+
+
+async def test_a_run_resumed_by_other_hooks_is_no_subagent_stop(project):
+    # The project's policy asks for deploy; the approved run resumes with a new
+    # Interlock, whose first agent is the one that ends.
+    seen: list[str] = []
+
+    def hooks() -> Interlock:
+        p = policy()
+        p.engine.on("subagent_stop", lambda e: seen.append(e.child_session_id))
+        return Interlock(policy=p)
+
+    @function_tool
+    def deploy(env: str) -> str:
+        """Deploy."""
+        return f"deployed {env}"
+
+    first = hooks()
+    model = ScriptedModel([[function_call("deploy", {"env": "prod"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="assistant", model=model, tools=first.tools([deploy]))
+    paused = await Runner.run(agent, "deploy", hooks=first)
+    state = paused.to_state()
+    state.approve(paused.interruptions[0])
+    result = await Runner.run(agent, state, hooks=hooks())
+    assert result.final_output == "done"
+    assert seen == []
