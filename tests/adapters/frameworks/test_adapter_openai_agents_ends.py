@@ -409,3 +409,21 @@ async def test_a_run_resumed_by_other_hooks_is_no_subagent_stop(project):
     result = await Runner.run(agent, state, hooks=hooks())
     assert result.final_output == "done"
     assert seen == []
+
+
+async def test_a_streamed_run_meets_the_same_ends(project):
+    p = policy()
+    p.engine.on("user_input", lambda e: modify(text="read b.txt"), modifies=True)
+    p.engine.on("tool_error", lambda e: retry() if e.attempt == 1 else None)
+    p.engine.on("before_stop", lambda e: stop("not that answer"))
+    interlock = Interlock(policy=p)
+    agent, model = tool_run(interlock)
+    FAILS.append("not yet")
+    streamed = Runner.run_streamed(
+        agent, "read a.txt", hooks=interlock,
+        run_config=RunConfig(call_model_input_filter=interlock.model_input))
+    with pytest.raises(PolicyStopped, match="not that answer"):
+        async for _ in streamed.stream_events():
+            pass
+    assert CALLS == ["a.txt", "a.txt"]
+    assert all("read b.txt" in text and "read a.txt" not in text for text in sent(model))
