@@ -160,6 +160,7 @@ class Policy:
         self.framework = framework
         """Reported as every event's ``platform``."""
         self.session_id = session_id or f"{framework}-{uuid.uuid4().hex[:12]}"
+        self._chosen_id = session_id is not None
         self._project = Path(project) if project is not None else None
         self._engine = engine
         self._host: Host | None = None
@@ -307,6 +308,17 @@ class Policy:
             contexts.append(self._session(self.emit_sync("session_start"), can))
         outcome = self.emit_sync("user_input", text=text, first_turn=bool(contexts))
         return self._input(outcome, text, contexts, can)
+
+    def end_session(self, reason: str = "exit") -> None:
+        """session_end, once, for a session whose first run fired session_start.
+        The next run starts a new session (session_start again), under a new id
+        unless one was chosen."""
+        if not self._session_started:
+            return
+        self._session_started = False
+        self.notify("session_end", reason=reason)
+        if not self._chosen_id:
+            self.session_id = f"{self.framework}-{uuid.uuid4().hex[:12]}"
 
     def _session(self, outcome: Outcome, can: Iterable[str]) -> str:
         self.apply(outcome, can={"block", *can} & {"block", "context"}, fix=_INPUT_FIX)

@@ -15,19 +15,33 @@ apply every tool decision; the run hooks (``hooks=interlock``) carry the rest
   respond returns an output without running the tool; ask becomes the SDK's
   ``needs_approval``, so the run ends with ``result.interruptions`` and
   resumes after ``state.approve(...)``) and ``after_tool_call`` (modify or
-  block of the output; context beside it);
+  block of the output; context beside it); when the tool raises,
+  ``tool_error`` (retry runs it again, back through ``before_tool_call``;
+  modify of ``error`` is what the model reads; context beside it);
 - ``on_agent_start`` of the first agent: ``session_start`` (the Policy's
   first run), ``user_input`` on the run's input and ``before_agent_start``
-  (block/stop end the run); ``on_agent_end``: ``agent_end``;
-- ``on_handoff``: ``subagent_start`` (block/stop end the run);
+  (block/stop end the run; a rewrite of the input and context reach the
+  model through :meth:`Interlock.model_input`, the run's
+  ``call_model_input_filter``, and end the run before the model without it);
+- ``on_agent_end`` (a final output, about to end the run): ``subagent_stop``
+  when the agent was handed off to, then ``before_stop``, then
+  ``agent_end``. Block there means "keep working", which the SDK cannot do
+  once an agent gave its final output, so a block (or context) ends the run
+  with :class:`~interlock.adapters.DecisionNotSupported`, and stop with
+  :class:`~interlock.adapters.PolicyStopped`; a run the policy ends by
+  raising fires ``agent_end`` (``stopped``) itself;
+- ``on_handoff``: ``subagent_stop`` of a handed-off agent handing on, then
+  ``subagent_start`` (block/stop end the run);
 - ``on_llm_start``/``on_llm_end``: ``before_llm_call``/``after_llm_call``
   (block/stop end the run; the SDK's hooks cannot change a model call, so
   modify, respond or context there end it too, with
-  :class:`~interlock.adapters.DecisionNotSupported`).
+  :class:`~interlock.adapters.DecisionNotSupported`);
+- :meth:`Interlock.close` (or ``async with``): ``session_end``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import os
@@ -37,6 +51,12 @@ from typing import TYPE_CHECKING, Any
 
 from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse
+from agents.run_config import CallModelData, ModelInputData
+from agents.tool import (
+    maybe_invoke_function_tool_failure_error_function,
+    resolve_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
 from agents.tool_context import ToolContext
 
 from interlock.adapters._core import (
@@ -47,6 +67,9 @@ from interlock.adapters._core import (
     as_text,
     with_context,
 )
+from interlock.engine.decisions import Verdict
+from interlock.engine.errors import InterlockError
+from interlock.engine.redact import redact
 
 if TYPE_CHECKING:
     from agents.run_context import AgentHookContext
@@ -57,13 +80,25 @@ __all__ = ["FIRES", "Interlock"]
 
 FRAMEWORK = "openai-agents"
 
-FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
-                   "subagent_start", "before_llm_call", "after_llm_call", "before_tool_call",
-                   "after_tool_call", "tool_result_persist"})
+FIRES = frozenset({"session_start", "session_end", "user_input", "before_agent_start",
+                   "before_stop", "agent_end", "subagent_start", "subagent_stop",
+                   "before_llm_call", "after_llm_call", "before_tool_call", "after_tool_call",
+                   "tool_error", "tool_result_persist"})
 """The catalog events these hooks and tools fire (docs/adapters.md, Events each adapter
 fires)."""
 _LLM_FIX = ("the OpenAI Agents SDK's run hooks observe model calls; decide on tool calls "
             "instead, or use a RunConfig call_model_input_filter of your own")
+_FILTER_FIX = ("run with run_config=RunConfig(call_model_input_filter=interlock.model_input), "
+               "which gives the model the changed input (docs/adapters.md, OpenAI Agents SDK)")
+_STOP_FIX = ("the OpenAI Agents SDK cannot send a run back to its model once an agent gave "
+             "its final output; judge the reply on after_llm_call (block or stop end the "
+             "run) or answer stop here (docs/adapters.md, OpenAI Agents SDK)")
+_ERROR_FIX = ("this tool raises out of the run (failure_error_function=None), so the "
+              "model reads no error; give the tool a failure_error_function, or answer "
+              "retry or nothing (docs/adapters.md, OpenAI Agents SDK)")
+_RETRIES = 2
+"""Retries of one tool call that a tool_error hook may ask for, as in the
+reference agent (docs/agent.md)."""
 
 
 class Interlock(RunHooks[Any]):
@@ -81,6 +116,15 @@ class Interlock(RunHooks[Any]):
         its agents): a run that ended by raising never reaches on_agent_end, so a
         flag reset there would let the next run skip its start."""
         self._gates: dict[str, ToolGate] = {}
+        self._calls: dict[str, _Call] = {}
+        """Tool calls running now that tool_error may judge (or that failed), by id."""
+        self._first: Agent[Any] | None = None
+        """The run's first agent: any other that ends was handed off to."""
+        self._prompt = ""
+        self._begun = False
+        """Whether the run's agent started and no agent_end told of its end yet."""
+        self._input: _Input | None = None
+        """The run's input as the policy changed it, for :meth:`model_input` to apply."""
 
     # -- tools ----------------------------------------------------------------------
     def tools(self, tools: Iterable[Tool]) -> list[Tool]:
@@ -98,13 +142,21 @@ class Interlock(RunHooks[Any]):
         return out
 
     def _wrap(self, tool: FunctionTool) -> FunctionTool:
+        # The copy's invoker is bound to the copy (FunctionTool.__copy__), so its
+        # failure handling asks the copy's formatter: tool_error's, which hands
+        # on to the tool's own.
         governed = copy.copy(tool)
-        invoke = tool.on_invoke_tool
         own_approval = tool.needs_approval
+
+        async def failed(ctx: RunContextWrapper[Any], error: Exception) -> str | None:
+            return await self._failed(tool, ctx, error)
+
+        set_function_tool_failure_error_function(governed, failed)
+        invoke = governed.on_invoke_tool
 
         async def needs_approval(ctx: RunContextWrapper[Any], args: dict[str, Any],
                                  call_id: str) -> bool:
-            with _raised_through_the_sdk():
+            with self._through_the_sdk():
                 gate = await self.policy.before_tool(tool.name, args, call_id)
             self._gates[call_id] = gate
             if gate.action == "ask":
@@ -114,61 +166,187 @@ class Interlock(RunHooks[Any]):
             return bool(own_approval)
 
         async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
-            with _raised_through_the_sdk():
-                return await self._invoke(tool.name, invoke, ctx, raw)
+            with self._through_the_sdk():
+                return await self._invoke(tool, invoke, ctx, raw)
 
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
         setattr(governed, _MARK, True)
         return governed
 
-    async def _invoke(self, name: str, invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
+    async def _invoke(self, tool: FunctionTool,
+                      invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
                       ctx: ToolContext[Any], raw: str) -> Any:
-        call_id = ctx.tool_call_id
+        name, call_id = tool.name, ctx.tool_call_id
         args = _args(raw)
         gate = self._gates.pop(call_id, None)
         if gate is None:  # a resumed run: the approval check ran before it was saved
             gate = await self.policy.before_tool(name, args, call_id)
-        if gate.action in ("block", "respond"):
-            gated = await self.policy.after_gated(gate, name, call_id)
-            context = "\n".join(c for c in (gate.context, gated.context) if c)
-            return as_text(with_context(gated.result, context))
-        if gate.action == "ask" and ctx.is_tool_approved(name, call_id) is not True:
-            # The SDK runs a tool that needs approval only once it is approved;
-            # should it ever not have asked, the call is refused, not run.
-            refusal = {"error": "tool call needs approval", "tool_name": name,
-                       "reason": gate.reason or "a hook asks for a person's approval"}
-            return as_text(refusal)
-        result = await invoke(ctx, raw if gate.args == args else json.dumps(gate.args))
-        after = await self.policy.after_tool(name, gate.args, result, call_id)
-        context = "\n".join(c for c in (gate.context, after.context) if c)
-        final = with_context(after.result, context)
+        if self.policy.listens("tool_error"):  # nothing kept per call otherwise
+            self._calls[call_id] = _Call()
+        try:
+            while True:
+                if gate.action in ("block", "respond"):
+                    gated = await self.policy.after_gated(gate, name, call_id)
+                    context = _joined(*_contexts(self._calls.get(call_id)), gate.context,
+                                      gated.context)
+                    return as_text(with_context(gated.result, context))
+                if gate.action == "ask" and ctx.is_tool_approved(name, call_id) is not True:
+                    # The SDK runs a tool that needs approval only once it is approved;
+                    # should it ever not have asked, the call is refused, not run.
+                    refusal = {"error": "tool call needs approval", "tool_name": name,
+                               "reason": gate.reason or "a hook asks for a person's approval"}
+                    return as_text(refusal)
+                if call_id in self._calls:
+                    self._calls[call_id].args = gate.args
+                try:
+                    result = await self._attempt(tool, invoke, ctx,
+                                                 raw if gate.args == args
+                                                 else json.dumps(gate.args))
+                except _Retry:  # back through before_tool_call, as in the reference agent
+                    self._calls[call_id].attempt += 1
+                    gate = await self.policy.before_tool(name, args, call_id)
+                    continue
+                break
+        finally:
+            call = self._calls.pop(call_id, None)
+        after = await self.policy.after_tool(name, gate.args, result, call_id,
+                                             status="error" if call and call.failed else "ok")
+        final = with_context(after.result,
+                             _joined(*_contexts(call), gate.context, after.context))
         return final if final is result else as_text(final)
+
+    async def _attempt(self, tool: FunctionTool,
+                       invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
+                       ctx: ToolContext[Any], text: str) -> Any:
+        try:
+            return await invoke(ctx, text)
+        except (_Retry, InterlockError):
+            raise
+        except Exception as error:
+            call = self._calls.get(ctx.tool_call_id)
+            if call is not None and call.judged is error:
+                raise  # tool_error saw it already: the tool is set to raise
+            # A tool built without the SDK's failure handling raised: judged here.
+            return await self._failed(tool, ctx, error)
+
+    async def _failed(self, tool: FunctionTool, ctx: RunContextWrapper[Any],
+                      error: Exception) -> str | None:
+        """The tool raised: tool_error decides, then what the model reads is the
+        hook's error, else the tool's own failure message (the SDK's formatter)."""
+        if isinstance(error, InterlockError):
+            raise error  # a stop decided within (an agent used as a tool)
+        call_id = getattr(ctx, "tool_call_id", "")
+        call = self._calls.get(call_id)
+        cancelled = isinstance(getattr(error, "cancelled_error", None), asyncio.CancelledError)
+        if call is None or cancelled:
+            # No hook listened as the call began, or the SDK reports a call
+            # cancelled after it ended: the SDK's own handling.
+            message = await maybe_invoke_function_tool_failure_error_function(
+                function_tool=tool, context=ctx, error=error)
+            if message is not None and not cancelled:
+                self._calls[call_id] = _Call(failed=True)  # for after_tool_call's status
+            return message
+        outcome = await self.policy.emit(
+            "tool_error", tool_call_id=call_id, tool_name=tool.name, args=call.args,
+            error=redact(f"{type(error).__name__}: {error}"), attempt=call.attempt)
+        self.policy.apply(outcome, can=("retry", "modify", "context"), fix=_ERROR_FIX)
+        if outcome.verdict is Verdict.RETRY and call.attempt <= _RETRIES:
+            call.contexts.append(outcome.context_text())
+            raise _Retry
+        call.failed = True
+        if resolve_function_tool_failure_error_function(tool, ctx) is None:
+            # The tool is set to raise: the run ends with its error, and the model
+            # reads no rewrite or context.
+            self.policy.apply(outcome, can=("retry",), fix=_ERROR_FIX)
+            call.judged = error
+            raise error
+        call.contexts.append(outcome.context_text())
+        if "error" in outcome.changes:
+            return as_text(outcome.changes["error"])
+        return await maybe_invoke_function_tool_failure_error_function(
+            function_tool=tool, context=ctx, error=error)
 
     # -- the run --------------------------------------------------------------------
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
         _check_governed(agent)
         if context.usage is self._run:  # a handoff within the run
             return
-        self._run = context.usage
-        # The SDK's hooks observe: the input can be refused here, not changed.
-        given = await self.policy.start_run(_input_text(context.turn_input), fires=FIRES)
+        self._run, self._first, self._input = context.usage, agent, None
+        # The hooks observe: a change to the input is applied by model_input.
+        text = _input_text(context.turn_input)
+        given = await self.policy.start_run(text, fires=FIRES, can=("modify", "context"))
+        self._prompt = given.text
+        if given.text != text or given.context:
+            if sum(_is_user(i, text) for i in context.turn_input) != 1:
+                raise _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                    "give the run its input as one text message, where "
+                                    "model_input can change it")
+            self._input = _Input(text, given.text, given.context)
         outcome = await self.policy.emit("before_agent_start", prompt=given.text,
                                          system_prompt=_instructions(agent))
         self._end_on(outcome, can=("block",))
+        self._begun = True
 
     async def on_agent_end(self, context: AgentHookContext[Any], agent: Agent[Any],
                            output: Any) -> None:
-        self.policy.notify("agent_end", status="completed", final_text=as_text(output))
+        # Called with the run's final output, before the SDK returns it.
+        text = as_text(output)
+        if self._first is not None and agent is not self._first:
+            await self._subagent_stop(agent, text)
+        outcome = await self.policy.emit("before_stop", last_message=text, prompt=self._prompt)
+        self._end_on(outcome, can=(), fix=_STOP_FIX)
+        self._begun = False
+        self.policy.notify("agent_end", status="completed", final_text=text)
+
+    async def _subagent_stop(self, agent: Agent[Any], text: str | None) -> None:
+        outcome = await self.policy.emit("subagent_stop", child_session_id=agent.name,
+                                         result=text)
+        self._end_on(outcome, can=(), fix=_STOP_FIX)
 
     async def on_handoff(self, context: RunContextWrapper[Any], from_agent: Agent[Any],
                          to_agent: Agent[Any]) -> None:
+        if self._first is not None and from_agent is not self._first:
+            await self._subagent_stop(from_agent, None)  # a handed-off agent hands on
         outcome = await self.policy.emit("subagent_start", task=f"handoff to {to_agent.name}",
                                          child_session_id=to_agent.name)
         self._end_on(outcome, can=("block",))
 
+    async def model_input(self, data: CallModelData[Any]) -> ModelInputData:
+        """``RunConfig(call_model_input_filter=interlock.model_input)``: every model
+        call of the run gets its input as session_start and user_input left it
+        (the rewritten text, their context after it)."""
+        items, pending = data.model_data.input, self._input
+        if pending is None:
+            return data.model_data
+        pending.filtered = True
+        at = next((n for n in range(len(items) - 1, -1, -1) if _is_user(items[n], pending.text)),
+                  None)
+        if at is None:
+            if not pending.sent:  # the first call must carry the input
+                error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                      "the model input no longer holds the run's input "
+                                      "as one text message; apply this filter last")
+                self._ended(error)
+                raise error
+            return data.model_data  # a server-kept conversation sends it once
+        pending.sent = True
+        # New items: the list is a copy, its items are the run's history.
+        changed: list[Any] = [*items[:at], {**items[at], "content": pending.new}]
+        if pending.context:
+            changed.append({"role": "user", "content": pending.context})
+        return ModelInputData(input=[*changed, *items[at + 1:]],
+                              instructions=data.model_data.instructions)
+
     async def on_llm_start(self, context: RunContextWrapper[Any], agent: Agent[Any],
                            system_prompt: str | None, input_items: list[Any]) -> None:
+        if self._input is not None:
+            if not self._input.filtered:
+                error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                      _FILTER_FIX)
+                self._ended(error)
+                raise error
+            self._input.filtered = False
         messages: list[dict[str, Any]] = []
         if self.policy.listens("before_llm_call"):
             messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
@@ -194,14 +372,102 @@ class Interlock(RunHooks[Any]):
                                          finish_reason="tool_calls" if calls else "stop")
         self._end_on(outcome, can=("block",), fix=_LLM_FIX)
 
+    # -- the session ----------------------------------------------------------------
+    def close(self) -> None:
+        """End the session: ``session_end``, once, if a run started it; the next
+        run starts a new one."""
+        self.policy.end_session()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Interlock:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()
+
     def _end_on(self, outcome: Outcome, *, can: tuple[str, ...], fix: str = "") -> None:
-        self.policy.apply(outcome, can=can, fix=fix)
-        if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason,
-                                outcome.hook.qualified_name if outcome.hook else None)
+        try:
+            self.policy.apply(outcome, can=can, fix=fix)
+            if outcome.blocked:
+                raise PolicyStopped(outcome.name, outcome.reason,
+                                    outcome.hook.qualified_name if outcome.hook else None)
+        except InterlockError as e:
+            self._ended(e)
+            raise
+
+    def _ended(self, error: InterlockError) -> None:
+        """agent_end for a run the policy ends by raising out of it (the SDK calls
+        no hook then), once, if its agent had started."""
+        if self._begun:
+            self._begun = False
+            self.policy.notify("agent_end", status="stopped"
+                               if isinstance(error, PolicyStopped) else "error")
+
+    @contextmanager
+    def _through_the_sdk(self) -> Iterator[None]:
+        """Let ``except PolicyStopped`` around ``Runner.run`` catch a stop decided in
+        a tool call, as the adapters promise (docs/adapters.md)."""
+        try:
+            yield
+        except (_Stopped, _NotSupported) as e:
+            self._ended(e)
+            raise
+        except PolicyStopped as e:
+            self._ended(e)
+            raise _Stopped(e.event, e.reason, e.hook) from e
+        except DecisionNotSupported as e:
+            self._ended(e)
+            raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
 _MARK = "_interlock_governed"
+
+
+class _Call:
+    """A tool call that a tool_error hook may judge, or that failed."""
+
+    __slots__ = ("args", "attempt", "contexts", "failed", "judged")
+
+    def __init__(self, *, failed: bool = False) -> None:
+        self.args: dict[str, Any] = {}
+        """The arguments it runs with."""
+        self.attempt = 1
+        self.contexts: list[str] = []
+        """Context from tool_error answers, for the result the model reads."""
+        self.failed = failed
+        self.judged: BaseException | None = None
+        """An error tool_error saw that the tool then raises out of the run."""
+
+
+class _Retry(Exception):
+    """A tool_error hook asked for the call again."""
+
+
+class _Input:
+    """A run's input as session_start and user_input left it."""
+
+    __slots__ = ("context", "filtered", "new", "sent", "text")
+
+    def __init__(self, text: str, new: str, context: str) -> None:
+        self.text, self.new, self.context = text, new, context
+        self.filtered = False
+        """model_input ran for the model call about to go out."""
+        self.sent = False
+        """A model call carried it."""
+
+
+def _is_user(item: Any, text: str) -> bool:
+    return isinstance(item, dict) and item.get("role") == "user" and item.get("content") == text
+
+
+def _contexts(call: _Call | None) -> list[str]:
+    return call.contexts if call is not None else []
+
+
+def _joined(*contexts: str) -> str:
+    return "\n".join(c for c in contexts if c)
 
 
 class _Stopped(PolicyStopped, AgentsException):
@@ -211,20 +477,6 @@ class _Stopped(PolicyStopped, AgentsException):
 
 class _NotSupported(DecisionNotSupported, AgentsException):
     """DecisionNotSupported, re-raised by the SDK's tool runner as it is."""
-
-
-@contextmanager
-def _raised_through_the_sdk() -> Iterator[None]:
-    """Let ``except PolicyStopped`` around ``Runner.run`` catch a stop decided in a
-    tool call, as the adapters promise (docs/adapters.md)."""
-    try:
-        yield
-    except (_Stopped, _NotSupported):
-        raise
-    except PolicyStopped as e:
-        raise _Stopped(e.event, e.reason, e.hook) from e
-    except DecisionNotSupported as e:
-        raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
 def _check_governed(agent: Agent[Any]) -> None:

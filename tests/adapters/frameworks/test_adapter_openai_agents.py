@@ -224,8 +224,8 @@ async def test_user_input_block_ends_the_run_before_the_model(project):
 
 async def test_a_gate_hook_on_an_event_the_sdk_never_fires_refuses_the_run(project):
     policy = Policy("openai-agents", session_id=session())
-    policy.engine.on("subagent_stop", lambda e: block("not yet"))
+    policy.engine.on("model_select", lambda e: stop("not that model"))
     interlock = Interlock(policy=policy)
     agent = Agent(name="a", model=ScriptedModel([[assistant_message("hi")]]))
-    with pytest.raises(ConfigError, match="subagent_stop, which the openai-agents adapter"):
+    with pytest.raises(ConfigError, match="model_select, which the openai-agents adapter"):
         await Runner.run(agent, "hi", hooks=interlock)
