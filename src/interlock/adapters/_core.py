@@ -113,6 +113,9 @@ class RunInput:
     """The input to run with (changed by a modify of user_input)."""
     context: str
     """Hook context from both events, for the model ('' when none)."""
+    respond: str | None = None
+    """A hook's answer to the input (respond, where the adapter can apply it): the
+    run ends with it, without a model call."""
 
 
 _log = logging.getLogger("interlock")
@@ -321,7 +324,9 @@ class Policy:
         if outcome.blocked:
             raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
         contexts.append(outcome.context_text())
-        return RunInput(outcome.changes.get("text", text), "\n".join(c for c in contexts if c))
+        answer = str(outcome.value) if outcome.verdict is Verdict.RESPOND else None
+        return RunInput(outcome.changes.get("text", text), "\n".join(c for c in contexts if c),
+                        answer)
 
     # -- tool calls ---------------------------------------------------------------
     async def before_tool(self, name: str, args: dict[str, Any], call_id: str = "",
