@@ -479,9 +479,10 @@ def _llm_error_fields(request: ModelRequest[Any], error: Exception,
 
 
 def _final(response: ModelResponse[Any]) -> bool:
-    """Whether this reply ends the loop: it calls no tool."""
+    """Whether this reply ends the loop: it calls no tool, or it is the structured
+    output (a call of the output tool, answered in the same response)."""
     ai = _ai(response)
-    return ai is not None and not ai.tool_calls
+    return ai is not None and (not ai.tool_calls or response.structured_response is not None)
 
 
 def _stop_fields(request: ModelRequest[Any], response: ModelResponse[Any]) -> dict[str, Any]:

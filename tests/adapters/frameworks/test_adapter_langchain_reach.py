@@ -74,9 +74,10 @@ def calls(name: str, *after: AIMessage | Exception) -> list[AIMessage | Exceptio
             *(after or [AIMessage("done")])]
 
 
-def run(policy: Policy, model: Scripted, prompt: str = "go", **options: Any) -> Any:
-    agent = create_agent(model, tools=[flaky, broken, fine], middleware=[
-        InterlockMiddleware(policy=policy, **options)])
+def run(policy: Policy, model: Scripted, prompt: str = "go", *,
+        response_format: Any = None, **options: Any) -> Any:
+    agent = create_agent(model, tools=[flaky, broken, fine], response_format=response_format,
+                         middleware=[InterlockMiddleware(policy=policy, **options)])
     return agent.invoke({"messages": [{"role": "user", "content": prompt}]})
 
 
@@ -259,3 +260,24 @@ def test_the_error_text_a_hook_sees_is_json_safe(project):
     with pytest.raises(OSError, match="disk on fire"):
         run(policy, Scripted(calls("broken")))
     assert seen == ['{"path": "a"}']
+
+
+def test_before_stop_is_asked_on_a_structured_output(project):
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    policy = Policy("langchain", session_id=session())
+    asked: list[str | None] = []
+    policy.engine.on("before_stop", lambda e: asked.append(e.last_message) or (
+        block("check it twice") if len(asked) == 1 else None))
+    model = Scripted([
+        AIMessage("", tool_calls=[{"id": "o1", "name": "Answer", "args": {"text": "first"}}]),
+        AIMessage("", tool_calls=[{"id": "o2", "name": "Answer", "args": {"text": "second"}}]),
+    ])
+    result = run(policy, model, response_format=ToolStrategy(Answer))
+    assert len(asked) == 2
+    assert any("check it twice" in m for m in model.seen[1])
+    assert result["structured_response"] == Answer(text="second")
