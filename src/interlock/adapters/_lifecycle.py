@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from interlock.adapters._core import DecisionNotSupported, PolicyStopped
+from interlock.adapters._core import DecisionNotSupported
 from interlock.engine.decisions import Verdict
 
 if TYPE_CHECKING:
@@ -86,8 +86,6 @@ def keep_working(policy: Policy, outcome: Outcome) -> str | None:
     """before_stop's decision: the instruction to send the model (a block's reason,
     and any context with it), or None to let the run end. Context on a stop that
     goes ahead has no next model call in this run to reach, so it is refused."""
-    if outcome.verdict is Verdict.STOP:
-        raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
     policy.apply(outcome, can=("block", "context"))
     if not outcome.blocked:
         if outcome.contexts:
