@@ -4,6 +4,7 @@ failed, the final answer, the model choice, and a hook answering the input itsel
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -74,11 +75,16 @@ def calls(name: str, *after: AIMessage | Exception) -> list[AIMessage | Exceptio
             *(after or [AIMessage("done")])]
 
 
-def run(policy: Policy, model: Scripted, prompt: str = "go", *,
+def run(policy: Policy, model: Scripted, prompt: str = "go", *, mode: str = "sync",
         response_format: Any = None, **options: Any) -> Any:
+    """One run through ``invoke`` (mode "sync") or ``ainvoke`` ("async")."""
     agent = create_agent(model, tools=[flaky, broken, fine], response_format=response_format,
                          middleware=[InterlockMiddleware(policy=policy, **options)])
-    return agent.invoke({"messages": [{"role": "user", "content": prompt}]})
+    given = {"messages": [{"role": "user", "content": prompt}]}
+    return agent.invoke(given) if mode == "sync" else asyncio.run(agent.ainvoke(given))
+
+
+BOTH = pytest.mark.parametrize("mode", ["sync", "async"])
 
 
 @pytest.fixture(autouse=True)
@@ -97,14 +103,15 @@ def test_session_end_fires_when_the_run_ends(project):
     assert "session_end" in FIRES
 
 
-def test_tool_error_retry_runs_the_tool_again_through_before_tool_call(project):
+@BOTH
+def test_tool_error_retry_runs_the_tool_again_through_before_tool_call(project, mode):
     sid = session()
     policy = Policy("langchain", session_id=sid)
     seen: list[tuple[str, int]] = []
     policy.engine.on("tool_error", lambda e: seen.append((e.error, e.attempt)) or retry())
     gated: list[str] = []
     policy.engine.on("before_tool_call", lambda e: gated.append(e.tool_name))
-    result = run(policy, Scripted(calls("flaky")))
+    result = run(policy, Scripted(calls("flaky")), mode=mode)
     assert RAN == ["a", "a"]
     assert gated == ["flaky", "flaky"]
     ((error, attempt),) = seen
@@ -141,42 +148,46 @@ def test_a_tool_error_no_hook_answers_is_raised_as_langchain_raises_it(project):
         run(policy, Scripted(calls("broken")))
 
 
-def test_a_tool_error_retry_stops_at_the_cap(project):
+@BOTH
+def test_a_tool_error_retry_stops_at_the_cap(project, mode):
     policy = Policy("langchain", session_id=session())
     policy.engine.on("tool_error", lambda e: retry())
     with pytest.raises(OSError, match="disk on fire"):
-        run(policy, Scripted(calls("broken")))
+        run(policy, Scripted(calls("broken")), mode=mode)
     assert RAN == ["a", "a", "a"]
 
 
-def test_llm_error_retry_calls_the_model_again(project):
+@BOTH
+def test_llm_error_retry_calls_the_model_again(project, mode):
     sid = session()
     policy = Policy("langchain", session_id=sid)
     attempts: list[int] = []
     policy.engine.on("llm_error", lambda e: attempts.append(e.attempt) or retry())
     model = Scripted([ConnectionError("upstream 503"), AIMessage("recovered")])
-    result = run(policy, model)
+    result = run(policy, model, mode=mode)
     assert attempts == [1]
     assert result["messages"][-1].content == "recovered"
     assert len(model.seen) == 2
     assert any(e == "llm_error" and v == "retry" for e, v, _, _ in audit(sid, want=3))
 
 
-def test_an_llm_error_no_hook_retries_is_raised(project):
+@BOTH
+def test_an_llm_error_no_hook_retries_is_raised(project, mode):
     policy = Policy("langchain", session_id=session())
     policy.engine.on("llm_error", lambda e: None)
     with pytest.raises(ConnectionError, match="upstream 503"):
-        run(policy, Scripted([ConnectionError("upstream 503"), AIMessage("never")]))
+        run(policy, Scripted([ConnectionError("upstream 503"), AIMessage("never")]), mode=mode)
 
 
-def test_model_select_switches_the_model_of_a_call(project):
+@BOTH
+def test_model_select_switches_the_model_of_a_call(project, mode):
     policy = Policy("langchain", session_id=session())
     chosen: list[str] = []
     policy.engine.on("model_select", lambda e: chosen.append(e.model) or modify(model="small"),
                      modifies=True)
     small = Scripted([AIMessage("from the small model")])
     big = Scripted([AIMessage("from the big model")])
-    result = run(policy, big, models={"small": small})
+    result = run(policy, big, models={"small": small}, mode=mode)
     assert result["messages"][-1].content == "from the small model"
     assert big.seen == []
     assert len(small.seen) == 1
@@ -191,7 +202,8 @@ def test_a_model_select_to_a_model_langchain_cannot_make_is_refused(project):
         run(policy, Scripted([AIMessage("never")]))
 
 
-def test_before_stop_block_sends_the_reason_back_and_the_model_keeps_working(project):
+@BOTH
+def test_before_stop_block_sends_the_reason_back_and_the_model_keeps_working(project, mode):
     sid = session()
     policy = Policy("langchain", session_id=sid)
     counts: list[int] = []
@@ -202,7 +214,7 @@ def test_before_stop_block_sends_the_reason_back_and_the_model_keeps_working(pro
 
     policy.engine.on("before_stop", not_yet)
     model = Scripted([AIMessage("done"), AIMessage("tests pass, done")])
-    result = run(policy, model)
+    result = run(policy, model, mode=mode)
     assert counts == [0, 1]
     assert any("run the tests first" in m for m in model.seen[1])
     assert result["messages"][-1].content == "tests pass, done"

@@ -257,3 +257,20 @@ async def test_a_gate_hook_on_subagent_stop_still_refuses_the_run(project):
     with pytest.raises(ConfigError, match="subagent_stop, which the pydantic-ai adapter"):
         await agent(policy, model).run("go")
     assert read == []
+
+
+async def test_a_before_stop_block_ends_a_run_stream_which_takes_no_retry(project):
+    """run_stream's output is the stream's and pydantic-ai retries none of it: the
+    block cannot send the model back, so the run ends instead of stopping unasked."""
+    from pydantic_ai.exceptions import UnexpectedModelBehavior
+
+    async def streams(messages: list[ModelMessage], info: AgentInfo) -> Any:
+        yield "done"
+
+    policy = Policy("pydantic-ai", session_id=session())
+    policy.engine.on("before_stop", lambda e: block("run the tests first"))
+    model, _ = script("done")
+    a = agent(policy, FunctionModel(model.function, stream_function=streams))
+    with pytest.raises(UnexpectedModelBehavior, match="retries are not supported"):
+        async with a.run_stream("go") as streamed:
+            await streamed.get_output()
