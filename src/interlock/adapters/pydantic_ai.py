@@ -100,6 +100,7 @@ class Interlock(AbstractCapability[Any]):
     models: dict[str, Model] = field(repr=False)
     _inputs: dict[str, tuple[str, RunInput]] = field(repr=False)
     _answered: set[str] = field(repr=False)
+    _failures: dict[str, int] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None,
@@ -110,6 +111,8 @@ class Interlock(AbstractCapability[Any]):
         """A run's changed input (by run id), until its first model request."""
         self._answered = set()
         """Runs whose input a hook answered: their output is the hook's, not a stop."""
+        self._failures = {}
+        """A run's model calls that failed in a row (by run id), for llm_error's attempt."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -141,6 +144,7 @@ class Interlock(AbstractCapability[Any]):
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
                 self._answered.discard(ctx.run_id)
+                self._failures.pop(ctx.run_id, None)
             self.policy.notify("agent_end", status=status, final_text=final)
             self.policy.notify("session_end", reason=_END_REASON[status])
 
@@ -182,6 +186,8 @@ class Interlock(AbstractCapability[Any]):
         else:
             response = await handler(request_context)
             synthetic = False
+            if self._failures and ctx.run_id is not None:
+                self._failures.pop(ctx.run_id, None)
         return await self._after_model(response, model, synthetic,
                                        streamed=request_context.streaming and not synthetic)
 
@@ -230,7 +236,10 @@ class Interlock(AbstractCapability[Any]):
         against the agent's output retries); else the error stands."""
         if not self.policy.listens("llm_error"):
             raise error
-        attempt = ctx.retry + 1
+        if ctx.run_id is None:
+            attempt = ctx.retry + 1
+        else:
+            attempt = self._failures[ctx.run_id] = self._failures.get(ctx.run_id, 0) + 1
         outcome = await self.policy.emit(
             "llm_error", model=request_context.model.model_name, error=error_text(error),
             status_code=status_code(error), attempt=attempt)

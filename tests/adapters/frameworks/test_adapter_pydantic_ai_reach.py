@@ -274,3 +274,29 @@ async def test_a_before_stop_block_ends_a_run_stream_which_takes_no_retry(projec
     with pytest.raises(UnexpectedModelBehavior, match="retries are not supported"):
         async with a.run_stream("go") as streamed:
             await streamed.get_output()
+
+
+async def test_llm_error_counts_the_failures_of_one_call_and_stops_retrying_at_the_cap(project):
+    policy = Policy("pydantic-ai", session_id=session())
+    attempts: list[int] = []
+    policy.engine.on("llm_error", lambda e: attempts.append(e.attempt) or retry())
+    model, read = script(*[ConnectionError("upstream 503")] * 4)
+    a: Agent[None, str] = Agent(model, retries={"output": 5},
+                                capabilities=[Interlock(policy=policy)])
+    with pytest.raises(ConnectionError, match="upstream 503"):
+        await a.run("go")
+    assert attempts == [1, 2, 3]
+    assert len(read) == 3
+
+
+async def test_llm_error_attempt_counts_only_the_failures_of_the_call(project):
+    """A retry the run used before (a before_stop block) is no failed model call."""
+    policy = Policy("pydantic-ai", session_id=session())
+    attempts: list[int] = []
+    policy.engine.on("llm_error", lambda e: attempts.append(e.attempt) or retry())
+    policy.engine.on("before_stop", lambda e: block("again") if e.block_count == 0 else None)
+    model, _ = script("first", ConnectionError("upstream 503"), "second")
+    a: Agent[None, str] = Agent(model, retries={"output": 5},
+                                capabilities=[Interlock(policy=policy)])
+    assert (await a.run("go")).output == "second"
+    assert attempts == [1]
