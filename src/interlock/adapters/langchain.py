@@ -160,8 +160,9 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if policy.listens("model_select"):
             request = self._select(policy.emit_sync("model_select", **_select_fields(request)),
                                    request)
+        # Replies a before_stop block sent back, each with its instruction: the model
+        # reads them on the next call, and the state keeps them (docs/adapters.md).
         said: list[Any] = []
-        """Replies before_stop sent back, each with its instruction: kept in the state."""
         attempt = 1
         while True:
             asked = request.override(messages=[*request.messages, *said]) if said else request
