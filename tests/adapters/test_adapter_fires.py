@@ -12,7 +12,9 @@ import pytest
 from interlock.engine.catalog import BY_NAME
 
 ROOT = Path(__file__).resolve().parents[2]
-COLUMNS = {"OpenAI Agents SDK": "interlock.adapters.openai_agents",
+COLUMNS = {"pydantic-ai": "interlock.adapters.pydantic_ai",
+           "LangChain": "interlock.adapters.langchain",
+           "OpenAI Agents SDK": "interlock.adapters.openai_agents",
            "Claude Agent SDK": "interlock.adapters.claude_agent_sdk"}
 
 

@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from interlock.hosts.assembly import Host
 
 __all__ = ["GATEWAY_EVENTS", "NOT_IN_FRAMEWORKS", "AfterTool", "DecisionNotSupported", "Policy",
-           "PolicyStopped", "RunInput", "ToolGate"]
+           "PolicyStopped", "RunInput", "SessionEnd", "ToolGate"]
 
 
 class PolicyStopped(InterlockError):
@@ -113,6 +113,9 @@ class RunInput:
     """The input to run with (changed by a modify of user_input)."""
     context: str
     """Hook context from both events, for the model ('' when none)."""
+    respond: str | None = None
+    """A hook's answer to the input (respond, where the adapter can apply it): the
+    run ends with it, without a model call."""
 
 
 _log = logging.getLogger("interlock")
@@ -333,7 +336,9 @@ class Policy:
         if outcome.blocked:
             raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
         contexts.append(outcome.context_text())
-        return RunInput(outcome.changes.get("text", text), "\n".join(c for c in contexts if c))
+        answer = str(outcome.value) if outcome.verdict is Verdict.RESPOND else None
+        return RunInput(outcome.changes.get("text", text), "\n".join(c for c in contexts if c),
+                        answer)
 
     # -- tool calls ---------------------------------------------------------------
     async def before_tool(self, name: str, args: dict[str, Any], call_id: str = "",
@@ -501,3 +506,29 @@ _ASK_FIX = ("approve the call in a hook, or give the tool an approval step this 
 _FIX = "see which decisions this adapter applies in docs/adapters.md"
 _INPUT_FIX = ("see which decisions on session_start and user_input this adapter applies in "
               "docs/adapters.md, Events each adapter fires")
+
+
+class SessionEnd:
+    """``close()``, ``aclose()`` and ``with``/``async with`` for an adapter object:
+    the end of its session, ``session_end`` once if a run started it; the next
+    run starts a new one (docs/adapters.md, Events each adapter fires)."""
+
+    policy: Policy
+
+    def close(self) -> None:
+        self.policy.end_session()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.close()

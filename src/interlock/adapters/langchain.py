@@ -7,17 +7,24 @@ What maps where (docs/adapters.md, LangChain):
 
 - ``before_agent``/``after_agent``: ``session_start`` (the Policy's first
   run), ``user_input`` on the last ``HumanMessage`` (block/stop end the run;
-  modify rewrites it; context follows it), ``before_agent_start`` (block or
-  stop end the run before it starts) and ``agent_end``;
-- ``wrap_model_call``: ``before_llm_call`` (block/stop end the run; respond
-  answers without the model; context is added as a message; modify may drop
-  offered tools) and ``after_llm_call`` (modify of text and tool calls);
+  modify rewrites it; context follows it; respond ends the run with its
+  answer as an ``AIMessage``, through ``jump_to="end"``), ``before_agent_start``
+  (block or stop end the run before it starts) and ``agent_end``;
+  ``close()`` (or ``with``): ``session_end``;
+- ``wrap_model_call``: ``model_select`` (modify of ``model`` swaps the call's
+  chat model), ``before_llm_call`` (block/stop end the run; respond answers
+  without the model; context is added as a message; modify may drop offered
+  tools), ``llm_error`` (retry calls the model again), ``after_llm_call``
+  (modify of text and tool calls) and, on a reply with no tool call,
+  ``before_stop`` (block sends its reason to the model, which goes on);
 - ``wrap_tool_call``: ``before_tool_call`` (block returns the structured
   reason as the ``ToolMessage``; modify changes the args; respond returns a
   result without running the tool; ask pauses the graph with LangGraph's
   ``interrupt``, so a checkpointer is needed, and the run resumes with
-  ``Command(resume=True)`` or ``{"approved": False, "reason": ...}``) and
-  ``after_tool_call`` (modify or block of the result; context beside it).
+  ``Command(resume=True)`` or ``{"approved": False, "reason": ...}``),
+  ``tool_error`` (retry runs the call again; a rewrite or context gives the
+  model the error) and ``after_tool_call`` (modify or block of the result;
+  context beside it).
 
 Both the sync (``invoke``) and async (``ainvoke``) paths apply the policy.
 Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
@@ -25,19 +32,18 @@ Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeGuard
 
-from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
-from langchain_core.messages import (
-    AIMessage,
-    AnyMessage,
-    HumanMessage,
-    ToolMessage,
-    convert_to_messages,
+from langchain.agents.middleware import (
+    AgentMiddleware,
+    AgentState,
+    ModelRequest,
+    ModelResponse,
+    hook_config,
 )
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
 
 from interlock.adapters._core import (
     AfterTool,
@@ -45,12 +51,41 @@ from interlock.adapters._core import (
     Policy,
     PolicyStopped,
     RunInput,
+    SessionEnd,
     ToolGate,
     as_text,
     with_context,
 )
+from interlock.adapters._langchain_messages import (
+    _ai,
+    _ai_message,
+    _approval,
+    _call,
+    _content,
+    _hook,
+    _last_human,
+    _last_text,
+    _llm_fields,
+    _message,
+    _prompt,
+    _reply_fields,
+    _rewrite,
+    _tool_messages,
+    _tool_name,
+    _with_args,
+    _with_result,
+)
+from interlock.adapters._lifecycle import (
+    ToolFailure,
+    error_text,
+    keep_working,
+    llm_retry,
+    status_code,
+    tool_failure,
+)
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
     from langgraph.prebuilt.tool_node import ToolCallRequest
     from langgraph.runtime import Runtime
     from langgraph.types import Command
@@ -62,33 +97,44 @@ __all__ = ["FIRES", "InterlockMiddleware"]
 FRAMEWORK = "langchain"
 
 FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
-                   "before_llm_call", "after_llm_call", "before_tool_call", "after_tool_call",
-                   "tool_result_persist"})
+                   "session_end", "model_select", "before_llm_call", "llm_error",
+                   "after_llm_call", "before_stop", "before_tool_call", "tool_error",
+                   "after_tool_call", "tool_result_persist"})
 """The catalog events this middleware fires (docs/adapters.md, Events each adapter fires)."""
-_INPUT_CAN = ("block", "modify", "context")
+_INPUT_CAN = ("block", "modify", "context", "respond")
 
 
-class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]):
     """The project's policy as LangChain agent middleware.
 
     ``project``: the project root (default: found from the working folder up).
-    ``policy``: a :class:`~interlock.adapters.Policy` to share.
+    ``policy``: a :class:`~interlock.adapters.Policy` to share. ``models``: chat
+    models a model_select hook may switch a call to, by the name it gives; any
+    other name is made with LangChain's ``init_chat_model`` (``"provider:model"``).
     """
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
-                 policy: Policy | None = None) -> None:
+                 policy: Policy | None = None,
+                 models: Mapping[str, BaseChatModel] | None = None) -> None:
         super().__init__()
         self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
+        self.models = dict(models or {})
 
     # -- the run ------------------------------------------------------------------
+    @hook_config(can_jump_to=["end"])
     def before_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         given = self.policy.start_run_sync(_prompt(state), fires=FIRES, can=_INPUT_CAN)
+        if given.respond is not None:
+            return _answer_update(state, given)
         self._started(self.policy.emit_sync("before_agent_start", prompt=given.text))
         return _input_update(state, given)
 
+    @hook_config(can_jump_to=["end"])
     async def abefore_agent(self, state: AgentState[Any],
                             runtime: Runtime[Any]) -> dict[str, Any] | None:
         given = await self.policy.start_run(_prompt(state), fires=FIRES, can=_INPUT_CAN)
+        if given.respond is not None:
+            return _answer_update(state, given)
         self._started(await self.policy.emit("before_agent_start", prompt=given.text))
         return _input_update(state, given)
 
@@ -98,6 +144,7 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        # LangChain runs after_agent only for a run that ends without raising.
         self.policy.notify("agent_end", status="completed", final_text=_last_text(state))
         return None
 
@@ -109,29 +156,108 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
                         ) -> ModelResponse[Any]:
-        before = self.policy.emit_sync("before_llm_call", **_llm_fields(
-            request, self.policy.listens("before_llm_call")))
-        request, answer = self._before_model(before, request)
-        response = answer if answer is not None else handler(request)
-        if not self.policy.listens("after_llm_call"):
-            return response
-        after = self.policy.emit_sync("after_llm_call", **_reply_fields(request, response,
-                                                                        answer is not None))
-        return self._after_model(after, response)
+        policy = self.policy
+        if policy.listens("model_select"):
+            request = self._select(policy.emit_sync("model_select", **_select_fields(request)),
+                                   request)
+        # Replies a before_stop block sent back, each with its instruction: the model
+        # reads them on the next call, and the state keeps them (docs/adapters.md).
+        said: list[Any] = []
+        attempt = 1
+        while True:
+            asked = request.override(messages=[*request.messages, *said]) if said else request
+            before = policy.emit_sync("before_llm_call", **_llm_fields(
+                asked, policy.listens("before_llm_call")))
+            asked, answer = self._before_model(before, asked)
+            if answer is None:
+                try:
+                    response = handler(asked)
+                except Exception as exc:
+                    if not _model_failure(exc) or not policy.listens("llm_error"):
+                        raise
+                    outcome = policy.emit_sync("llm_error", **_llm_error_fields(asked, exc,
+                                                                                attempt))
+                    if not llm_retry(policy, outcome, attempt):
+                        raise
+                    attempt += 1
+                    continue
+            else:
+                response = answer
+            if policy.listens("after_llm_call"):
+                after = policy.emit_sync("after_llm_call", **_reply_fields(
+                    asked, response, answer is not None))
+                response = self._after_model(after, response)
+            instruction = None
+            if _final(response) and policy.listens("before_stop"):
+                instruction = keep_working(policy, policy.emit_sync(
+                    "before_stop", **_stop_fields(asked, response)))
+            if instruction is None:
+                return _with_said(said, response)
+            said += [*response.result, HumanMessage(instruction)]
+            attempt = 1
 
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]],
                                                  Awaitable[ModelResponse[Any]]]
                                ) -> ModelResponse[Any]:
-        before = await self.policy.emit("before_llm_call", **_llm_fields(
-            request, self.policy.listens("before_llm_call")))
-        request, answer = self._before_model(before, request)
-        response = answer if answer is not None else await handler(request)
-        if not self.policy.listens("after_llm_call"):
-            return response
-        after = await self.policy.emit("after_llm_call", **_reply_fields(request, response,
-                                                                         answer is not None))
-        return self._after_model(after, response)
+        policy = self.policy
+        if policy.listens("model_select"):
+            request = self._select(await policy.emit("model_select", **_select_fields(request)),
+                                   request)
+        said: list[Any] = []
+        attempt = 1
+        while True:
+            asked = request.override(messages=[*request.messages, *said]) if said else request
+            before = await policy.emit("before_llm_call", **_llm_fields(
+                asked, policy.listens("before_llm_call")))
+            asked, answer = self._before_model(before, asked)
+            if answer is None:
+                try:
+                    response = await handler(asked)
+                except Exception as exc:
+                    if not _model_failure(exc) or not policy.listens("llm_error"):
+                        raise
+                    outcome = await policy.emit("llm_error", **_llm_error_fields(asked, exc,
+                                                                                 attempt))
+                    if not llm_retry(policy, outcome, attempt):
+                        raise
+                    attempt += 1
+                    continue
+            else:
+                response = answer
+            if policy.listens("after_llm_call"):
+                after = await policy.emit("after_llm_call", **_reply_fields(
+                    asked, response, answer is not None))
+                response = self._after_model(after, response)
+            instruction = None
+            if _final(response) and policy.listens("before_stop"):
+                instruction = keep_working(policy, await policy.emit(
+                    "before_stop", **_stop_fields(asked, response)))
+            if instruction is None:
+                return _with_said(said, response)
+            said += [*response.result, HumanMessage(instruction)]
+            attempt = 1
+
+    def _select(self, outcome: Outcome, request: ModelRequest[Any]) -> ModelRequest[Any]:
+        """model_select's modify of ``model``: the call goes to that chat model."""
+        self.policy.apply(outcome, can=("modify",))
+        name = outcome.changes.get("model")
+        if name is None or name == _select_fields(request)["model"]:
+            return request
+        model = self.models.get(name)
+        if model is None:
+            try:
+                from langchain.chat_models import init_chat_model
+
+                model = init_chat_model(name)
+            except Exception as exc:  # an unknown provider, a missing package or key
+                raise DecisionNotSupported(
+                    FRAMEWORK, outcome.name, "modify", _hook(outcome),
+                    f"LangChain cannot make a chat model of {name!r} ({error_text(exc)}); "
+                    "name a 'provider:model' it can make, or pass the model as "
+                    f"InterlockMiddleware(models={{{name!r}: model}}) (docs/adapters.md, "
+                    "LangChain)") from exc
+        return request.override(model=model)
 
     def _before_model(self, outcome: Outcome, request: ModelRequest[Any]
                       ) -> tuple[ModelRequest[Any], ModelResponse[Any] | None]:
@@ -173,47 +299,95 @@ class InterlockMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
                        ) -> ToolMessage | Command[Any]:
+        policy = self.policy
         name, args, call_id = _call(request)
-        gate = self.policy.before_tool_sync(name, args, call_id)
-        if gate.action in ("block", "respond"):
-            return _answered(gate, self.policy.after_gated_sync(gate, name, call_id), name,
-                             call_id)
-        early = self._asked(gate, name, call_id)
-        if early is not None:
-            return early
-        result = handler(_with_args(request, args, gate.args))
-        rewritten: dict[int, ToolMessage] = {}
-        for message in self._results(result, name):
-            content = _content(message)
-            after = self.policy.after_tool_sync(name, gate.args, content, call_id,
-                                                status=message.status)
-            rewritten[id(message)] = _with_result(message, content, after.result,
-                                                  gate.context, after.context)
-        final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
-        return final
+        attempt = 1
+        while True:
+            gate = policy.before_tool_sync(name, args, call_id)
+            if gate.action in ("block", "respond"):
+                return _answered(gate, policy.after_gated_sync(gate, name, call_id), name,
+                                 call_id)
+            early = self._asked(gate, name, call_id)
+            if early is not None:
+                return early
+            try:
+                result = handler(_with_args(request, args, gate.args))
+            except Exception as exc:
+                if not _tool_failure(exc) or not policy.listens("tool_error"):
+                    raise
+                failure = tool_failure(policy, policy.emit_sync("tool_error", **_error_fields(
+                    name, gate.args, call_id, error_text(exc), attempt)), attempt)
+                if failure.retry:
+                    attempt += 1
+                    continue
+                if not failure.answered:
+                    raise
+                result = _failed(failure, name, call_id)
+            else:
+                if _errored(result) and policy.listens("tool_error"):
+                    failure = tool_failure(policy, policy.emit_sync("tool_error", **_error_fields(
+                        name, gate.args, call_id, as_text(result.content), attempt)), attempt)
+                    if failure.retry:
+                        attempt += 1
+                        continue
+                    result = _failed(failure, name, call_id) if failure.answered else result
+            rewritten: dict[int, ToolMessage] = {}
+            for message in self._results(result, name):
+                content = _content(message)
+                after = policy.after_tool_sync(name, gate.args, content, call_id,
+                                               status=message.status)
+                rewritten[id(message)] = _with_result(message, content, after.result,
+                                                      gate.context, after.context)
+            final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+            return final
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest],
                                                 Awaitable[ToolMessage | Command[Any]]]
                               ) -> ToolMessage | Command[Any]:
+        policy = self.policy
         name, args, call_id = _call(request)
-        gate = await self.policy.before_tool(name, args, call_id)
-        if gate.action in ("block", "respond"):
-            return _answered(gate, await self.policy.after_gated(gate, name, call_id), name,
-                             call_id)
-        early = self._asked(gate, name, call_id)
-        if early is not None:
-            return early
-        result = await handler(_with_args(request, args, gate.args))
-        rewritten: dict[int, ToolMessage] = {}
-        for message in self._results(result, name):
-            content = _content(message)
-            after = await self.policy.after_tool(name, gate.args, content, call_id,
-                                                 status=message.status)
-            rewritten[id(message)] = _with_result(message, content, after.result,
-                                                  gate.context, after.context)
-        final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
-        return final
+        attempt = 1
+        while True:
+            gate = await policy.before_tool(name, args, call_id)
+            if gate.action in ("block", "respond"):
+                return _answered(gate, await policy.after_gated(gate, name, call_id), name,
+                                 call_id)
+            early = self._asked(gate, name, call_id)
+            if early is not None:
+                return early
+            try:
+                result = await handler(_with_args(request, args, gate.args))
+            except Exception as exc:
+                if not _tool_failure(exc) or not policy.listens("tool_error"):
+                    raise
+                failure = tool_failure(policy, await policy.emit("tool_error", **_error_fields(
+                    name, gate.args, call_id, error_text(exc), attempt)), attempt)
+                if failure.retry:
+                    attempt += 1
+                    continue
+                if not failure.answered:
+                    raise
+                result = _failed(failure, name, call_id)
+            else:
+                if _errored(result) and policy.listens("tool_error"):
+                    failure = tool_failure(policy, await policy.emit(
+                        "tool_error", **_error_fields(name, gate.args, call_id,
+                                                      as_text(result.content), attempt)),
+                        attempt)
+                    if failure.retry:
+                        attempt += 1
+                        continue
+                    result = _failed(failure, name, call_id) if failure.answered else result
+            rewritten: dict[int, ToolMessage] = {}
+            for message in self._results(result, name):
+                content = _content(message)
+                after = await policy.after_tool(name, gate.args, content, call_id,
+                                                status=message.status)
+                rewritten[id(message)] = _with_result(message, content, after.result,
+                                                      gate.context, after.context)
+            final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+            return final
 
     def _results(self, result: Any, name: str) -> list[ToolMessage]:
         """The ToolMessages a tool's result gives the model: the message itself, or
@@ -258,6 +432,74 @@ def _answered(gate: ToolGate, after: AfterTool, name: str, call_id: str) -> Tool
                     "error" if gate.action == "block" else "success")
 
 
+def _answer_update(state: AgentState[Any], given: RunInput) -> dict[str, Any]:
+    """The state update of a respond on user_input: the hook's answer as the run's
+    reply, and the run ends there (no model call)."""
+    update = _input_update(state, given) or {"messages": []}
+    update["messages"].append(AIMessage(given.respond or ""))
+    update["jump_to"] = "end"
+    return update
+
+
+def _failed(failure: ToolFailure, name: str, call_id: str) -> ToolMessage:
+    """The error ToolMessage a tool_error hook's rewrite or context gives the model."""
+    return _message(with_context(failure.error, failure.context), name, call_id, "error")
+
+
+def _errored(result: Any) -> TypeGuard[ToolMessage]:
+    return isinstance(result, ToolMessage) and result.status == "error"
+
+
+def _tool_failure(error: Exception) -> bool:
+    """Whether ``error`` is the tool's failure, not LangGraph's control flow (an
+    interrupt) nor a policy's stop from a run inside the tool."""
+    from langgraph.errors import GraphBubbleUp
+
+    from interlock.engine.errors import InterlockError
+
+    return not isinstance(error, (GraphBubbleUp, InterlockError))
+
+
+_model_failure = _tool_failure
+
+
+def _error_fields(name: str, args: dict[str, Any], call_id: str, error: str,
+                  attempt: int) -> dict[str, Any]:
+    return {"tool_call_id": call_id, "tool_name": name, "args": args, "error": error,
+            "attempt": attempt}
+
+
+def _select_fields(request: ModelRequest[Any]) -> dict[str, Any]:
+    return {"model": _llm_fields(request, False)["model"]}
+
+
+def _llm_error_fields(request: ModelRequest[Any], error: Exception,
+                      attempt: int) -> dict[str, Any]:
+    return {"model": _llm_fields(request, False)["model"], "error": error_text(error),
+            "status_code": status_code(error), "attempt": attempt}
+
+
+def _final(response: ModelResponse[Any]) -> bool:
+    """Whether this reply ends the loop: it calls no tool, or it is the structured
+    output (a call of the output tool, answered in the same response)."""
+    ai = _ai(response)
+    return ai is not None and (not ai.tool_calls or response.structured_response is not None)
+
+
+def _stop_fields(request: ModelRequest[Any], response: ModelResponse[Any]) -> dict[str, Any]:
+    ai = _ai(response)
+    return {"last_message": as_text(ai.content) if ai is not None else None,
+            "prompt": _prompt(request.state) if request.state else None}
+
+
+def _with_said(said: list[Any], response: ModelResponse[Any]) -> ModelResponse[Any]:
+    """The reply, after any replies before_stop sent back (the state keeps them all)."""
+    if not said:
+        return response
+    return ModelResponse(result=[*said, *response.result],
+                         structured_response=response.structured_response)
+
+
 def _input_update(state: AgentState[Any], given: RunInput) -> dict[str, Any] | None:
     """The state update that applies user_input's decision: the prompt rewritten in
     place (same message id, which LangGraph's reducer replaces), context after it."""
@@ -276,186 +518,3 @@ def _input_update(state: AgentState[Any], given: RunInput) -> dict[str, Any] | N
     return {"messages": update} if update else None
 
 
-def _with_args(request: ToolCallRequest, old: dict[str, Any],
-               new: dict[str, Any]) -> ToolCallRequest:
-    """The request to run: the same one unless a hook changed the arguments."""
-    if new is old:
-        return request
-    return request.override(tool_call={**request.tool_call, "args": new})
-
-
-def _tool_messages(result: Any) -> list[ToolMessage] | None:
-    """The ToolMessages in a tool's result (a ToolMessage, a Command, or a list of
-    them), their dict forms made messages in place; None for a shape the adapter
-    cannot read."""
-    from langgraph.types import Command
-
-    if isinstance(result, ToolMessage):
-        return [result]
-    if isinstance(result, list):
-        found: list[ToolMessage] = []
-        for item in result:
-            inner = _tool_messages(item)
-            if inner is None:
-                return None
-            found += inner
-        return found
-    if not isinstance(result, Command):
-        return None
-    update = result.update
-    if update is None:
-        return []
-    if isinstance(update, dict):
-        messages = update.get("messages", [])
-    elif isinstance(update, list):
-        messages = update
-    else:
-        return None
-    if not isinstance(messages, list):
-        return None
-    try:
-        converted = convert_to_messages(messages)
-    except (ValueError, TypeError, NotImplementedError):
-        return None
-    # The converted list replaces the original, so the rewrite below reaches the graph.
-    if isinstance(update, dict):
-        update["messages"] = converted
-    else:
-        update[:] = converted
-    return [m for m in converted if isinstance(m, ToolMessage)]
-
-
-def _rewrite(result: Any, rewritten: dict[int, ToolMessage]) -> Any:
-    """``result`` with each judged ToolMessage replaced by its rewrite."""
-    from langgraph.types import Command
-
-    if not rewritten:
-        return result
-    if isinstance(result, ToolMessage):
-        return rewritten.get(id(result), result)
-    if isinstance(result, list):
-        result[:] = [_rewrite(item, rewritten) for item in result]
-        return result
-    if isinstance(result, Command):
-        update = result.update
-        if isinstance(update, dict):
-            update["messages"] = [rewritten.get(id(m), m) for m in update["messages"]]
-        elif isinstance(update, list):
-            update[:] = [rewritten.get(id(m), m) for m in update]
-    return result
-
-
-def _approval(answer: Any) -> tuple[bool, str | None]:
-    if isinstance(answer, bool):
-        return answer, None
-    if isinstance(answer, dict) and isinstance(answer.get("approved"), bool):
-        reason = answer.get("reason")
-        return answer["approved"], reason if isinstance(reason, str) else None
-    # An answer in no shape we know is not a yes.
-    return False, f"unrecognised approval answer {answer!r}; resume with True or " \
-                  "{'approved': bool, 'reason': str}"
-
-
-def _hook(outcome: Outcome) -> str | None:
-    return outcome.hook.qualified_name if outcome.hook is not None else None
-
-
-def _call(request: ToolCallRequest) -> tuple[str, dict[str, Any], str]:
-    call = request.tool_call
-    return call["name"], dict(call.get("args") or {}), call.get("id") or ""
-
-
-def _content(message: ToolMessage) -> Any:
-    content = message.content
-    if isinstance(content, str) and content[:1] in ("{", "["):
-        try:
-            return json.loads(content)
-        except ValueError:
-            return content
-    return content
-
-
-def _message(value: Any, name: str, call_id: str, status: str) -> ToolMessage:
-    return ToolMessage(content=as_text(value), name=name, tool_call_id=call_id,
-                       status="error" if status == "error" else "success")
-
-
-def _with_result(message: ToolMessage, content: Any, result: Any,
-                 *contexts: str) -> ToolMessage:
-    context = "\n".join(c for c in contexts if c)
-    if result is content and not context:
-        return message
-    return _message(with_context(result, context), message.name or "", message.tool_call_id,
-                    message.status)
-
-
-def _last_human(state: AgentState[Any]) -> HumanMessage | None:
-    for message in reversed(state.get("messages", [])):
-        if isinstance(message, HumanMessage):
-            return message
-    return None
-
-
-def _prompt(state: AgentState[Any]) -> str:
-    last = _last_human(state)
-    return as_text(last.content) if last is not None else ""
-
-
-def _last_text(state: AgentState[Any]) -> str | None:
-    for message in reversed(state.get("messages", [])):
-        if isinstance(message, AIMessage):
-            return as_text(message.content)
-    return None
-
-
-def _tool_name(tool: Any) -> str:
-    return tool.get("name", "") if isinstance(tool, dict) else str(getattr(tool, "name", ""))
-
-
-def _openai_shape(messages: list[AnyMessage]) -> list[dict[str, Any]]:
-    roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
-    out: list[dict[str, Any]] = []
-    for m in messages:
-        entry: dict[str, Any] = {"role": roles.get(m.type, m.type), "content": as_text(m.content)}
-        if isinstance(m, AIMessage) and m.tool_calls:
-            entry["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
-                "name": c["name"], "arguments": json.dumps(c["args"])}} for c in m.tool_calls]
-        if isinstance(m, ToolMessage):
-            entry["tool_call_id"] = m.tool_call_id
-        out.append(entry)
-    return out
-
-
-def _llm_fields(request: ModelRequest[Any], full: bool = True) -> dict[str, Any]:
-    messages = _openai_shape(request.messages) if full else []
-    if full and request.system_message is not None:
-        messages.insert(0, {"role": "system", "content": as_text(request.system_message.content)})
-    model = getattr(request.model, "model_name", None) or getattr(request.model, "model", None)
-    return {"model": str(model or type(request.model).__name__), "messages": messages,
-            "tools": [_tool_name(t) for t in request.tools]}
-
-
-def _ai(response: ModelResponse[Any]) -> AIMessage | None:
-    return next((m for m in response.result if isinstance(m, AIMessage)), None)
-
-
-def _reply_fields(request: ModelRequest[Any], response: ModelResponse[Any],
-                  synthetic: bool) -> dict[str, Any]:
-    ai = _ai(response)
-    calls = [{"id": c.get("id"), "name": c["name"], "args": c["args"]}
-             for c in (ai.tool_calls if ai else [])]
-    return {"model": _llm_fields(request, False)["model"],
-            "text": as_text(ai.content) if ai else "",
-            "tool_calls": calls, "synthetic": synthetic,
-            "finish_reason": "tool_calls" if calls else "stop"}
-
-
-def _ai_message(value: Any) -> AIMessage:
-    """A respond (or modified) reply: text, or ``{"text", "tool_calls"}``."""
-    if isinstance(value, str):
-        return AIMessage(content=value)
-    data = value if isinstance(value, dict) else {}
-    calls = [{"id": c.get("id") or f"interlock-{i}", "name": c["name"],
-              "args": c.get("args") or {}, "type": "tool_call"}
-             for i, c in enumerate(data.get("tool_calls") or [])]
-    return AIMessage(content=data.get("text") or "", tool_calls=calls)

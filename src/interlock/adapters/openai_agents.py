@@ -63,6 +63,7 @@ from interlock.adapters._core import (
     DecisionNotSupported,
     Policy,
     PolicyStopped,
+    SessionEnd,
     ToolGate,
     as_text,
     with_context,
@@ -101,7 +102,7 @@ _RETRIES = 2
 reference agent (docs/agent.md)."""
 
 
-class Interlock(RunHooks[Any]):
+class Interlock(SessionEnd, RunHooks[Any]):
     """The project's policy for OpenAI Agents SDK runs: run hooks, and a tool wrapper.
 
     ``project``: the project root (default: found from the working folder up).
@@ -371,21 +372,6 @@ class Interlock(RunHooks[Any]):
                                          text=text, tool_calls=calls,
                                          finish_reason="tool_calls" if calls else "stop")
         self._end_on(outcome, can=("block",), fix=_LLM_FIX)
-
-    # -- the session ----------------------------------------------------------------
-    def close(self) -> None:
-        """End the session: ``session_end``, once, if a run started it; the next
-        run starts a new one."""
-        self.policy.end_session()
-
-    async def aclose(self) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Interlock:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()
 
     def _end_on(self, outcome: Outcome, *, can: tuple[str, ...], fix: str = "") -> None:
         try:

@@ -7,18 +7,24 @@ What maps where (docs/adapters.md, pydantic-ai):
 
 - the run: ``session_start`` (the Policy's first run), ``user_input`` on the
   prompt (block/stop end the run; modify and context apply to the first model
-  request), ``before_agent_start`` (block or stop end it before it starts),
-  ``agent_end`` when it ends;
-- each model request: ``before_llm_call`` (block/stop end the run; respond
+  request; respond is the first request's reply, without the model),
+  ``before_agent_start`` (block or stop end it before it starts),
+  ``agent_end`` when it ends; ``close()`` (or ``async with``): ``session_end``;
+- each model request: ``model_select`` (modify of ``model`` swaps the
+  request's model), ``before_llm_call`` (block/stop end the run; respond
   answers without the model; context is added to the conversation; modify
-  may drop offered tools) and ``after_llm_call`` (modify of text and tool
-  calls; block/stop end the run);
+  may drop offered tools), ``llm_error`` (retry asks pydantic-ai for another
+  request) and ``after_llm_call`` (modify of text and tool calls; block/stop
+  end the run);
 - each tool execution: ``before_tool_call`` (block returns the structured
   reason as the tool result; modify changes the args; respond returns a
   result without running the tool; ask raises pydantic-ai's
   ``ApprovalRequired``, so the run ends with ``DeferredToolRequests`` and a
-  person approves with ``DeferredToolResults``) and ``after_tool_call``
-  (modify or block of the result; context beside it).
+  person approves with ``DeferredToolResults``), ``tool_error`` (retry runs
+  the call again; a rewrite or context gives the model the error) and
+  ``after_tool_call`` (modify or block of the result; context beside it);
+- the final output: ``before_stop`` (block sends its reason to the model as a
+  retry, which counts against the agent's output retries).
 
 Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
 """
@@ -26,10 +32,11 @@ Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai import ApprovalRequired, RunContext
+from pydantic_ai import ApprovalRequired, DeferredToolRequests, ModelRetry, RunContext
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import (
     WrapModelRequestHandler,
@@ -46,7 +53,8 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.output import OutputContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import ToolDefinition
 
@@ -55,8 +63,16 @@ from interlock.adapters._core import (
     Policy,
     PolicyStopped,
     RunInput,
+    SessionEnd,
     as_text,
     with_context,
+)
+from interlock.adapters._lifecycle import (
+    error_text,
+    keep_working,
+    llm_retry,
+    status_code,
+    tool_failure,
 )
 
 __all__ = ["FIRES", "Interlock"]
@@ -64,28 +80,40 @@ __all__ = ["FIRES", "Interlock"]
 FRAMEWORK = "pydantic-ai"
 
 FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
-                   "before_llm_call", "after_llm_call", "before_tool_call", "after_tool_call",
-                   "tool_result_persist"})
+                   "session_end", "model_select", "before_llm_call", "llm_error",
+                   "after_llm_call", "before_stop", "before_tool_call", "tool_error",
+                   "after_tool_call", "tool_result_persist"})
 """The catalog events this capability fires (docs/adapters.md, Events each adapter fires)."""
 
 
 @dataclass(init=False)
-class Interlock(AbstractCapability[Any]):
+class Interlock(SessionEnd, AbstractCapability[Any]):
     """The project's policy as a pydantic-ai capability.
 
     ``project``: the project root (default: found from the working folder up).
     ``policy``: a :class:`~interlock.adapters.Policy` to share (for example one
-    built on your own engine).
+    built on your own engine). ``models``: models a model_select hook may switch a
+    request to, by the name it gives; any other name goes to pydantic-ai's
+    ``infer_model`` (``"provider:model"``).
     """
 
     policy: Policy = field(repr=False)
+    models: dict[str, Model] = field(repr=False)
     _inputs: dict[str, tuple[str, RunInput]] = field(repr=False)
+    _answered: set[str] = field(repr=False)
+    _failures: dict[str, int] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
-                 policy: Policy | None = None) -> None:
+                 policy: Policy | None = None,
+                 models: Mapping[str, Model] | None = None) -> None:
         self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
+        self.models = dict(models or {})
         self._inputs = {}
         """A run's changed input (by run id), until its first model request."""
+        self._answered = set()
+        """Runs whose input a hook answered: their output is the hook's, not a stop."""
+        self._failures = {}
+        """A run's model calls that failed in a row (by run id), for llm_error's attempt."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -96,12 +124,14 @@ class Interlock(AbstractCapability[Any]):
         rewritable = isinstance(ctx.prompt, str) and ctx.run_id is not None
         given = await self.policy.start_run(
             prompt, fires=FIRES,
-            can=("block", "modify", "context") if rewritable else ("block",))
-        outcome = await self.policy.emit("before_agent_start", prompt=given.text)
-        self.policy.apply(outcome, can=("block",))
-        if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
-        if ctx.run_id is not None and (given.text != prompt or given.context):
+            can=("block", "modify", "context", "respond") if rewritable else ("block",))
+        if given.respond is None:
+            outcome = await self.policy.emit("before_agent_start", prompt=given.text)
+            self.policy.apply(outcome, can=("block",))
+            if outcome.blocked:
+                raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+        if ctx.run_id is not None and (given.text != prompt or given.context
+                                       or given.respond is not None):
             self._inputs[ctx.run_id] = (prompt, given)
         status, final = "error", None
         try:
@@ -114,6 +144,8 @@ class Interlock(AbstractCapability[Any]):
         finally:
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
+                self._answered.discard(ctx.run_id)
+                self._failures.pop(ctx.run_id, None)
             self.policy.notify("agent_end", status=status, final_text=final)
 
     # -- model requests -------------------------------------------------------------
@@ -123,6 +155,10 @@ class Interlock(AbstractCapability[Any]):
         if self._inputs and ctx.run_id in self._inputs:
             original, given = self._inputs.pop(ctx.run_id)
             _apply_input(request_context, original, given)
+            if given.respond is not None:
+                return self._answer(ctx, request_context, given.respond)
+        if self.policy.listens("model_select"):
+            await self._select(request_context)
         model = request_context.model.model_name
         params = request_context.model_request_parameters
         offered = [t.name for t in params.function_tools]
@@ -150,8 +186,81 @@ class Interlock(AbstractCapability[Any]):
         else:
             response = await handler(request_context)
             synthetic = False
+            if self._failures and ctx.run_id is not None:
+                self._failures.pop(ctx.run_id, None)
         return await self._after_model(response, model, synthetic,
                                        streamed=request_context.streaming and not synthetic)
+
+    def _answer(self, ctx: RunContext[Any], request_context: ModelRequestContext,
+                answer: str) -> ModelResponse:
+        """A respond on user_input: the first request's reply, with no model call."""
+        if not request_context.model_request_parameters.allow_text_output:
+            raise DecisionNotSupported(
+                FRAMEWORK, "user_input", "respond", None,
+                "this agent's output type takes no text, so a hook's text answer cannot "
+                "end its run; give the agent an output type that takes str "
+                "(docs/adapters.md, pydantic-ai)")
+        if ctx.run_id is not None:
+            self._answered.add(ctx.run_id)
+        return ModelResponse(parts=[TextPart(answer)],
+                             model_name=request_context.model.model_name)
+
+    async def _select(self, request_context: ModelRequestContext) -> None:
+        """model_select's modify of ``model``: the request goes to that model."""
+        current = request_context.model.model_name
+        outcome = await self.policy.emit("model_select", model=current)
+        self.policy.apply(outcome, can=("modify",))
+        name = outcome.changes.get("model")
+        if name is None or name == current:
+            return
+        model = self.models.get(name)
+        if model is None:
+            from pydantic_ai.models import infer_model
+
+            try:
+                model = infer_model(name)
+            except Exception as exc:  # an unknown provider, a missing package or key
+                raise DecisionNotSupported(
+                    FRAMEWORK, outcome.name, "modify", _hook(outcome),
+                    f"pydantic-ai cannot make a model of {name!r} ({error_text(exc)}); name "
+                    "a 'provider:model' it can make, or pass the model as "
+                    f"Interlock(models={{{name!r}: model}}) (docs/adapters.md, "
+                    "pydantic-ai)") from exc
+        request_context.model = model
+
+    async def on_model_request_error(self, ctx: RunContext[Any], *,
+                                     request_context: ModelRequestContext,
+                                     error: Exception) -> ModelResponse:
+        """llm_error on a model call that raised: a retry is pydantic-ai's
+        ``ModelRetry`` (another request, back through before_llm_call, counted
+        against the agent's output retries); else the error stands."""
+        if not self.policy.listens("llm_error"):
+            raise error
+        if ctx.run_id is None:
+            attempt = ctx.retry + 1
+        else:
+            attempt = self._failures[ctx.run_id] = self._failures.get(ctx.run_id, 0) + 1
+        outcome = await self.policy.emit(
+            "llm_error", model=request_context.model.model_name, error=error_text(error),
+            status_code=status_code(error), attempt=attempt)
+        if not llm_retry(self.policy, outcome, attempt):
+            raise error
+        raise ModelRetry(f"The model call failed ({error_text(error)}); try again.") from error
+
+    async def before_output_process(self, ctx: RunContext[Any], *,
+                                    output_context: OutputContext, output: Any) -> Any:
+        """before_stop on the run's final output: a block is pydantic-ai's
+        ``ModelRetry``, whose message (the reason) the model reads."""
+        if (ctx.partial_output or isinstance(output, DeferredToolRequests)
+                or ctx.run_id in self._answered or not self.policy.listens("before_stop")):
+            return output
+        prompt = ctx.prompt if isinstance(ctx.prompt, str) else None
+        outcome = await self.policy.emit("before_stop", last_message=as_text(output),
+                                         prompt=prompt)
+        instruction = keep_working(self.policy, outcome)
+        if instruction is not None:
+            raise ModelRetry(instruction)
+        return output
 
     async def _after_model(self, response: ModelResponse, model: str, synthetic: bool,
                            *, streamed: bool = False) -> ModelResponse:
@@ -187,21 +296,60 @@ class Interlock(AbstractCapability[Any]):
     async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart,
                                 tool_def: ToolDefinition, args: dict[str, Any],
                                 handler: WrapToolExecuteHandler) -> Any:
-        gate = await self.policy.before_tool(call.tool_name, args, call.tool_call_id)
-        if gate.action in ("block", "respond"):
-            after = await self.policy.after_gated(gate, call.tool_name, call.tool_call_id)
+        policy, name, call_id = self.policy, call.tool_name, call.tool_call_id
+        attempt = 1
+        while True:
+            gate = await policy.before_tool(name, args, call_id)
+            if gate.action in ("block", "respond"):
+                after = await policy.after_gated(gate, name, call_id)
+                context = "\n".join(c for c in (gate.context, after.context) if c)
+                return with_context(after.result, context)
+            if gate.action == "ask" and not ctx.tool_call_approved:
+                # pydantic-ai's human-in-the-loop step: the run ends with this call in
+                # DeferredToolRequests.approvals; a person's DeferredToolResults resumes it.
+                raise ApprovalRequired(metadata={"reason": gate.reason or "",
+                                                 "hook": _hook(gate.outcome) or ""})
+            status = "ok"
+            try:
+                result = await handler(gate.args)
+            except Exception as exc:
+                if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):
+                    raise
+                outcome = await policy.emit("tool_error", tool_call_id=call_id, tool_name=name,
+                                            args=gate.args, error=error_text(exc),
+                                            attempt=attempt)
+                failure = tool_failure(policy, outcome, attempt)
+                if failure.retry:
+                    attempt += 1  # back through before_tool_call (docs/adapters.md)
+                    continue
+                if not failure.answered:
+                    raise
+                # The model reads the error as the tool's result, as in the reference agent.
+                status, result = "error", with_context({"error": failure.error},
+                                                       failure.context)
+            after = await policy.after_tool(name, gate.args, result, call_id, status=status)
             context = "\n".join(c for c in (gate.context, after.context) if c)
             return with_context(after.result, context)
-        if gate.action == "ask" and not ctx.tool_call_approved:
-            # pydantic-ai's human-in-the-loop step: the run ends with this call in
-            # DeferredToolRequests.approvals; a person's DeferredToolResults resumes it.
-            raise ApprovalRequired(metadata={"reason": gate.reason or "",
-                                             "hook": _hook(gate.outcome) or ""})
-        result = await handler(gate.args)
-        after = await self.policy.after_tool(call.tool_name, gate.args, result,
-                                             call.tool_call_id)
-        context = "\n".join(c for c in (gate.context, after.context) if c)
-        return with_context(after.result, context)
+
+
+def _not_failures() -> tuple[type[Exception], ...]:
+    """What a tool raises that is pydantic-ai's control flow (a retry, a deferral,
+    an approval, a skip) or a policy's stop, not the tool's failure."""
+    from pydantic_ai.exceptions import (
+        CallDeferred,
+        SkipToolExecution,
+        ToolFailed,
+        ToolFailedError,
+        ToolRetryError,
+    )
+
+    from interlock.engine.errors import InterlockError
+
+    return (ModelRetry, ToolFailed, CallDeferred, ApprovalRequired, SkipToolExecution,
+            ToolRetryError, ToolFailedError, InterlockError)
+
+
+_NOT_FAILURES = _not_failures()
 
 
 def _apply_input(request_context: ModelRequestContext, original: str, given: RunInput) -> None:

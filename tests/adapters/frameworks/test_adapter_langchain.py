@@ -278,16 +278,16 @@ def test_after_tool_call_sees_a_blocked_call(project):
 
 def test_a_gate_hook_on_an_event_langchain_never_fires_refuses_the_run(project, caplog):
     policy = Policy("langchain", session_id=session())
-    policy.engine.on("session_end", lambda e: None)
+    policy.engine.on("turn_end", lambda e: None)
     # A chat gateway's messages have no counterpart in a framework's run: nothing to miss.
     policy.engine.on(["after_tool_call", "before_message_send"], lambda e: None)
     a = create_agent(ToolCallingFake(messages=iter([AIMessage("ok")])), tools=TOOLS,
                      middleware=[InterlockMiddleware(policy=policy)])
     a.invoke({"messages": [{"role": "user", "content": "hi"}]})
-    assert "session_end, which the langchain adapter never fires" in caplog.text
+    assert "turn_end, which the langchain adapter never fires" in caplog.text
     assert "before_message_send, which the langchain adapter never fires" in caplog.text
-    policy.engine.on("before_stop", lambda e: block("keep working"))
-    with pytest.raises(ConfigError, match="before_stop, which the langchain adapter never "
+    policy.engine.on("subagent_stop", lambda e: block("keep working"))
+    with pytest.raises(ConfigError, match="subagent_stop, which the langchain adapter never "
                                           "fires"):
         a.invoke({"messages": [{"role": "user", "content": "hi"}]})
 

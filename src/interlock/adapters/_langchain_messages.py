@@ -1,0 +1,207 @@
+"""LangChain's messages and requests as the catalog's fields, and back: what the
+LangChain middleware (``interlock.adapters.langchain``) reads and writes."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from langchain.agents.middleware import AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    ToolMessage,
+    convert_to_messages,
+)
+
+from interlock.adapters._core import as_text, with_context
+
+if TYPE_CHECKING:
+    from langgraph.prebuilt.tool_node import ToolCallRequest
+
+    from interlock.engine.outcome import Outcome
+
+def _with_args(request: ToolCallRequest, old: dict[str, Any],
+               new: dict[str, Any]) -> ToolCallRequest:
+    """The request to run: the same one unless a hook changed the arguments."""
+    if new is old:
+        return request
+    return request.override(tool_call={**request.tool_call, "args": new})
+
+
+def _tool_messages(result: Any) -> list[ToolMessage] | None:
+    """The ToolMessages in a tool's result (a ToolMessage, a Command, or a list of
+    them), their dict forms made messages in place; None for a shape the adapter
+    cannot read."""
+    from langgraph.types import Command
+
+    if isinstance(result, ToolMessage):
+        return [result]
+    if isinstance(result, list):
+        found: list[ToolMessage] = []
+        for item in result:
+            inner = _tool_messages(item)
+            if inner is None:
+                return None
+            found += inner
+        return found
+    if not isinstance(result, Command):
+        return None
+    update = result.update
+    if update is None:
+        return []
+    if isinstance(update, dict):
+        messages = update.get("messages", [])
+    elif isinstance(update, list):
+        messages = update
+    else:
+        return None
+    if not isinstance(messages, list):
+        return None
+    try:
+        converted = convert_to_messages(messages)
+    except (ValueError, TypeError, NotImplementedError):
+        return None
+    # The converted list replaces the original, so the rewrite below reaches the graph.
+    if isinstance(update, dict):
+        update["messages"] = converted
+    else:
+        update[:] = converted
+    return [m for m in converted if isinstance(m, ToolMessage)]
+
+
+def _rewrite(result: Any, rewritten: dict[int, ToolMessage]) -> Any:
+    """``result`` with each judged ToolMessage replaced by its rewrite."""
+    from langgraph.types import Command
+
+    if not rewritten:
+        return result
+    if isinstance(result, ToolMessage):
+        return rewritten.get(id(result), result)
+    if isinstance(result, list):
+        result[:] = [_rewrite(item, rewritten) for item in result]
+        return result
+    if isinstance(result, Command):
+        update = result.update
+        if isinstance(update, dict):
+            update["messages"] = [rewritten.get(id(m), m) for m in update["messages"]]
+        elif isinstance(update, list):
+            update[:] = [rewritten.get(id(m), m) for m in update]
+    return result
+
+
+def _approval(answer: Any) -> tuple[bool, str | None]:
+    if isinstance(answer, bool):
+        return answer, None
+    if isinstance(answer, dict) and isinstance(answer.get("approved"), bool):
+        reason = answer.get("reason")
+        return answer["approved"], reason if isinstance(reason, str) else None
+    # An answer in no shape we know is not a yes.
+    return False, f"unrecognised approval answer {answer!r}; resume with True or " \
+                  "{'approved': bool, 'reason': str}"
+
+
+def _hook(outcome: Outcome) -> str | None:
+    return outcome.hook.qualified_name if outcome.hook is not None else None
+
+
+def _call(request: ToolCallRequest) -> tuple[str, dict[str, Any], str]:
+    call = request.tool_call
+    return call["name"], dict(call.get("args") or {}), call.get("id") or ""
+
+
+def _content(message: ToolMessage) -> Any:
+    content = message.content
+    if isinstance(content, str) and content[:1] in ("{", "["):
+        try:
+            return json.loads(content)
+        except ValueError:
+            return content
+    return content
+
+
+def _message(value: Any, name: str, call_id: str, status: str) -> ToolMessage:
+    return ToolMessage(content=as_text(value), name=name, tool_call_id=call_id,
+                       status="error" if status == "error" else "success")
+
+
+def _with_result(message: ToolMessage, content: Any, result: Any,
+                 *contexts: str) -> ToolMessage:
+    context = "\n".join(c for c in contexts if c)
+    if result is content and not context:
+        return message
+    return _message(with_context(result, context), message.name or "", message.tool_call_id,
+                    message.status)
+
+
+def _last_human(state: AgentState[Any]) -> HumanMessage | None:
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, HumanMessage):
+            return message
+    return None
+
+
+def _prompt(state: AgentState[Any]) -> str:
+    last = _last_human(state)
+    return as_text(last.content) if last is not None else ""
+
+
+def _last_text(state: AgentState[Any]) -> str | None:
+    for message in reversed(state.get("messages", [])):
+        if isinstance(message, AIMessage):
+            return as_text(message.content)
+    return None
+
+
+def _tool_name(tool: Any) -> str:
+    return tool.get("name", "") if isinstance(tool, dict) else str(getattr(tool, "name", ""))
+
+
+def _openai_shape(messages: list[AnyMessage]) -> list[dict[str, Any]]:
+    roles = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"}
+    out: list[dict[str, Any]] = []
+    for m in messages:
+        entry: dict[str, Any] = {"role": roles.get(m.type, m.type), "content": as_text(m.content)}
+        if isinstance(m, AIMessage) and m.tool_calls:
+            entry["tool_calls"] = [{"id": c.get("id"), "type": "function", "function": {
+                "name": c["name"], "arguments": json.dumps(c["args"])}} for c in m.tool_calls]
+        if isinstance(m, ToolMessage):
+            entry["tool_call_id"] = m.tool_call_id
+        out.append(entry)
+    return out
+
+
+def _llm_fields(request: ModelRequest[Any], full: bool = True) -> dict[str, Any]:
+    messages = _openai_shape(request.messages) if full else []
+    if full and request.system_message is not None:
+        messages.insert(0, {"role": "system", "content": as_text(request.system_message.content)})
+    model = getattr(request.model, "model_name", None) or getattr(request.model, "model", None)
+    return {"model": str(model or type(request.model).__name__), "messages": messages,
+            "tools": [_tool_name(t) for t in request.tools]}
+
+
+def _ai(response: ModelResponse[Any]) -> AIMessage | None:
+    return next((m for m in response.result if isinstance(m, AIMessage)), None)
+
+
+def _reply_fields(request: ModelRequest[Any], response: ModelResponse[Any],
+                  synthetic: bool) -> dict[str, Any]:
+    ai = _ai(response)
+    calls = [{"id": c.get("id"), "name": c["name"], "args": c["args"]}
+             for c in (ai.tool_calls if ai else [])]
+    return {"model": _llm_fields(request, False)["model"],
+            "text": as_text(ai.content) if ai else "",
+            "tool_calls": calls, "synthetic": synthetic,
+            "finish_reason": "tool_calls" if calls else "stop"}
+
+
+def _ai_message(value: Any) -> AIMessage:
+    """A respond (or modified) reply: text, or ``{"text", "tool_calls"}``."""
+    if isinstance(value, str):
+        return AIMessage(content=value)
+    data = value if isinstance(value, dict) else {}
+    calls = [{"id": c.get("id") or f"interlock-{i}", "name": c["name"],
+              "args": c.get("args") or {}, "type": "tool_call"}
+             for i, c in enumerate(data.get("tool_calls") or [])]
+    return AIMessage(content=data.get("text") or "", tool_calls=calls)

@@ -1,0 +1,106 @@
+"""A run's edges, read the same way by every adapter that fires them: a tool or a
+model call that failed, and the final answer (docs/adapters.md, Events each
+adapter fires).
+
+Each function takes the outcome its adapter emitted and says what to do; the
+adapter carries it out in its framework's terms. An adapter emits these events
+only while a hook is on them (:meth:`Policy.listens`), so a run nobody watches
+there pays nothing per call.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from interlock.adapters._core import DecisionNotSupported
+from interlock.engine.decisions import Verdict
+
+if TYPE_CHECKING:
+    from interlock.adapters._core import Policy
+    from interlock.engine.outcome import Outcome
+
+__all__ = ["LLM_RETRY_CAP", "TOOL_RETRY_CAP", "ToolFailure", "error_text", "keep_working",
+           "llm_retry", "status_code", "tool_failure"]
+
+TOOL_RETRY_CAP = 2
+"""Retries of one tool call a tool_error hook may ask for, as in the reference agent."""
+LLM_RETRY_CAP = 2
+"""Retries of one model call an llm_error hook may ask for, as in the reference agent."""
+
+
+@dataclass(slots=True)
+class ToolFailure:
+    """What to do with a tool call that failed, from its tool_error outcome."""
+
+    retry: bool
+    """Run the call again (back through before_tool_call)."""
+    error: str
+    """The error for the model (a hook's rewrite, else the original)."""
+    context: str
+    """Hook context for the model ('' when none)."""
+    rewritten: bool = False
+    """Whether a hook replaced the error."""
+
+    @property
+    def answered(self) -> bool:
+        """Whether a hook changed the error or added context: the model is then to
+        read it, where the framework would otherwise raise the tool's exception."""
+        return bool(self.context) or self.rewritten
+
+
+def error_text(error: BaseException) -> str:
+    """An exception as the redacted one line a hook reads."""
+    from interlock.engine.redact import redact
+
+    return redact(f"{type(error).__name__}: {error}")
+
+
+def status_code(error: BaseException) -> int | None:
+    """The HTTP status of a provider's error, where it carries one."""
+    for name in ("status_code", "status"):
+        value = getattr(error, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def tool_failure(policy: Policy, outcome: Outcome, attempt: int) -> ToolFailure:
+    """tool_error's decision: retry (up to :data:`TOOL_RETRY_CAP`), a rewrite of
+    ``error``, context. A retry past the cap is no retry: the failure stands."""
+    policy.apply(outcome, can=("retry", "modify", "context"))
+    error = outcome.changes.get("error", getattr(outcome.payload, "error", ""))
+    return ToolFailure(retry=outcome.verdict is Verdict.RETRY and attempt <= TOOL_RETRY_CAP,
+                       error=str(error), context=outcome.context_text(),
+                       rewritten="error" in outcome.changes)
+
+
+def llm_retry(policy: Policy, outcome: Outcome, attempt: int) -> bool:
+    """llm_error's decision: whether to call the model again (up to
+    :data:`LLM_RETRY_CAP`); else the framework's error stands."""
+    policy.apply(outcome, can=("retry",))
+    return outcome.verdict is Verdict.RETRY and attempt <= LLM_RETRY_CAP
+
+
+def keep_working(policy: Policy, outcome: Outcome) -> str | None:
+    """before_stop's decision: the instruction to send the model (a block's reason,
+    and any context with it), or None to let the run end. Context on a stop that
+    goes ahead has no next model call in this run to reach, so it is refused."""
+    policy.apply(outcome, can=("block", "context"))
+    if not outcome.blocked:
+        if outcome.contexts:
+            raise DecisionNotSupported(
+                policy.framework, outcome.name, "context", _hook(outcome),
+                "the run ends here, so no model call is left to read it; block with the "
+                "text as the reason to keep the agent working (docs/adapters.md, Events "
+                "each adapter fires)")
+        return None
+    hook = _hook(outcome) or "before_stop"
+    reason = outcome.reason or "Keep working: the task is not done."
+    text = f'<hook-context hook="{hook}">\n{reason}\n</hook-context>'
+    extra = outcome.context_text()
+    return f"{text}\n{extra}" if extra else text
+
+
+def _hook(outcome: Outcome) -> str | None:
+    return outcome.hook.qualified_name if outcome.hook is not None else None
