@@ -43,6 +43,7 @@ from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
 
 if TYPE_CHECKING:
+    from interlock.agent.permissions import PermissionPolicy
     from interlock.config.model import PermissionRule
     from interlock.engine.dispatch import Engine
     from interlock.engine.outcome import Outcome
@@ -173,6 +174,9 @@ class Policy:
         self._checked: int | None = None
         self._session_started = False
         self._warned: set[tuple[str, str]] = set()
+        self._judged: tuple[PermissionRule, ...] = ()
+        self._permissions: PermissionPolicy | None = None
+        """The policy of the rules last judged by (built once per revision)."""
         from interlock.events import EVENT_TYPES
 
         self._types = EVENT_TYPES
@@ -392,9 +396,15 @@ class Policy:
         rules = self.rules()
         if not rules:
             return None
-        from interlock.agent.permissions import PermissionPolicy
+        key = tuple(rules)
+        permissions = self._permissions
+        if permissions is None or key != self._judged:
+            # A new revision's rules (the same rules are the same objects).
+            from interlock.agent.permissions import PermissionPolicy
 
-        action = PermissionPolicy(rules).decide(name, args)
+            permissions = self._permissions = PermissionPolicy(rules)
+            self._judged = key
+        action = permissions.decide(name, args)
         return action.value if action is not None else None
 
     async def after_tool(self, name: str, args: dict[str, Any], result: Any,
