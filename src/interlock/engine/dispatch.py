@@ -347,6 +347,8 @@ class Engine(DispatchLoop):
         if plan.lean and not self._timed:
             compiled = plan.compiled
             return compiled[0](event) if compiled else self._fast(event, plan)
+        if not plan.may_suspend:  # nothing to await: step the loop here (a timed engine)
+            return drive_sync(self._steps(event, plan))
         return await drive(self._steps(event, plan))
 
     def notify(self, event: Event) -> None:
