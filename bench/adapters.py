@@ -4,15 +4,35 @@ Each framework's own agent loop runs a scripted conversation (its own test
 model: turns of CALLS tool calls to an in-process no-op tool, then a final
 answer), bare and with the adapter on an engine holding 5 in-process hooks
 (4 on before_tool_call, one of them a modifier with nothing to change, and 1
-on after_tool_call), interleaved in the same process; the best round of each
-is kept (CPU time of this process, so that other processes on a shared
-machine count less). It does so for a short run (SHORT turns) and a long one (LONG
-turns): what the adapter adds grows by ``per_call`` with each tool call (its
-tool events, and its share of the model-call events of its turn) on top of a
-fixed ``per_run`` cost (the run events, and the framework's cost of having
-the adapter at all, such as LangGraph's extra graph nodes). ``per_call`` is
-the difference of the two runs' added time over the difference of their tool
-calls; the figure at the target is ``per_call``.
+on after_tool_call). What the adapter adds grows by ``per_call`` with each
+tool call (its tool events, and its share of the model-call events of its
+turn) on top of a fixed ``per_run`` cost (the run events, and the
+framework's cost of having the adapter at all, such as LangGraph's extra
+graph nodes).
+
+The machine may be busy, so no figure compares runs of different rounds.
+Each round times four scripted runs, bare and with the adapter, for a short
+run (SHORT turns) and a long one (LONG turns), REPEAT times in an order that
+alternates, and keeps the fastest time of each. From that round alone,
+``per_call`` is the long run's added time (adapter minus bare) less the
+short run's, over the difference of their tool calls, and ``per_run`` what
+is left of the short run's added time. The figures are the median over the
+rounds, with their spread (p10-p90); the target reads the median.
+
+The runs are not made longer instead: these frameworks' runs grow faster
+than their turns (each turn reads the whole conversation), so a long run's
+jitter grows faster than its tool calls; LONG - SHORT = 8 turns (40 tool
+calls, some 30-100 ms of framework time) already puts a round's difference
+far above the timer's resolution, and the repeats take the jitter out.
+Times are this process's CPU time, so other processes on a shared machine
+count less; a garbage collection runs before each run, so none is inherited
+from the run before.
+
+Of what an adapter adds, the part spent in the policy's own calls (its
+events, their dispatch, the hooks) is timed apart, last, by timing every
+call the adapter makes into its Policy (``instrument``); the rest is the
+adapter's glue and what the framework charges for having hooks at all
+(``--baseline empty`` measures the latter for pydantic-ai and LangChain).
 
 The Claude Agent SDK's loop is the Claude Code CLI, a separate process whose
 own run time (seconds) would bury microseconds; for it the figure is the cost
@@ -21,14 +41,16 @@ SDK awaits them.
 
 Target (docs/adapters.md, Overhead): at most 50 µs per tool call.
 
-Run: ``python bench/adapters.py [--rounds N]``.
+Run: ``python bench/adapters.py [--rounds N] [--only NAME ...] [--baseline empty]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import re
+import statistics
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -42,6 +64,9 @@ from interlock import Engine, block
 from interlock.adapters import Policy
 
 SHORT, LONG = 1, 9
+REPEAT = 5
+"""Each round times every one of its four runs this many times, interleaved, and
+keeps the fastest of each (a run that another process slowed is not the cost)."""
 BASELINE = "bare"
 """``--baseline empty``: compare with a pass-through capability or middleware on the
 same hook points instead (pydantic-ai, LangChain), so the figure is Interlock's part."""
@@ -63,27 +88,117 @@ def policy(framework: str) -> Policy:
         engine.on("before_tool_call", check, name=f"policy-{i}")
     engine.on("before_tool_call", lambda e: None, name="normalise", modifies=True)
     engine.on("after_tool_call", lambda e: None, name="scan-result")
-    return Policy(framework, engine=engine, session_id=f"bench-{framework}")
+    made = POLICIES[framework] = Policy(framework, engine=engine, session_id=f"bench-{framework}")
+    return made
+
+
+POLICIES: dict[str, Policy] = {}
+"""The policy each framework's adapter was given, by framework."""
+
+_ASYNC = ("before_tool", "after_tool", "after_gated", "start_run", "emit")
+_SYNC = ("before_tool_sync", "after_tool_sync", "after_gated_sync", "start_run_sync",
+         "emit_sync", "notify", "listens", "apply", "check_fired")
+
+
+def instrument(p: Policy) -> list[float]:
+    """Time every call the adapter makes into ``p`` (its events, and the engine's
+    dispatch of them): the returned list's one item adds up the seconds spent
+    there, outermost calls only, for as long as the policy lives. In this
+    thread's CPU time: a framework's worker threads (LangChain's tracing) hold
+    the GIL at times, which is theirs to count."""
+    spent, depth = [0.0], [0]
+
+    def timed_sync(fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            depth[0] += 1
+            t0 = time.thread_time()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:
+                    spent[0] += time.thread_time() - t0
+        return call
+
+    def timed_async(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            # The policy's hooks are plain sync ones: nothing here suspends, so no
+            # other task's time is counted.
+            depth[0] += 1
+            t0 = time.thread_time()
+            try:
+                return await fn(*args, **kwargs)
+            finally:
+                depth[0] -= 1
+                if not depth[0]:
+                    spent[0] += time.thread_time() - t0
+        return call
+
+    for name in _ASYNC:
+        setattr(p, name, timed_async(getattr(p, name)))
+    for name in _SYNC:
+        setattr(p, name, timed_sync(getattr(p, name)))
+    return spent
+
+
+async def interlock_us(framework: str, run: Run, rounds: int) -> float:
+    """Of what the adapter adds per tool call, the time spent in the policy's own
+    calls (events, dispatch, hooks): the median over ``rounds`` of the long run's
+    less the short run's, per tool call. Run last: it slows the adapter down."""
+    spent = instrument(POLICIES[framework.replace("_", "-")])
+    per_call = []
+    for _ in range(rounds):
+        before = spent[0]
+        await run(True, SHORT)
+        short = spent[0] - before
+        before = spent[0]
+        await run(True, LONG)
+        per_call.append((spent[0] - before - short) / ((LONG - SHORT) * CALLS) * 1e6)
+    return statistics.median(per_call)
 
 
 Run = Callable[[bool, int], Awaitable[None]]
 """``run(with_adapter, turns)``: one scripted run of ``turns`` turns."""
 
 
-async def measure(run: Run, rounds: int, turns: int) -> tuple[float, float]:
-    """(best bare, best governed) CPU seconds of this process per scripted run,
-    interleaved: CPU time, so other processes on a shared machine count less."""
-    await run(False, turns)
-    await run(True, turns)  # warm up both paths
-    bare = governed = float("inf")
-    for _ in range(rounds):
-        t0 = time.process_time()
-        await run(False, turns)
-        bare = min(bare, time.process_time() - t0)
-        t0 = time.process_time()
-        await run(True, turns)
-        governed = min(governed, time.process_time() - t0)
-    return bare, governed
+async def timed(run: Run, with_adapter: bool, turns: int) -> float:
+    """CPU seconds of this process for one scripted run, after a garbage collection."""
+    gc.collect()
+    t0 = time.process_time()
+    await run(with_adapter, turns)
+    return time.process_time() - t0
+
+
+# Each round times these four runs, in this order on even rounds and reversed
+# on odd ones, so that neither side always runs first (warmer caches).
+ORDER = ((False, LONG), (True, LONG), (True, SHORT), (False, SHORT))
+
+
+async def rounds_of(run: Run, rounds: int) -> list[dict[str, float]]:
+    """Per round: the four runs' times and the round's per_call and per_run (µs)."""
+    for with_adapter, turns in ORDER:  # warm up both paths, both lengths
+        await run(with_adapter, turns)
+    out = []
+    for i in range(rounds):
+        times = dict.fromkeys(ORDER, float("inf"))
+        for j in range(REPEAT):
+            for key in (ORDER if (i + j) % 2 == 0 else ORDER[::-1]):
+                times[key] = min(times[key], await timed(run, *key))
+        added_short = times[True, SHORT] - times[False, SHORT]
+        added_long = times[True, LONG] - times[False, LONG]
+        per_call = (added_long - added_short) / ((LONG - SHORT) * CALLS)
+        out.append({"per_call": per_call * 1e6,
+                    "per_run": (added_short - per_call * SHORT * CALLS) * 1e6,
+                    "bare_ms": times[False, LONG] * 1e3, "adapter_ms": times[True, LONG] * 1e3})
+    return out
+
+
+def spread(values: list[float]) -> tuple[float, float, float]:
+    """(median, p10, p90) of ``values``."""
+    if len(values) < 2:
+        return values[0], values[0], values[0]
+    deciles = statistics.quantiles(values, n=10, method="inclusive")
+    return statistics.median(values), deciles[0], deciles[-1]
 
 
 # -- the frameworks --------------------------------------------------------------------
@@ -92,6 +207,7 @@ def pydantic_ai_run() -> Run:
     from pydantic_ai import Agent
     from pydantic_ai.messages import ModelResponse, TextPart, ToolCallPart
     from pydantic_ai.models.function import AgentInfo, FunctionModel
+    from pydantic_ai.usage import UsageLimits
 
     from interlock.adapters.pydantic_ai import Interlock
 
@@ -131,7 +247,8 @@ def pydantic_ai_run() -> Run:
 
     async def run(with_adapter: bool, n: int) -> None:
         turns[0] = n
-        await (governed if with_adapter else bare).run("go")
+        await (governed if with_adapter else bare).run(
+            "go", usage_limits=UsageLimits(request_limit=None))
 
     return run
 
@@ -185,7 +302,8 @@ def langchain_run() -> Run:
     async def run(with_adapter: bool, turns: int) -> None:
         model, agent = (governed_model, governed) if with_adapter else (bare_model, bare)
         model.messages = script(turns)
-        await agent.ainvoke({"messages": [{"role": "user", "content": "go"}]})
+        await agent.ainvoke({"messages": [{"role": "user", "content": "go"}]},
+                            {"recursion_limit": 4 * turns + 10})
 
     return run
 
@@ -251,26 +369,36 @@ FRAMEWORKS: dict[str, Callable[[], Run]] = {
 }
 
 
-async def core_us(n: int = 5000) -> float:
+async def core_us(rounds: int, n: int = 5000) -> tuple[float, float, float]:
     """The policy alone per tool call (before_tool_call and after_tool_call on the 5
-    hooks), without any framework: the share of the figures above that is Interlock's."""
+    hooks), without any framework: the share of the figures above that is Interlock's.
+    (median, p10, p90) over the rounds."""
     p = policy("core")
-    best = float("inf")
-    for _ in range(5):
-        t0 = time.process_time()
+
+    async def calls(n: int) -> None:
         for _ in range(n):
             gate = await p.before_tool("noop", {"command": "ls", "n": 1}, "c")
             await p.after_tool("noop", gate.args, "ok", "c")
-        best = min(best, (time.process_time() - t0) / n)
-    return best * 1e6
+
+    await calls(n // 10)
+    per_call = []
+    for _ in range(max(rounds, 5)):
+        gc.collect()
+        t0 = time.process_time()
+        await calls(n)
+        per_call.append((time.process_time() - t0) / n * 1e6)
+    return spread(per_call)
 
 
 async def main(rounds: int, only: list[str]) -> dict[str, Any]:
     figures: dict[str, Any] = {"tool_calls": [SHORT * CALLS, LONG * CALLS], "hooks": 5,
-                               "target_us": TARGET_US, "baseline": BASELINE}
-    core = await core_us()
+                               "target_us": TARGET_US, "baseline": BASELINE,
+                               "rounds": rounds}
+    core, low, high = await core_us(rounds)
     figures["policy_core_us_per_tool_call"] = round(core, 1)
-    print(f"{'policy alone':18} {core:6.1f} µs per tool call (no framework)")
+    figures["policy_core_us_per_tool_call_p10_p90"] = [round(low, 1), round(high, 1)]
+    print(f"{'policy alone':18} {core:6.1f} µs per tool call (p10-p90 {low:.1f}-{high:.1f}; "
+          "no framework)")
     for name, build in FRAMEWORKS.items():
         if only and name not in only:
             continue
@@ -279,25 +407,32 @@ async def main(rounds: int, only: list[str]) -> dict[str, Any]:
         except ImportError as exc:
             print(f"{name}: skipped ({exc})")
             continue
-        short_bare, short_governed = await measure(run, rounds, SHORT)
-        long_bare, long_governed = await measure(run, rounds, LONG)
-        added_short, added_long = short_governed - short_bare, long_governed - long_bare
-        per_call = (added_long - added_short) / ((LONG - SHORT) * CALLS) * 1e6
-        per_run = added_short * 1e6 - per_call * SHORT * CALLS
-        figures[f"{name}_bare_ms"] = round(long_bare * 1e3, 3)
-        figures[f"{name}_adapter_ms"] = round(long_governed * 1e3, 3)
+        measured = await rounds_of(run, rounds)
+        ours = (await interlock_us(name, run, rounds)
+                if name.replace("_", "-") in POLICIES and name != "claude_agent_sdk" else None)
+        per_call, low, high = spread([r["per_call"] for r in measured])
+        per_run = statistics.median(r["per_run"] for r in measured)
+        bare = statistics.median(r["bare_ms"] for r in measured)
+        governed = statistics.median(r["adapter_ms"] for r in measured)
+        figures[f"{name}_bare_ms"] = round(bare, 3)
+        figures[f"{name}_adapter_ms"] = round(governed, 3)
         figures[f"{name}_us_per_tool_call"] = round(per_call, 1)
+        figures[f"{name}_us_per_tool_call_p10_p90"] = [round(low, 1), round(high, 1)]
         figures[f"{name}_us_per_run"] = round(per_run, 1)
         verdict = "ok" if per_call <= TARGET_US else "OVER TARGET"
-        print(f"{name:18} {LONG * CALLS} calls: bare {long_bare * 1e3:7.2f} ms, with adapter "
-              f"{long_governed * 1e3:7.2f} ms; adds {per_call:6.1f} µs per tool call "
-              f"({verdict}) + {per_run:7.1f} µs per run")
+        shown = ""
+        if ours is not None:
+            figures[f"{name}_policy_us_per_tool_call"] = round(ours, 1)
+            shown = f"; in the policy's calls {ours:.1f}"
+        print(f"{name:18} {LONG * CALLS} calls: bare {bare:7.2f} ms, with adapter "
+              f"{governed:7.2f} ms; adds {per_call:6.1f} µs per tool call "
+              f"(p10-p90 {low:.1f}-{high:.1f}; {verdict}{shown}) + {per_run:7.1f} µs per run")
     return figures
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--only", nargs="*", default=[], choices=list(FRAMEWORKS))
     parser.add_argument("--baseline", choices=["bare", "empty"], default="bare")
     args = parser.parse_args()

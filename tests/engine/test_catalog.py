@@ -97,6 +97,18 @@ def test_aliases_map_design_names():
         assert set(s.aliases) <= set(SYSTEMS)
 
 
+def test_alias_lookup_finds_every_event_a_system_calls_so_in_catalog_order():
+    from interlock.engine.catalog import names_in
+
+    for system in SYSTEMS:
+        names = {n for s in SPECS for n in names_in(system, s)} | {"NoSuchEvent"}
+        for name in names:
+            assert from_alias(system, name) == [s for s in SPECS if name in names_in(system, s)]
+    found = from_alias("claude", "PreToolUse")
+    found.clear()  # a caller's list is its own
+    assert [s.name for s in from_alias("claude", "PreToolUse")] == ["before_tool_call"]
+
+
 def test_docs_page_is_generated_from_the_table():
     assert (ROOT / "docs" / "events.md").read_text() == catalog_docs.markdown() + "\n"
 

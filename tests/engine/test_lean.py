@@ -5,7 +5,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interlock import Engine, approve, ask, block, context, respond
+from interlock import Decision, Engine, Verdict, approve, ask, block, context, modify, respond
 from interlock.engine.loop import drive_sync
 from interlock.events import BeforeToolCall
 from interlock.testing import RecordingSink
@@ -27,9 +27,23 @@ def _mutate(e):
     e.args["command"] = "ls"
 
 
-def build(kinds: list[tuple[str, str]]) -> tuple[Engine, RecordingSink]:
+MODIFIER_BEHAVIOURS = {
+    **BEHAVIOURS,
+    "modify": lambda e: modify(args={**e.args, "command": "ls -l"}),
+    "modify_bad": lambda e: modify(args="not a dict"),
+    "approve_modify": lambda e: Decision(verdict=Verdict.APPROVE, reason="ok",
+                                         changes={"args": {"command": "pwd"}}),
+}
+
+
+def build(kinds: list[tuple[str, str]], modifiers: list[tuple[str, str]] = ()
+          ) -> tuple[Engine, RecordingSink]:
     sink = RecordingSink()
     engine = Engine(sinks=[sink])
+    for i, (kind, on_error) in enumerate(modifiers):
+        fn = _mutate if kind == "mutate" else MODIFIER_BEHAVIOURS[kind]
+        engine.on("before_tool_call", fn, name=f"m{i}-{kind}", on_error=on_error,
+                  modifies=True)
     for i, (kind, on_error) in enumerate(kinds):
         fn = _mutate if kind == "mutate" else BEHAVIOURS[kind]
         engine.on("before_tool_call", fn, name=f"h{i}-{kind}", on_error=on_error)
@@ -43,12 +57,14 @@ def shape(outcome, event):
     return data, outcome.final(event).args
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=250, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from([*BEHAVIOURS, "mutate"]),
-                          st.sampled_from(["open", "closed"])), min_size=1, max_size=6))
-def test_lean_path_equals_general_path(kinds):
-    lean_engine, lean_sink = build(kinds)
-    general_engine, general_sink = build(kinds)
+                          st.sampled_from(["open", "closed"])), min_size=1, max_size=6),
+       st.lists(st.tuples(st.sampled_from([*MODIFIER_BEHAVIOURS, "mutate"]),
+                          st.sampled_from(["open", "closed"])), max_size=3))
+def test_lean_path_equals_general_path(kinds, modifiers):
+    lean_engine, lean_sink = build(kinds, modifiers)
+    general_engine, general_sink = build(kinds, modifiers)
     event_a = BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}, session_id="s")
     event_b = BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}, session_id="s")
     plan = general_engine._set.plan(event_b)
@@ -66,11 +82,41 @@ def test_lean_path_equals_general_path(kinds):
 
 
 def test_plans_with_anything_else_are_not_lean():
+    for options in ({"shadow": True}, {"background": True}):
+        engine = Engine()
+        engine.on("before_tool_call", lambda e: None, **options)
+        plan = engine._set.plan(BeforeToolCall(tool_name="t"))
+        assert plan is not None
+        assert not plan.lean, options
+
+    async def suspends(e):
+        return None
+
     engine = Engine()
-    engine.on("before_tool_call", lambda e: None, modifies=True)
+    engine.on("before_tool_call", suspends)
     plan = engine._set.plan(BeforeToolCall(tool_name="t"))
     assert plan is not None
     assert not plan.lean
+
+
+def test_plain_sync_modifiers_are_lean_and_each_runs_once():
+    # A modifier that answers hands the dispatch to the loop, which carries on
+    # from it: no hook runs twice (hooks may count or log their calls).
+    calls: list[str] = []
+    engine = Engine()
+    engine.on("before_tool_call", lambda e: calls.append("m0"), name="m0", modifies=True)
+    engine.on("before_tool_call",
+              lambda e: calls.append("m1") or modify(args={"command": "ls"}),
+              name="m1", modifies=True)
+    engine.on("before_tool_call", lambda e: calls.append("c0"), name="c0")
+    event = BeforeToolCall(tool_name="t", args={"command": "rm -rf /"})
+    plan = engine._set.plan(event)
+    assert plan is not None
+    assert plan.lean
+    outcome = engine.emit_sync(event)
+    assert calls == ["m0", "m1", "c0"]
+    assert outcome.final(event).args == {"command": "ls"}
+    assert [r.hook.name for r in outcome.raw] == ["m0", "m1", "c0"]
 
 
 def test_a_quiet_hooks_record_cannot_be_changed_by_a_reader():

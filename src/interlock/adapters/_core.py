@@ -34,7 +34,7 @@ import logging
 import os
 import threading
 import uuid
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Self
@@ -43,6 +43,7 @@ from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
 
 if TYPE_CHECKING:
+    from interlock.agent.permissions import PermissionPolicy
     from interlock.config.model import PermissionRule
     from interlock.engine.dispatch import Engine
     from interlock.engine.outcome import Outcome
@@ -173,6 +174,9 @@ class Policy:
         self._checked: int | None = None
         self._session_started = False
         self._warned: set[tuple[str, str]] = set()
+        self._judged: tuple[PermissionRule, ...] = ()
+        self._permissions: PermissionPolicy | None = None
+        """The policy of the rules last judged by (built once per revision)."""
         from interlock.events import EVENT_TYPES
 
         self._types = EVENT_TYPES
@@ -255,12 +259,17 @@ class Policy:
 
     def listens(self, name: str) -> bool:
         """Whether any hook is on event ``name`` now: when none is, an adapter may
-        skip building costly fields (a conversation) for it; it still emits it."""
+        skip building costly fields (a conversation) for it, or skip the event
+        where it knows the answer: an event with no hooks is "no opinion", and
+        reaches no sink (docs/engine.md)."""
         # The engine's own hot-path read: a no-hook event maps to its settled outcome.
         return self.engine._settled.get(self._types[name]) is None
 
-    async def emit(self, name: str, **fields: Any) -> Outcome:
-        return await self.engine.emit(self.event(name, **fields))
+    def emit(self, name: str, **fields: Any) -> Coroutine[Any, Any, Outcome]:
+        """The engine's ``emit`` of event ``name``: ``await`` it for the outcome.
+        (A plain method: a coroutine of its own around the engine's would cost
+        a frame on every event.)"""
+        return self.engine.emit(self.event(name, **fields))
 
     def emit_sync(self, name: str, **fields: Any) -> Outcome:
         return self.engine.emit_sync(self.event(name, **fields))
@@ -356,7 +365,7 @@ class Policy:
     def _gate(self, outcome: Outcome, args: dict[str, Any], *, can_ask: bool) -> ToolGate:
         self.apply(outcome, can=_TOOL_CAN if can_ask else _TOOL_CAN_NO_ASK, fix=_ASK_FIX)
         new_args: dict[str, Any] = getattr(outcome.payload, "args", args)
-        context = outcome.context_text()
+        context = outcome.context_text() if outcome.contexts else ""
         verdict = outcome.verdict
         if verdict is Verdict.BLOCK:
             return ToolGate("block", new_args, outcome.tool_block_error(), outcome.reason,
@@ -387,9 +396,15 @@ class Policy:
         rules = self.rules()
         if not rules:
             return None
-        from interlock.agent.permissions import PermissionPolicy
+        key = tuple(rules)
+        permissions = self._permissions
+        if permissions is None or key != self._judged:
+            # A new revision's rules (the same rules are the same objects).
+            from interlock.agent.permissions import PermissionPolicy
 
-        action = PermissionPolicy(rules).decide(name, args)
+            permissions = self._permissions = PermissionPolicy(rules)
+            self._judged = key
+        action = permissions.decide(name, args)
         return action.value if action is not None else None
 
     async def after_tool(self, name: str, args: dict[str, Any], result: Any,
@@ -402,6 +417,8 @@ class Policy:
                                   args=args, result=shown, status=status,
                                   duration_ms=duration_ms)
         after = self._after(outcome, result)
+        if not self.listens("tool_result_persist"):
+            return after  # what the engine answers for an event with no hooks
         persist = await self.emit("tool_result_persist", tool_call_id=call_id, tool_name=name,
                                   result=shown if after.result is result
                                   else _jsonable(after.result))
@@ -415,6 +432,8 @@ class Policy:
                                  args=args, result=shown, status=status,
                                  duration_ms=duration_ms)
         after = self._after(outcome, result)
+        if not self.listens("tool_result_persist"):
+            return after  # what the engine answers for an event with no hooks
         persist = self.emit_sync("tool_result_persist", tool_call_id=call_id, tool_name=name,
                                  result=shown if after.result is result
                                  else _jsonable(after.result))
@@ -438,7 +457,7 @@ class Policy:
             return AfterTool(error, outcome.context_text())
         if "result" in outcome.changes:
             result = outcome.changes["result"]
-        return AfterTool(result, outcome.context_text())
+        return AfterTool(result, outcome.context_text() if outcome.contexts else "")
 
     def _persisted(self, outcome: Outcome, after: AfterTool) -> AfterTool:
         self.apply(outcome, can=("block", "modify"))

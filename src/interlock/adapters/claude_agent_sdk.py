@@ -33,6 +33,10 @@ from claude_agent_sdk import HookContext, HookMatcher
 from claude_agent_sdk.types import HookEvent, HookInput, HookJSONOutput
 
 from interlock.adapters._core import GATEWAY_EVENTS, Policy
+from interlock.engine.decisions import Verdict
+from interlock.hosts.bridge import claude
+from interlock.hosts.bridge._common import Result, redact_reasons
+from interlock.hosts.bridge._events import build_event
 
 __all__ = ["EVENTS", "FIRES", "interlock_hooks"]
 
@@ -71,16 +75,12 @@ def interlock_hooks(*, project: str | os.PathLike[str] | None = None,
 
 async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
     """The SDK hook answer to ``payload``: the Claude bridge's, decided in process."""
-    from interlock.hosts.bridge import claude
-    from interlock.hosts.bridge._common import Result, redact_reasons
-    from interlock.hosts.bridge._events import build_event
-
     # At the first callback (the session's first prompt), and again after an edit:
     # a hook on an event the SDK never sends is refused, and the refusal blocks.
     policy.check_fired(FIRES, absent=GATEWAY_EVENTS)
     event = build_event(claude.SYSTEM, payload).replace(platform=policy.framework)
     outcome = await policy.engine.emit(event)
-    if outcome.verdict.value == "none" and not outcome.changes and not outcome.contexts:
+    if outcome.verdict is Verdict.NONE and not outcome.changes and not outcome.contexts:
         return {}  # no opinion: what claude.answer gives for it at every event
     record = outcome.to_dict(event)
     redact_reasons(record)

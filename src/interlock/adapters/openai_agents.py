@@ -170,6 +170,9 @@ class Interlock(SessionEnd, RunHooks[Any]):
             with self._through_the_sdk():
                 return await self._invoke(tool, invoke, ctx, raw)
 
+        # The SDK reads the wrapper's annotations on every call, to choose the
+        # context it passes: resolved ones, or it compiles the strings each time.
+        on_invoke.__annotations__ = {"ctx": ToolContext, "raw": str, "return": Any}
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
         setattr(governed, _MARK, True)

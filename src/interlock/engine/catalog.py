@@ -384,4 +384,21 @@ def names_in(system: str, event: EventSpec) -> tuple[str, ...]:
 
 def from_alias(system: str, name: str) -> list[EventSpec]:
     """Catalog events that ``system`` calls ``name``."""
-    return [s for s in SPECS if name in names_in(system, s)]
+    return list(_by_alias(system).get(name, ()))
+
+
+_ALIASES: dict[str, dict[str, list[EventSpec]]] = {}
+"""System -> its event names -> catalog events: a bridge maps every hook call it
+gets, so the catalog is read once per system, not scanned per call."""
+
+
+def _by_alias(system: str) -> dict[str, list[EventSpec]]:
+    try:
+        return _ALIASES[system]
+    except KeyError:
+        table: dict[str, list[EventSpec]] = {}
+        for s in SPECS:
+            for alias in dict.fromkeys(names_in(system, s)):  # each spec once per name
+                table.setdefault(alias, []).append(s)
+        _ALIASES[system] = table  # two threads may build it at once; either is right
+        return table

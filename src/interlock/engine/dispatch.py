@@ -25,6 +25,7 @@ from interlock.engine.catalog import spec as catalog_spec
 from interlock.engine.contract import Validator
 from interlock.engine.decisions import Decision
 from interlock.engine.events import EVENT_TYPES, Event
+from interlock.engine.fast import compile_fast
 from interlock.engine.hooks import Hook, HookFn, HookOptions, Matcher, OnError
 from interlock.engine.loop import DispatchLoop, drive, drive_sync
 from interlock.engine.loop_thread import LoopThread
@@ -174,7 +175,7 @@ class Engine(DispatchLoop):
             plan = entry
             if plan.lean and not self._timed:
                 if not plan.compiled:
-                    plan.compiled.append(self._compile_fast(plan))
+                    plan.compiled.append(compile_fast(self, plan))
                 return plan.compiled[0]
             run = self._run_sync
             return lambda event: run(event, plan)
@@ -346,6 +347,8 @@ class Engine(DispatchLoop):
         if plan.lean and not self._timed:
             compiled = plan.compiled
             return compiled[0](event) if compiled else self._fast(event, plan)
+        if not plan.may_suspend:  # nothing to await: step the loop here (a timed engine)
+            return drive_sync(self._steps(event, plan))
         return await drive(self._steps(event, plan))
 
     def notify(self, event: Event) -> None:

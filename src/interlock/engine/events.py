@@ -148,11 +148,16 @@ def type_declarations() -> str:
     return "\n".join(out)
 
 
+_BY_CLASS_NAME = {cls.__name__: cls for cls in EVENT_TYPES.values()}
+
+
 def __getattr__(name: str) -> Any:  # keeps mypy quiet about generated names
-    for cls in EVENT_TYPES.values():
-        if cls.__name__ == name:
-            return cls
-    raise AttributeError(name)
+    # One dict read: the import system asks this module for ``__path__`` on
+    # every ``from interlock.events import ...`` inside a function.
+    try:
+        return _BY_CLASS_NAME[name]
+    except KeyError:
+        raise AttributeError(name) from None
 
 
 __all__ = ["EVENT_TYPES", "Event", "event_type", "make", "schema", *sorted(

@@ -12,11 +12,14 @@ and returns the outcome, so one text serves both drivers: :func:`drive`
 awaits what it yields (``emit``), :func:`drive_sync` runs a plan in which no
 hook can suspend without any event loop (``emit_sync``).
 
-In front of it sits one fast path, ``_fast``: a gate plan of plain sync
-checks (``Plan.lean``) on an engine with no sink and no timing, the common
-case, run without the generator, the per-dispatch :class:`Run` or a clock.
-It compares the payload with its private copy once, at the end; if a check
-mutated it in place, it hands over to the loop's ordered rerun. Timing and
+In front of it sits one fast path, ``_fast`` (engine/fast.py): a gate plan
+of plain sync modifiers and checks (``Plan.lean``) on an engine with no sink
+and no timing, the common case, run without the generator, the per-dispatch
+:class:`Run` or a clock. The first modifier that answers, fails or mutates
+the payload hands the dispatch to the loop, which carries on from it
+(``_gate_from``); the check phase compares the payload with its private copy
+once, at the end, and if a check mutated it in place, hands over to the
+loop's ordered rerun. Timing and
 sinks are not branches inside it: an engine with a sink or ``timed=True``
 sends every plan through the loop, which always times its hooks and hands
 each outcome to the sinks.
@@ -26,13 +29,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Generator, Iterable
+from collections.abc import Awaitable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
 from interlock.engine.background import Background
 from interlock.engine.catalog import EventSpec, FailClosed
 from interlock.engine.contract import (
-    _SCALARS,
     Validator,
     apply_changes,
     check_mutation,
@@ -41,23 +43,22 @@ from interlock.engine.contract import (
     restore,
 )
 from interlock.engine.decisions import ENDING, Decision, Verdict
-from interlock.engine.errors import HOOK_ERRORS, ContractError, FailureMode, HookFailure
+from interlock.engine.errors import ContractError, FailureMode, HookFailure
 from interlock.engine.events import Event
+from interlock.engine.fast import compile_fast
 from interlock.engine.hooks import Hook, Mode
 from interlock.engine.invoke import (
     Answer,
-    answer_checker,
     call,
     call_sync,
-    crash,
     new_id,
     start,
     timed,
     timed_call,
 )
 from interlock.engine.loop_thread import monotonic_ns
-from interlock.engine.merge import Run, merge, merge_raw, mutated, snapshot
-from interlock.engine.outcome import _NO_CHANGES, FailedResult, HookResult, Outcome, Quiet, Status
+from interlock.engine.merge import Run, merge, mutated, snapshot
+from interlock.engine.outcome import FailedResult, HookResult, Outcome, Status
 from interlock.engine.plan import STOP_EVENTS, Plan
 from interlock.engine.sinks import FailureRecord, Sink, invocation_digest
 
@@ -135,111 +136,30 @@ class DispatchLoop:
         """Run ``plan`` (``plan.lean``) on the fast path, compiled once per plan."""
         compiled = plan.compiled
         if not compiled:
-            compiled.append(self._compile_fast(plan))
+            compiled.append(compile_fast(self, plan))
         return compiled[0](event)
-
-    def _compile_fast(self, plan: Plan) -> Callable[[Event], Outcome]:
-        """The fast path for one plan of plain sync checks on an untimed engine.
-
-        The same check phase as the loop's, less what such a plan cannot
-        need: no Run, no generator, no clock, one comparison with the private
-        copy at the end. A check that mutated the payload in place hands the
-        dispatch over to the loop (``_mutated_in_place``). The plan's parts
-        are bound here, once, so the entry table calls this function directly
-        (the indirection and the lookups cost ~200 ns an emit).
-        """
-        checks, spec, revision, name = plan.checks, plan.spec, plan.revision, plan.spec.name
-        containers = plan.containers
-        field = containers[0] if len(containers) == 1 else None
-        ending, scalars = ENDING, _SCALARS
-        result_of, handover = self._result, self._mutated_in_place
-        record_failures, check = self._record_failures, answer_checker(spec)
-        # Every hook that had no opinion has the same result, made here once:
-        # a dispatch in which no hook answers builds no result at all, and its
-        # outcome holds this tuple (saves ~25% of a one-hook emit). They are
-        # frozen, so no reader can change another dispatch's record.
-        quiet = tuple(Quiet(hook, None, None, 0, _NONE) for hook in checks)
-        # (position, hook) pairs made once: enumerate() would build an
-        # iterator on every dispatch (~10% of a one-hook emit).
-        numbered = tuple(enumerate(checks))
-
-        def fast(event: Event) -> Outcome:
-            if field is not None:  # the usual case (tool args): one private copy
-                value = getattr(event, field)
-                snap = None
-                if value.__class__ is dict:  # copy_payload, inline for a flat dict
-                    for v in value.values():
-                        if v.__class__ not in scalars:
-                            snap = copy_payload(value)
-                            break
-                    else:
-                        snap = value.copy()
-                else:
-                    snap = copy_payload(value)
-                snaps = None
-            else:
-                value = snap = None
-                snaps = snapshot(event, containers)
-            # The results, built from the first hook that answers or fails on;
-            # until then every hook so far had no opinion (quiet[:i]).
-            raw: list[HookResult] | None = None
-            decided = failed = False
-            for i, hook in numbered:
-                try:
-                    decision = hook.fn(event)  # type: ignore[misc]
-                    if decision is None:
-                        if raw is not None:
-                            raw.append(quiet[i])
-                        continue
-                    decision = check(hook, decision)
-                except HookFailure as exc:  # includes ContractError from check()
-                    failure: HookFailure = exc
-                except HOOK_ERRORS as exc:
-                    failure = crash(hook, exc)
-                else:
-                    if raw is None:
-                        raw = list(quiet[:i])
-                    if decision is None:  # a dict answer that says nothing
-                        raw.append(quiet[i])
-                        continue
-                    raw.append(HookResult(hook, decision, None, 0, _NONE))
-                    decided = True
-                    if decision.verdict in ending:
-                        break
-                    continue
-                # Recorded below, once the payload is known untouched: the
-                # rerun would run (and record) this hook again.
-                res = result_of(hook, event, spec, None, failure, 0, record=False)
-                if raw is None:
-                    raw = list(quiet[:i])
-                raw.append(res)
-                failed = True
-                if res.decision is not None:
-                    decided = True
-                    break
-            if snaps is None:
-                if value != snap:
-                    return handover(event, plan, [(containers[0], snap)])
-            elif mutated(event, snaps):
-                return handover(event, plan, snaps)
-            if raw is None:
-                return Outcome(name=name, event=event, raw=quiet, revision=revision)
-            if failed:
-                record_failures(event, raw)
-            if decided:
-                return merge_raw(event, event, raw, _NO_CHANGES, revision)
-            return Outcome(name=name, event=event, raw=raw, revision=revision)
-
-        return fast
 
     def _mutated_in_place(self, event: Event, plan: Plan, snaps: list[tuple[str, Any]]
                           ) -> Outcome:
         """The fast path's handover: the loop's ordered rerun on the restored payload
-        (the first pass's results go: every check runs again)."""
-        run = Run(event, event, plan, snaps, None, plan.revision, [])
-        drive_sync(self._rerun(run, 0))  # type: ignore[arg-type]  # returns None
-        self._record_failures(run.current, run.raw)
+        (the first pass's results go: every check runs again; the modifiers before
+        them had no opinion and left the payload alone)."""
+        mark = len(plan.modifiers)
+        raw = [HookResult(hook, None, None, 0, _NONE) for hook in plan.modifiers]
+        run = Run(event, event, plan, snaps, None, plan.revision, raw)
+        drive_sync(self._rerun(run, mark))  # type: ignore[arg-type]  # returns None
+        self._record_failures(run.current, run.raw[mark:])
         return self._finish(run)
+
+    def _modifier_answered(self, event: Event, plan: Plan, index: int, answer: Answer,
+                           snaps: list[tuple[str, Any]] | None) -> Outcome:
+        """The fast path's handover in the modify phase: modifier ``index``
+        answered, failed or mutated the payload (``snaps``: the payload before
+        it); the loop takes its answer and runs the rest, as if it had run every
+        hook so far (those before it had no opinion)."""
+        raw = [HookResult(hook, None, None, 0, _NONE) for hook in plan.modifiers[:index]]
+        run = Run(event, event, plan, snaps, None, plan.revision, raw)
+        return drive_sync(self._gate_from(run, index, answer))
 
     # -- the loop ---------------------------------------------------------------
     def _steps(self, event: Event, plan: Plan) -> Steps:
@@ -247,14 +167,21 @@ class DispatchLoop:
 
     def _gate(self, event: Event, plan: Plan) -> Steps:
         """A gate event: modify phase, check phase, shadows, background, merge."""
-        run = self._begin(event, plan)
+        return (yield from self._gate_from(self._begin(event, plan), 0, None))
+
+    def _gate_from(self, run: Run, start: int, answer: Answer | None) -> Steps:
+        """The gate event's phases from modifier ``start`` on; ``answer``: that
+        modifier's answer when it has already run (the fast path's handover)."""
+        plan = run.plan
         spec = plan.spec
-        for hook in plan.modifiers:
+        for hook in plan.modifiers[start:]:
             t0 = monotonic_ns()
-            answer = (call_sync(hook, run.current, spec) if hook.mode is _SYNC
-                      else (yield call(hook, run.current, spec)))
+            if answer is None:
+                answer = (call_sync(hook, run.current, spec) if hook.mode is _SYNC
+                          else (yield call(hook, run.current, spec)))
             if self._modified(run, hook, answer, t0):
                 break
+            answer = None
         else:
             if plan.checks:
                 yield from self._checks(run)

@@ -41,8 +41,9 @@ class Plan:
     gate: bool
     stop_event: bool
     lean: bool = False
-    """Only plain sync checks on a gate event (the common case): the dispatcher
-    runs it without its per-dispatch state object (DispatchLoop._fast)."""
+    """Only plain sync modifiers and checks on a gate event (the common case):
+    the dispatcher runs it without its per-dispatch state object until a hook
+    answers or fails (DispatchLoop._fast)."""
     revision: int = 0
     """The hook set revision this plan belongs to (what outcomes report)."""
     compiled: list[Callable[[Event], Outcome]] = field(
@@ -144,7 +145,7 @@ def make_plan(spec: EventSpec, hooks: Iterable[Hook], event: Event | None = None
     if not (modifiers or checks or shadows or background):
         return None
     stop_event = spec.name in STOP_EVENTS
-    lean = (gate and not modifiers and not shadows and not background and not may_suspend
+    lean = (gate and not shadows and not background and not may_suspend
             and not stop_event and spec.name != "user_input")
     return Plan(
         spec=spec,

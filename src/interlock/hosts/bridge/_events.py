@@ -40,6 +40,12 @@ def build_event(system: str, payload: Any) -> Event:
         # bad, not the server.
         raise BridgeError(f"the {system} hook input has a malformed field: "
                           f"{type(exc).__name__}: {exc}") from None
-    allowed = {f.name for f in spec(name).all_fields()}
+    allowed = _FIELDS.get(name)
+    if allowed is None:
+        allowed = _FIELDS[name] = frozenset(f.name for f in spec(name).all_fields())
     data = {k: v for k, v in fields.items() if k in allowed and v is not None}
     return make(name, data, source=f"{system} hook input")
+
+
+_FIELDS: dict[str, frozenset[str]] = {}
+"""Event name -> the names of its payload's fields (the catalog does not change)."""
