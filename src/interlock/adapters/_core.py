@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import logging
 import os
 import threading
 import uuid
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
+from interlock.engine.logs import logger
 
 if TYPE_CHECKING:
     from interlock.config.model import PermissionRule
@@ -115,7 +115,7 @@ class RunInput:
     """Hook context from both events, for the model ('' when none)."""
 
 
-_log = logging.getLogger("interlock")
+_log = logger("interlock")
 GATEWAY_EVENTS = frozenset({"message_received", "before_message_send", "message_sent",
                             "gateway_start", "gateway_stop"})
 """A chat gateway's events: no agent framework, nor the Claude Agent SDK, has

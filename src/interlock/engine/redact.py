@@ -10,7 +10,6 @@ high-entropy strings. It is deliberately eager: a false positive costs a
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import re
 from collections import Counter
@@ -207,45 +206,3 @@ def redact_data(value: Any) -> Any:
 
 def contains_secret(text: str) -> bool:
     return redact(text) != text
-
-
-class RedactingFilter(logging.Filter):
-    """A logging filter that redacts each record's message and traceback text.
-
-    Installed on Interlock's loggers when this module is imported (the engine
-    imports it), so no Interlock log line carries a secret whatever handler
-    an application attaches.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:
-            # a malformed call; logging reports it when formatting. Never raise here:
-            # a filter's exception would reach the code that logged.
-            record.msg, record.args = redact(str(record.msg)), None
-            return True
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-        return True
-
-
-LOG_FILTER = RedactingFilter()
-
-LOGGERS = ("interlock", "interlock.extensions")
-"""Interlock's loggers. Filters do not apply to records that propagate up from a
-child logger, so each one gets the filter."""
-
-
-def install_log_filter(*names: str) -> None:
-    """Attach the redacting filter to ``names`` (Interlock's own loggers by default)."""
-    for name in names or LOGGERS:
-        logger = logging.getLogger(name)
-        if LOG_FILTER not in logger.filters:
-            logger.addFilter(LOG_FILTER)
-
-
-install_log_filter()

@@ -373,6 +373,24 @@ def test_an_in_process_call_for_a_toml_project_does_not_load_yaml(env: Env,
     assert "yaml" not in imported
 
 
+def test_a_first_call_with_python_hooks_imports_no_asyncio(env: Env, tmp_path: Path) -> None:
+    """The first call of a session answers in process, then starts the server: with
+    plain sync Python hooks it needs no event loop, so it imports no asyncio (nor
+    ssl or concurrent.futures, which asyncio drags in)."""
+    root = env.project(tmp_path / "p")
+    result = subprocess.run(
+        [sys.executable, "-I", "-X", "importtime", "-m", "interlock.bridge", "claude",
+         "--project", str(root)], input=json.dumps(pre("rm -rf /")), capture_output=True,
+        text=True, env=env.vars, timeout=60)
+    assert blocked(result), result
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "interlock.config.registry" in imported  # it did load the hooks here
+    assert not imported & {"asyncio", "ssl", "concurrent.futures"}, sorted(imported)
+    env.up(root)  # and it started the server for the calls after it
+    assert blocked(env.call(root))
+
+
 def test_the_fast_path_tables_match_the_host_modules() -> None:
     from interlock.hosts.bridge import HOSTS, _fast, host
 

@@ -1,0 +1,77 @@
+"""Run code right after a module is imported, without importing it.
+
+The engine imports asyncio only when something needs it (an async hook, an
+async emit, the engine's loop). One thing must still reach asyncio whenever
+it arrives, whoever imports it: on Python 3.11, ``Engine.emit`` carries the
+marker ``asyncio.iscoroutinefunction`` reads, which is asyncio's own object.
+:func:`after_import` hands the module to a function as soon as it has run:
+at once when it is imported already, else from a finder on
+:data:`sys.meta_path` that steps aside after that one import.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+Then = Callable[[ModuleType], object]
+
+
+class _Loader:
+    """The module's own loader, then the functions waiting for it."""
+
+    def __init__(self, loader: Any, then: list[Then]) -> None:
+        self._loader = loader
+        self._then = then
+
+    def create_module(self, spec: Any) -> ModuleType | None:
+        module: ModuleType | None = self._loader.create_module(spec)
+        return module
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The module's spec and __loader__ keep the real loader (reload,
+        # getsource and the like never see this one).
+        module.__loader__ = self._loader
+        if module.__spec__ is not None:
+            module.__spec__.loader = self._loader
+        self._loader.exec_module(module)
+        for then in self._then:
+            then(module)
+
+
+class _Finder:
+    """On sys.meta_path while some module is awaited; finds nothing itself."""
+
+    waiting: dict[str, list[Then]] = {}
+
+    @classmethod
+    def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
+        then = cls.waiting.pop(name, None)
+        if then is None:
+            return None
+        if not cls.waiting:
+            sys.meta_path.remove(cls)
+        for finder in sys.meta_path:
+            find = getattr(finder, "find_spec", None)
+            spec = find(name, path, target) if find is not None else None
+            if spec is not None:
+                break
+        else:
+            return None
+        if spec.loader is None or not hasattr(spec.loader, "exec_module"):
+            return spec
+        spec.loader = _Loader(spec.loader, then)
+        return spec
+
+
+def after_import(name: str, then: Then) -> None:
+    """Call ``then(module)`` once module ``name`` has been imported: now if it is."""
+    module = sys.modules.get(name)
+    if module is not None:
+        then(module)
+        return
+    if not _Finder.waiting:
+        sys.meta_path.insert(0, _Finder)
+    _Finder.waiting.setdefault(name, []).append(then)
