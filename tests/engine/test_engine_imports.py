@@ -40,7 +40,8 @@ def test_a_sync_hook_dispatched_through_emit_sync_imports_no_asyncio_or_logging(
     out = run(f"""
 engine = Engine()
 engine.on("before_tool_call", lambda e: block("no rm") if "rm" in e.args["command"] else None)
-print(engine.emit_sync(event("rm -rf /")).verdict.value, engine.emit_sync(event("ls")).verdict.value)
+print(engine.emit_sync(event("rm -rf /")).verdict.value,
+      engine.emit_sync(event("ls")).verdict.value)
 print(sorted(m for m in {HEAVY!r} if m in sys.modules))
 """)
     assert out.splitlines() == ["block none", "[]"]
@@ -78,7 +79,8 @@ import asyncio, inspect
 import asyncio.coroutines
 from unittest.mock import AsyncMock, MagicMock
 
-print(asyncio.iscoroutinefunction(Engine().emit), isinstance(MagicMock(spec=Engine).emit, AsyncMock))
+print(asyncio.iscoroutinefunction(Engine().emit),
+      isinstance(MagicMock(spec=Engine).emit, AsyncMock))
 print(asyncio.coroutines.__spec__.loader.__class__.__name__, "def iscoroutinefunction" in
       inspect.getsource(asyncio.coroutines))
 """)
@@ -98,6 +100,7 @@ handler = logging.StreamHandler(sys.stdout)
 logging.getLogger("interlock").addHandler(handler)
 engine.emit_sync(event("ls"))
 """)
-    assert "leaky" in out and "RuntimeError" in out, out
+    assert "leaky" in out, out
+    assert "RuntimeError" in out, out
     assert "sk-ant-api03" not in out
     assert "[REDACTED]" in out
