@@ -12,11 +12,14 @@ at once when it is imported already, else from a finder on
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
-from types import ModuleType
-from typing import Any
 
-Then = Callable[[ModuleType], object]
+_TYPE_CHECKING = False  # not typing's: the in-process bridge imports this before typing
+if _TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import ModuleType
+    from typing import Any
+
+    Then = Callable[[ModuleType], object]
 
 
 class _Loader:
