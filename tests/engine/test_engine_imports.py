@@ -12,7 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("asyncio", "concurrent.futures", "ssl", "logging")
+HEAVY = ("asyncio", "concurrent.futures", "ssl", "logging", "hashlib")
 
 PRELUDE = """
 import sys
