@@ -252,8 +252,7 @@ class Policy:
     def listens(self, name: str) -> bool:
         """Whether any hook is on event ``name`` now: when none is, an adapter may
         skip building costly fields (a conversation) for it; it still emits it."""
-        # The engine's own hot-path read: a no-hook event maps to its settled outcome.
-        return self.engine._settled.get(self._types[name]) is None
+        return self.engine._has_hooks(self._types[name])
 
     async def emit(self, name: str, **fields: Any) -> Outcome:
         return await self.engine.emit(self.event(name, **fields))

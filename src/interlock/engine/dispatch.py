@@ -180,6 +180,11 @@ class Engine(DispatchLoop):
         except KeyError:
             raise _not_an_event("emit", event) from None
 
+    def _has_hooks(self, event_type: type[Event]) -> bool:
+        """Whether any hook is on ``event_type`` now (adapters skip building costly
+        fields when none is): the sync entry table's one read."""
+        return self._table[event_type].__class__ is not NoHooks
+
     @property
     def _entries(self) -> dict[type[Event], Plan | Resolver]:
         return self._set.entries
