@@ -25,9 +25,9 @@ if _TYPE_CHECKING:
 class _Loader:
     """The module's own loader, then the functions waiting for it."""
 
-    def __init__(self, loader: Any, then: list[Then]) -> None:
+    def __init__(self, loader: Any, name: str) -> None:
         self._loader = loader
-        self._then = then
+        self._name = name
 
     def create_module(self, spec: Any) -> ModuleType | None:
         module: ModuleType | None = self._loader.create_module(spec)
@@ -40,8 +40,13 @@ class _Loader:
         if module.__spec__ is not None:
             module.__spec__.loader = self._loader
         self._loader.exec_module(module)
-        for then in self._then:
+        # Taken now, not when the spec was found: a spec found and never run
+        # (importlib.util.find_spec) leaves the functions waiting.
+        waiting = _Finder.waiting
+        for then in waiting.pop(self._name, ()):
             then(module)
+        if not waiting and _Finder in sys.meta_path:
+            sys.meta_path.remove(_Finder)
 
 
 class _Finder:
@@ -51,12 +56,11 @@ class _Finder:
 
     @classmethod
     def find_spec(cls, name: str, path: Any = None, target: Any = None) -> Any:
-        then = cls.waiting.pop(name, None)
-        if then is None:
+        if name not in cls.waiting:
             return None
-        if not cls.waiting:
-            sys.meta_path.remove(cls)
         for finder in sys.meta_path:
+            if finder is cls:
+                continue
             find = getattr(finder, "find_spec", None)
             spec = find(name, path, target) if find is not None else None
             if spec is not None:
@@ -65,7 +69,7 @@ class _Finder:
             return None
         if spec.loader is None or not hasattr(spec.loader, "exec_module"):
             return spec
-        spec.loader = _Loader(spec.loader, then)
+        spec.loader = _Loader(spec.loader, name)
         return spec
 
 
