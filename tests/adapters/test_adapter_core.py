@@ -109,3 +109,17 @@ async def test_an_ask_rule_asks_where_the_framework_can_and_blocks_where_it_cann
     # A hook's approve answers an ask rule, as in the reference agent.
     assert (await ruled(approve("ok"), ("t", "*", "ask")).before_tool("t", {})).action == "run"
     assert (await ruled(None, ("t", "*", "allow")).before_tool("t", {})).action == "run"
+
+
+def test_listens_is_false_for_an_event_no_hook_is_on_before_any_emit():
+    """An adapter skips building costly fields, and refusing what no hook could
+    read, for an event no hook is on: also before the engine's first emit and
+    after a hook is added or removed."""
+    engine = Engine()
+    adapter = Policy("test", engine=engine)
+    assert not adapter.listens("after_tool_call")
+    handle = engine.on("after_tool_call", lambda e: None)
+    assert adapter.listens("after_tool_call")
+    assert not adapter.listens("before_llm_call")
+    handle.unregister()
+    assert not adapter.listens("after_tool_call")

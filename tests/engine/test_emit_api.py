@@ -156,6 +156,7 @@ class _SwapDuringRead(dict):
 
 async def test_hooks_removed_between_two_reads_mean_no_hooks(eng: Engine) -> None:
     eng.on("before_tool_call", lambda event: block("old revision"))
+    assert (await eng.emit(_event())).blocked  # the first emit makes emit()'s table
     eng._settled = _SwapDuringRead(eng, eng._settled)  # type: ignore[assignment]
     outcome = await eng.emit(_event())
     assert outcome.verdict is Verdict.NONE

@@ -51,6 +51,35 @@ def test_public_all_is_sorted_and_complete():
     assert public - modules == set(names)
 
 
+def test_present_reads_entry_points_as_importlib_metadata_does(tmp_path, monkeypatch):
+    """The in-process bridge asks present() on every call without importing
+    importlib.metadata; it finds what importlib.metadata finds."""
+    from importlib.metadata import entry_points
+
+    from interlock.ext.find import ENTRY_POINT_GROUP, present
+
+    def both() -> tuple[bool, bool]:
+        return (present(None, tmp_path / "home"),
+                bool(entry_points(group=ENTRY_POINT_GROUP)))
+
+    if entry_points(group=ENTRY_POINT_GROUP):
+        pytest.skip("an extension package is installed in this environment")
+    site = tmp_path / "site"
+    site.mkdir()
+    monkeypatch.syspath_prepend(str(site))
+    other = site / "other-1.0.dist-info"
+    other.mkdir()
+    (other / "METADATA").write_text("Metadata-Version: 2.1\nName: other\nVersion: 1.0\n")
+    (other / "entry_points.txt").write_text("[console_scripts]\nother = other:main\n")
+    (site / "plain.egg-info").write_text("Name: plain\n")  # a file, not a folder
+    assert both() == (False, False)
+    acme = site / "Acme_Policy-1.0.dist-info"
+    acme.mkdir()
+    (acme / "METADATA").write_text("Metadata-Version: 2.1\nName: acme-policy\nVersion: 1.0\n")
+    (acme / "entry_points.txt").write_text("[interlock.extensions]\nacme = acme_policy\n")
+    assert both() == (True, True)
+
+
 def test_entry_point_extensions_are_discovered(tmp_path, monkeypatch):
     import sys
 

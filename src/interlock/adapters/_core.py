@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import atexit
 import json
-import logging
 import os
 import threading
 import uuid
@@ -41,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 
 from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
+from interlock.engine.logs import logger
 
 if TYPE_CHECKING:
     from interlock.agent.permissions import PermissionPolicy
@@ -119,7 +119,7 @@ class RunInput:
     run ends with it, without a model call."""
 
 
-_log = logging.getLogger("interlock")
+_log = logger("interlock")
 GATEWAY_EVENTS = frozenset({"message_received", "before_message_send", "message_sent",
                             "gateway_start", "gateway_stop"})
 """A chat gateway's events: no agent framework, nor the Claude Agent SDK, has
@@ -262,8 +262,7 @@ class Policy:
         skip building costly fields (a conversation) for it, or skip the event
         where it knows the answer: an event with no hooks is "no opinion", and
         reaches no sink (docs/engine.md)."""
-        # The engine's own hot-path read: a no-hook event maps to its settled outcome.
-        return self.engine._settled.get(self._types[name]) is None
+        return self.engine._has_hooks(self._types[name])
 
     def emit(self, name: str, **fields: Any) -> Coroutine[Any, Any, Outcome]:
         """The engine's ``emit`` of event ``name``: ``await`` it for the outcome.

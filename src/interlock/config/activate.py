@@ -9,7 +9,6 @@ and replaced by a refusal that blocks what it guarded when it fails closed
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,12 +27,13 @@ from interlock.config.model import HookKind
 from interlock.config.revision import HookEntry
 from interlock.engine.errors import ConfigError, FailureMode
 from interlock.engine.hooks import Executor, Hook, OnError
+from interlock.engine.logs import logger
 from interlock.reliability import harden
 
 if TYPE_CHECKING:
     from interlock.config.registry import Registry
 
-log = logging.getLogger("interlock.registry")
+log = logger("interlock.registry")
 
 
 def hook_for(registry: Registry, e: HookEntry,

@@ -15,18 +15,18 @@ checked before each call (:mod:`interlock.config.drift`).
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from interlock.config.drift import read
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 
 if TYPE_CHECKING:
     from interlock.config.revision import HookEntry
     from interlock.config.trust import TrustStore
 
-log = logging.getLogger("interlock.registry")
+log = logger("interlock.registry")
 
 
 def changed_import(trust: TrustStore, e: HookEntry) -> Path | None:

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import re
 import shlex
 from collections.abc import Callable
@@ -29,9 +28,10 @@ from interlock.config.parse import Locator, PathKey, convert_error
 from interlock.config.trust import TrustStore, hook_key
 from interlock.engine.errors import ConfigError
 from interlock.engine.hooks import Source
+from interlock.engine.logs import logger
 from interlock.store.paths import project_dir
 
-log = logging.getLogger("interlock.registry")
+log = logger("interlock.registry")
 
 NAME = "project:mcp_servers"
 """The consent item of a project's MCP servers."""

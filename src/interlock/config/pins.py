@@ -25,7 +25,6 @@ import ast
 import os
 import re
 import shlex
-import shutil
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -81,6 +80,8 @@ def _commands(words: list[str], writes: set[str]) -> list[list[str]]:
 def which(word: str, path_env: str, cwd: Path) -> str | None:
     """The program ``word`` names, as a process running in ``cwd`` with ``PATH`` set
     to ``path_env`` finds it: a relative PATH entry is looked up from its cwd."""
+    import shutil  # command hooks only (docs/one-policy.md, Speed)
+
     search = os.pathsep.join(e if os.path.isabs(e) else str(cwd / e)
                              for e in path_env.split(os.pathsep))
     return shutil.which(word, path=search)

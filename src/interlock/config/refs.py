@@ -13,7 +13,6 @@ import json
 import os
 import re
 import shlex
-import shutil
 import sys
 from collections.abc import Iterable
 from pathlib import Path
@@ -140,6 +139,8 @@ def unmet_requirements(d: HookDef, env: dict[str, str] | None = None) -> list[st
         if here not in wanted:
             why.append(f"needs OS {' or '.join(sorted(wanted))}, this is {here}")
     for binary in d.requires.bins:
+        import shutil  # few hooks require programs (docs/one-policy.md, Speed)
+
         if shutil.which(binary) is None:
             why.append(f"needs program {binary!r} on PATH")
     for var in d.requires.env:

@@ -21,9 +21,7 @@ it guarded; a fail-open one is simply left out.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 import os
 import threading
 from collections.abc import Callable, Iterable
@@ -62,18 +60,21 @@ from interlock.engine.decisions import Verdict
 from interlock.engine.dispatch import Engine
 from interlock.engine.errors import ConfigError, FailureMode, RegistrationError
 from interlock.engine.hooks import Executor, Hook, Source
+from interlock.engine.logs import logger
 from interlock.engine.sinks import Sink
 from interlock.reliability import BreakerBook, BreakerKey
 from interlock.reliability.metrics import Metrics
 from interlock.store.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 
 if TYPE_CHECKING:
+    import asyncio
+
     from interlock.config.mcp_servers import McpServer, ServersConsent
     from interlock.reliability.sinks import Attached
 
 __all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "close_engine", "open_engine"]
 
-log = logging.getLogger("interlock.registry")
+log = logger("interlock.registry")
 
 _STATE_FILES = {APPROVALS, TOGGLES, BASELINES}
 _NEEDS_APPROVAL = {HookKind.COMMAND, HookKind.WORKER, HookKind.HTTP, HookKind.PROMPT,
@@ -488,6 +489,8 @@ class Registry:
         except ImportError as exc:  # pragma: no cover - a declared dependency
             raise ConfigError("watching needs the watchfiles package",
                               fix="pip install watchfiles") from exc
+        import asyncio
+
         with contextlib.suppress(OSError):
             self.state_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         await watch(self.watch_plan, lambda _paths: self.reload(),
@@ -538,6 +541,8 @@ _closing: set[asyncio.Task[None]] = set()
 
 def _close_executor(ex: Executor) -> None:
     """Release what an executor holds (processes, connection pools): ``aclose()``."""
+    import asyncio
+
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,9 +21,10 @@ from typing import Any
 from interlock.config import mcp_servers
 from interlock.config.model import PermissionRule
 from interlock.config.trust import TrustStore, hook_key
+from interlock.engine.logs import logger
 from interlock.store.paths import project_dir
 
-log = logging.getLogger("interlock.registry")
+log = logger("interlock.registry")
 
 NAME = "project:permissions"
 """The consent item (and the withheld entry) of a project's rules."""

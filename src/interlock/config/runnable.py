@@ -12,7 +12,6 @@ so an unapproved project handler stays unrun.
 from __future__ import annotations
 
 import ast
-import logging
 import os
 import re
 import shlex
@@ -23,6 +22,7 @@ from interlock.config.build import hook_cwd
 from interlock.config.model import HookKind
 from interlock.config.pins import which
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 
 if TYPE_CHECKING:
     from interlock.config.registry import HookEntry
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 _RELATIVE = re.compile(r"^\.\.?/")
 
-log = logging.getLogger("interlock.registry")
+log = logger("interlock.registry")
 
 
 def approvable(entries: list[HookEntry], project_root: Path, by: str, *,

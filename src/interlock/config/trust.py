@@ -23,7 +23,6 @@ import contextlib
 import fcntl
 import json
 import os
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -98,6 +97,8 @@ class TrustStore:
 
     @staticmethod
     def _save(path: Path, data: dict[str, Any]) -> None:
+        import tempfile  # only a write needs it; most calls only read (docs/one-policy.md, Speed)
+
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -6,7 +6,6 @@ error names the file, line, field and fix.
 
 from __future__ import annotations
 
-import logging
 import re
 from pathlib import Path
 
@@ -15,10 +14,11 @@ from interlock.config.parse import Locator, PathKey
 from interlock.engine.catalog import BY_NAME, SYSTEMS, from_alias
 from interlock.engine.errors import ConfigError, RegistrationError, UnknownEventError
 from interlock.engine.hooks import Matcher
+from interlock.engine.logs import logger
 from interlock.executors.dialects._matchers import check as check_matcher
 from interlock.executors.dialects._matchers import for_dialect as dialect_matcher
 
-log = logging.getLogger("interlock.config")
+log = logger("interlock.config")
 
 DIALECT_NAMES = ("claude", "codex", "gemini", "hermes", "moltis")
 KNOWN_OS = {"linux": "linux", "darwin": "darwin", "macos": "darwin", "osx": "darwin",

@@ -18,14 +18,14 @@ folders or files changed (a folder appeared, a new hook pins a new file).
 
 from __future__ import annotations
 
-import asyncio
-import logging
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-log = logging.getLogger("interlock.watch")
+from interlock.engine.logs import logger
+
+log = logger("interlock.watch")
 
 DEBOUNCE_MS = 300
 """The longest a burst of changes is collected before it is applied; a single
@@ -79,6 +79,8 @@ def _only(relevant: Callable[[str], bool]) -> Callable[[Any, str], bool]:
 async def watch(plan: Callable[[], Plan], apply: Callable[[set[str]], Any], stop: Stop, *,
                 debounce_ms: int = DEBOUNCE_MS, poll_ms: int = POLL_MS) -> None:
     """Call ``apply(changed paths)`` on every relevant change until ``stop`` is set."""
+    from asyncio import to_thread  # a watcher runs on a loop: imported already
+
     from watchfiles import awatch
 
     catch_up = True
@@ -101,7 +103,7 @@ async def watch(plan: Callable[[], Plan], apply: Callable[[set[str]], Any], stop
                 # while no watcher covered them are not lost.
                 catch_up = False
                 try:
-                    await asyncio.to_thread(apply, paths)
+                    await to_thread(apply, paths)
                 except Exception:  # keep watching; the last good state stays
                     log.exception("applying a configuration change failed")
             if stop.is_set():

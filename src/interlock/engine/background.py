@@ -8,10 +8,8 @@ deadline, for everything queued.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextvars
-import logging
 import threading
 from collections.abc import Callable, Coroutine
 from typing import Any
@@ -20,9 +18,10 @@ from interlock.engine.errors import FailureMode, HookFailure
 from interlock.engine.events import Event
 from interlock.engine.hooks import Hook
 from interlock.engine.invoke import call
+from interlock.engine.logs import logger
 from interlock.engine.loop_thread import LoopThread
 
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 RecordFailure = Callable[[Hook, Event, HookFailure], None]
 
@@ -79,6 +78,8 @@ class Background:
 
     def _drain(self, queue: _Queue) -> Coroutine[Any, Any, None]:
         async def run() -> None:
+            import asyncio  # on the engine's loop: imported already
+
             while (item := self._next(queue)) is not None:
                 hook, event, ctx = item
                 try:

@@ -11,14 +11,14 @@ facade never touches an event loop unless a matched hook can suspend.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import itertools
-import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, TypeVar, Unpack, overload
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack, overload
 
+from interlock.engine.after_import import after_import
 from interlock.engine.background import Background
 from interlock.engine.catalog import SPECS, Kind
 from interlock.engine.catalog import spec as catalog_spec
@@ -27,14 +27,17 @@ from interlock.engine.decisions import Decision
 from interlock.engine.events import EVENT_TYPES, Event
 from interlock.engine.fast import compile_fast
 from interlock.engine.hooks import Hook, HookFn, HookOptions, Matcher, OnError
+from interlock.engine.logs import logger
 from interlock.engine.loop import DispatchLoop, drive, drive_sync
 from interlock.engine.loop_thread import LoopThread
 from interlock.engine.outcome import NoHooks, Outcome
 from interlock.engine.plan import HookSet, Plan, Resolver
-from interlock.engine.settled import Settled
 from interlock.engine.sinks import FailureRecord, Sink
 
-log = logging.getLogger("interlock")
+if TYPE_CHECKING:
+    from interlock.engine.settled import Settled
+
+log = logger("interlock")
 
 F = TypeVar("F", bound=Callable[..., Any])
 E = TypeVar("E", bound=Event)
@@ -49,8 +52,19 @@ Runner = Callable[[Event], Outcome]
 # What an event with no hooks gets: one shared outcome per event type, held
 # directly in the engine's entry table so the no-hook path is one dict read.
 _PASSED = {EVENT_TYPES[s.name]: NoHooks(name=s.name) for s in SPECS}
-# The same outcomes, ready for ``await`` without a coroutine (see _settled).
-_SETTLED = {cls: Settled(outcome) for cls, outcome in _PASSED.items()}
+# The same outcomes, ready for ``await`` without a coroutine (see _settled),
+# made by the first emit(): a Settled is an asyncio future, and the sync
+# facade must not import asyncio (docs/engine.md, Timers).
+_SETTLED: dict[type[Event], Settled] = {}
+
+
+def _settled_outcomes() -> dict[type[Event], Settled]:
+    if not _SETTLED:
+        from interlock.engine.settled import Settled
+
+        _SETTLED.update((cls, Settled(outcome)) for cls, outcome in _PASSED.items())
+    return _SETTLED
+
 
 def _event_names(event: str | type[Event] | Iterable[str | type[Event]]) -> tuple[str, ...]:
     """Event names from names or event classes (``BeforeToolCall``)."""
@@ -146,11 +160,31 @@ class Engine(DispatchLoop):
         table: dict[type[Event], Outcome | Runner] = {}
         for cls, outcome in _PASSED.items():
             table[cls] = self._first_runner(hookset, cls, table) if cls in events else outcome
-        settled: dict[type[Event], Settled | None] = {
-            cls: (None if cls in events else done) for cls, done in _SETTLED.items()}
         self._set = hookset
         self._table = table
-        self._settled = settled
+        # emit()'s table, like ``table``: made by the first emit() (_settled_table).
+        self._settled: dict[type[Event], Settled | None] = {}
+
+    def _settled_table(self, event: Event) -> Settled | None:
+        """emit()'s entry for ``event`` when its table is not made yet: makes it for
+        the hooks in force (under the lock, so a concurrent install cannot be
+        overwritten by a table of the hooks before it)."""
+        with self._lock:
+            settled = self._settled
+            if not settled:
+                events = self._set.events
+                settled = {cls: (None if cls in events else done)
+                           for cls, done in _settled_outcomes().items()}
+                self._settled = settled
+        try:
+            return settled[event.__class__]
+        except KeyError:
+            raise _not_an_event("emit", event) from None
+
+    def _has_hooks(self, event_type: type[Event]) -> bool:
+        """Whether any hook is on ``event_type`` now (adapters skip building costly
+        fields when none is): the sync entry table's one read."""
+        return self._table[event_type].__class__ is not NoHooks
 
     @property
     def _entries(self) -> dict[type[Event], Plan | Resolver]:
@@ -316,7 +350,7 @@ class Engine(DispatchLoop):
         try:
             settled = self._settled[event.__class__]
         except KeyError:
-            raise _not_an_event("emit", event) from None
+            settled = self._settled_table(event)
         if settled is not None:
             return settled
         # .get: a concurrent replace_hooks may have dropped this event's hooks
@@ -325,14 +359,6 @@ class Engine(DispatchLoop):
         cls = event.__class__
         entry = hookset.built.get(cls)  # built on its first emit, then one read
         return self._emit(event, entry if entry is not None else hookset.entry(cls))
-
-    # emit is a plain method that returns a coroutine: mark it, so tools that
-    # ask (asyncio.iscoroutinefunction, AsyncMock(spec=Engine)) still see an
-    # async API.
-    if hasattr(inspect, "markcoroutinefunction"):  # Python 3.12+
-        inspect.markcoroutinefunction(emit)
-    else:  # 3.11: the marker asyncio.iscoroutinefunction reads
-        emit._is_coroutine = asyncio.coroutines._is_coroutine  # type: ignore[attr-defined]
 
     async def _emit(self, event: Event, entry: Plan | Resolver | None) -> Outcome:
         # entry: this event's Plan or Resolver when emit() was called, or None.
@@ -379,3 +405,12 @@ class Engine(DispatchLoop):
         self._failed(record)
 
 
+# emit is a plain method that returns a coroutine: mark it, so tools that ask
+# (asyncio.iscoroutinefunction, AsyncMock(spec=Engine)) still see an async API.
+if hasattr(inspect, "markcoroutinefunction"):  # Python 3.12+
+    inspect.markcoroutinefunction(Engine.emit)
+else:  # 3.11: the marker asyncio.iscoroutinefunction reads, once asyncio is imported
+    def _mark_emit(coroutines: ModuleType) -> None:
+        Engine.emit._is_coroutine = coroutines._is_coroutine  # type: ignore[attr-defined]
+
+    after_import("asyncio.coroutines", _mark_emit)

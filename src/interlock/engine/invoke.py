@@ -7,14 +7,13 @@ executors are awaited, both under their timeout.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import contextvars
 import itertools
 import os
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlock.engine.catalog import EventSpec, Kind
 from interlock.engine.decisions import Decision, Verdict, decode_wire
@@ -29,6 +28,9 @@ from interlock.engine.errors import (
 from interlock.engine.events import Event
 from interlock.engine.hooks import Hook, Invocation, Mode
 from interlock.engine.loop_thread import Resume
+
+if TYPE_CHECKING:
+    import asyncio
 
 Answer = tuple[Decision | None, HookFailure | None]
 
@@ -69,6 +71,8 @@ def new_id() -> str:
 
 def start(hook: Hook, event: Event, spec: EventSpec) -> Answer | asyncio.Future[Answer]:
     """Step a non-sync hook inline; return its answer, or a future for the rest."""
+    import asyncio  # not on the sync path (docs/engine.md, Timers)
+
     if hook.mode is Mode.ASYNC:
         assert hook.fn is not None
         try:
@@ -108,6 +112,8 @@ async def call(hook: Hook, event: Event, spec: EventSpec) -> Answer:
     mode = hook.mode
     if mode is Mode.SYNC:
         return call_sync(hook, event, spec)
+    import asyncio
+
     if mode is Mode.ASYNC:
         stepped = start(hook, event, spec)
         if isinstance(stepped, asyncio.Future):
@@ -138,6 +144,8 @@ def _in_thread(hook: Hook, event: Event) -> Any:
 async def _guarded(hook: Hook, spec: EventSpec, answer_of: Awaitable[Any],
                    deadline: float | None) -> Answer:
     """Await a hook's answer under its deadline; failures become values."""
+    import asyncio
+
     try:
         async with asyncio.timeout_at(deadline):
             answer = await answer_of

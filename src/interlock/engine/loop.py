@@ -27,8 +27,6 @@ each outcome to the sinks.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from collections.abc import Awaitable, Generator, Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -56,6 +54,7 @@ from interlock.engine.invoke import (
     timed,
     timed_call,
 )
+from interlock.engine.logs import logger
 from interlock.engine.loop_thread import monotonic_ns
 from interlock.engine.merge import Run, merge, mutated, snapshot
 from interlock.engine.outcome import FailedResult, HookResult, Outcome, Status
@@ -63,12 +62,14 @@ from interlock.engine.plan import STOP_EVENTS, Plan
 from interlock.engine.sinks import FailureRecord, Sink, invocation_digest
 
 if TYPE_CHECKING:
+    import asyncio
+
     Steps = Generator[Awaitable[Any], Any, Outcome]
     """The loop as a generator: yields what to wait for, returns the outcome."""
     Pending = dict[asyncio.Future[Answer], tuple[int, Hook, int]]
     """Checks still running: their future -> (slot in raw, hook, start time)."""
 
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 # Enum members as module constants: a class attribute lookup on an enum costs
 # ~65 ns on Python 3.11, and these are read for every hook that runs.
@@ -198,6 +199,8 @@ class DispatchLoop:
         spec = plan.spec
         hooks = (*plan.checks, *plan.shadows)
         if plan.may_suspend:
+            import asyncio  # only where a hook can suspend (docs/engine.md, Timers)
+
             answers = yield asyncio.gather(*(timed_call(h, event, spec) for h in hooks))
         else:
             answers = [timed(call_sync, h, event, spec) for h in hooks]
@@ -258,7 +261,7 @@ class DispatchLoop:
                 decision, failure = call_sync(hook, current, spec)
             else:
                 stepped = start(hook, current, spec)
-                if isinstance(stepped, asyncio.Future):
+                if not isinstance(stepped, tuple):  # a future: it suspended
                     if snaps is None or not mutated(current, snaps):
                         pending[stepped] = (len(raw), hook, clock())
                         raw.append(None)  # type: ignore[arg-type]
@@ -289,6 +292,8 @@ class DispatchLoop:
 
     def _settle(self, run: Run, pending: Pending) -> Generator[Awaitable[Any], Any, None]:
         """Wait for suspended checks; cut off those after the first ending answer."""
+        import asyncio
+
         raw = run.raw
         spec = run.plan.spec
         first = min(i for i, _h, _t in pending.values())

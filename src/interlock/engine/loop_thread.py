@@ -3,13 +3,15 @@ background loop that observers, background hooks and the sync facade share."""
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import threading
 import time
 from collections.abc import Callable, Coroutine, Generator
-from concurrent.futures import Future
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:  # imported when the loop starts: the sync path never needs them
+    import asyncio
+    from concurrent.futures import Future
 
 T = TypeVar("T")
 
@@ -78,6 +80,8 @@ class LoopThread:
             return loop
         with self._lock:
             if self._loop is None:
+                import asyncio
+
                 ready = threading.Event()
                 new_loop = asyncio.new_event_loop()
 
@@ -101,6 +105,8 @@ class LoopThread:
         The caller's contextvars (replay mode, tracing context) reach the
         hooks, as they would with ``await`` on the caller's own loop.
         """
+        from concurrent.futures import Future
+
         ctx = contextvars.copy_context()
         result: Future[T] = Future()
         loop = self.loop
@@ -140,6 +146,8 @@ class LoopThread:
         if loop is None:
             return
         if loop.is_running() and not self.in_thread():
+            import asyncio
+
             drained = asyncio.run_coroutine_threadsafe(_drain(DRAIN_SECONDS), loop)
             try:
                 drained.result(timeout=DRAIN_SECONDS + 1)
@@ -160,6 +168,8 @@ DRAIN_SECONDS = 2.0
 
 async def _drain(seconds: float) -> None:
     """Cancel every other task on this loop and wait for them, within ``seconds``."""
+    import asyncio
+
     me = asyncio.current_task()
     tasks = [t for t in asyncio.all_tasks() if t is not me]
     for task in tasks:

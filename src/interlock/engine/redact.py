@@ -10,13 +10,34 @@ high-entropy strings. It is deliberately eager: a false positive costs a
 from __future__ import annotations
 
 import functools
-import logging
 import math
 import re
 from collections import Counter
 from typing import Any
 
 MASK = "[REDACTED]"
+
+
+class _Pattern:
+    """A pattern compiled at its first use, which puts the compiled one in its
+    place: compiling them all is a third of importing this module, which
+    ``from interlock import Engine`` would pay for nothing (docs/one-policy.md,
+    Speed). After the first use the module's name holds a plain ``re.Pattern``."""
+
+    __slots__ = ("_name", "_pattern")
+
+    def __init__(self, name: str, pattern: str) -> None:
+        self._name = name
+        self._pattern = pattern
+
+    def __getattr__(self, attr: str) -> Any:
+        compiled = re.compile(self._pattern)
+        globals()[self._name] = compiled
+        return getattr(compiled, attr)
+
+
+def _lazy(name: str, pattern: str) -> re.Pattern[str]:
+    return _Pattern(name, pattern)  # type: ignore[return-value]  # a Pattern once used
 
 # Token formats with a recognisable prefix or shape. Distinctive prefixes are
 # found anywhere, glued to letters, digits or percent-escapes (`xAKIA...`,
@@ -54,13 +75,13 @@ _GENERIC_PATTERNS: tuple[tuple[str, str], ...] = (
     ("token_auth", r"(?:[Tt]oken|[Dd]igest)\s+[A-Za-z0-9_\-\.=~+/]{20,}"),
 )
 _TOKEN_PATTERNS = _DISTINCT_PATTERNS + _GENERIC_PATTERNS
-_TOKENS = re.compile(
+_TOKENS = _lazy("_TOKENS",
     "(?:" + "|".join(f"(?:{p})" for _n, p in _DISTINCT_PATTERNS) + ")"
     "|(?:(?<![A-Za-z])|(?<=%[0-9A-Fa-f]{2}))(?:"
     + "|".join(f"(?:{p})" for _n, p in _GENERIC_PATTERNS) + ")")
 
 # user:password@ in any URL-like string.
-_URL_CREDENTIALS = re.compile(r"(?i)([a-z][a-z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
+_URL_CREDENTIALS = _lazy("_URL_CREDENTIALS", r"(?i)([a-z][a-z0-9+.\-]*://)([^/\s:@]+):([^/\s@]+)@")
 
 # key=value / key: value / "key": "value" where the key names a secret. Any
 # key=value is matched, then its key is checked: one pass, no backtracking
@@ -72,8 +93,8 @@ _SECRET_WORDS = (
 )
 _SECRET_KEYS = rf"(?:[A-Za-z0-9_.\-]*?{_SECRET_WORDS})"
 """A whole key that names a secret (for redact_data's dict keys)."""
-_SECRET_NAME = re.compile(rf"(?i){_SECRET_WORDS}$")
-_KEY_VALUE = re.compile(
+_SECRET_NAME = _lazy("_SECRET_NAME", rf"(?i){_SECRET_WORDS}$")
+_KEY_VALUE = _lazy("_KEY_VALUE",
     r"""(?x)
     (?<![A-Za-z0-9_.\-])
     (?P<key>["']?(?P<name>[A-Za-z0-9_.\-]+)["']?)
@@ -82,7 +103,7 @@ _KEY_VALUE = re.compile(
     (?P<value>[^\s"',;&}`]{4,})
     """
 )
-_PLACEHOLDER = re.compile(
+_PLACEHOLDER = _lazy("_PLACEHOLDER",
     r"(?i)(?:value|values|string|str|text|none|null|nil|true|false|undefined|example|"
     r"placeholder|redacted|\*+|x{3,})|<.*|\$\{?[A-Z_][A-Z0-9_]*\}?")
 """Values that stand for a secret without being one: `key: value`, `<your token>`,
@@ -99,12 +120,12 @@ def _key_value(m: re.Match[str]) -> str:
 
 
 # Command-line flags with the secret after a space: --password hunter2.
-_FLAG_VALUE = re.compile(
+_FLAG_VALUE = _lazy("_FLAG_VALUE",
     r"(?i)(?<![A-Za-z0-9])(--?(?:password|passwd|pass|token|secret|api[_\-]?key|auth-token)"
     r"\s+)(?!-)(\S{3,})")
 
 # Long base64/hex-ish runs: redacted when their entropy is high.
-_CANDIDATE = re.compile(r"[A-Za-z0-9+/_\-=]{24,}")
+_CANDIDATE = _lazy("_CANDIDATE", r"[A-Za-z0-9+/_\-=]{24,}")
 ENTROPY_THRESHOLD = 4.0
 
 
@@ -117,8 +138,8 @@ def shannon_entropy(text: str) -> float:
     return -sum(c / n * math.log2(c / n) for c in counts.values())
 
 
-_SEPARATORS = re.compile(r"[_\-=./+:]+")
-_WORDLIKE = re.compile(r"(?:[A-Z]?[a-z]{2,})+|[A-Z]+[0-9]*|[a-z]+[0-9]*|[0-9]+")
+_SEPARATORS = _lazy("_SEPARATORS", r"[_\-=./+:]+")
+_WORDLIKE = _lazy("_WORDLIKE", r"(?:[A-Z]?[a-z]{2,})+|[A-Z]+[0-9]*|[a-z]+[0-9]*|[0-9]+")
 
 
 def _identifier(run: str) -> bool:
@@ -145,8 +166,8 @@ def _looks_secret(run: str) -> bool:
 # Escapes of JSON (and most string literals): in `"x\\nAKIA..."` the token
 # follows the letter n with no word boundary, and a mask over "nsk-..." would
 # eat the escape. Each run between escapes is redacted on its own.
-_ESCAPE = re.compile(r"(\\(?:u[0-9A-Fa-f]{4}|[nrtbf\"'/\\]))")
-_PRIVATE_KEY = re.compile(_TOKEN_PATTERNS[0][1])
+_ESCAPE = _lazy("_ESCAPE", r"(\\(?:u[0-9A-Fa-f]{4}|[nrtbf\"'/\\]))")
+_PRIVATE_KEY = _lazy("_PRIVATE_KEY", _TOKEN_PATTERNS[0][1])
 
 
 def redact(text: str) -> str:
@@ -207,45 +228,3 @@ def redact_data(value: Any) -> Any:
 
 def contains_secret(text: str) -> bool:
     return redact(text) != text
-
-
-class RedactingFilter(logging.Filter):
-    """A logging filter that redacts each record's message and traceback text.
-
-    Installed on Interlock's loggers when this module is imported (the engine
-    imports it), so no Interlock log line carries a secret whatever handler
-    an application attaches.
-    """
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        try:
-            message = record.getMessage()
-        except Exception:
-            # a malformed call; logging reports it when formatting. Never raise here:
-            # a filter's exception would reach the code that logged.
-            record.msg, record.args = redact(str(record.msg)), None
-            return True
-        clean = redact(message)
-        if clean != message:
-            record.msg, record.args = clean, None
-        if record.exc_info and not record.exc_text:
-            record.exc_text = redact(logging.Formatter().formatException(record.exc_info))
-        return True
-
-
-LOG_FILTER = RedactingFilter()
-
-LOGGERS = ("interlock", "interlock.extensions")
-"""Interlock's loggers. Filters do not apply to records that propagate up from a
-child logger, so each one gets the filter."""
-
-
-def install_log_filter(*names: str) -> None:
-    """Attach the redacting filter to ``names`` (Interlock's own loggers by default)."""
-    for name in names or LOGGERS:
-        logger = logging.getLogger(name)
-        if LOG_FILTER not in logger.filters:
-            logger.addFilter(LOG_FILTER)
-
-
-install_log_filter()

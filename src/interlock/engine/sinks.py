@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import time
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -49,5 +48,7 @@ class Sink(Protocol):
 
 def invocation_digest(hook: str, event: Any) -> str:
     """A short stable digest of one hook's invocation (its hook, event and payload)."""
+    import hashlib  # failures only: loading the engine needs no OpenSSL
+
     body = msgspec.json.encode([hook, event.name, event])
     return hashlib.blake2b(body, digest_size=12).hexdigest()

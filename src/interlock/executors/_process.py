@@ -11,7 +11,6 @@ truncated JSON document.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import os
 import shlex
@@ -21,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interlock.engine.errors import ContractError, HookCrash, HookTimeout
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from interlock.executors._collector import Collector
 
 CLEAN_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
 """What a native hook inherits from the host's environment, besides its own ``env``."""
@@ -100,50 +103,6 @@ class Completed:
         return text
 
 
-class _Collector(asyncio.SubprocessProtocol):
-    """Collects capped stdout/stderr and tells when the process and pipes are done."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, cap: int) -> None:
-        self.cap = cap
-        self.out = bytearray()
-        self.err = bytearray()
-        self.err_truncated = False
-        self.overflow = loop.create_future()
-        """Set when stdout passes the cap (the caller kills the group)."""
-        self.exited = loop.create_future()
-        self.drained = loop.create_future()
-        """Set when stdout and stderr have both reached EOF."""
-        self._open = {1, 2}
-        self.transport: asyncio.SubprocessTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
-
-    def pipe_data_received(self, fd: int, data: bytes) -> None:
-        buf = self.out if fd == 1 else self.err
-        room = self.cap - len(buf)
-        if len(data) <= room:
-            buf += data
-            return
-        if room > 0:
-            buf += data[:room]
-        if fd == 1:
-            if not self.overflow.done():
-                self.overflow.set_result(None)
-        else:
-            self.err_truncated = True  # stderr is only ever a reason: keep its head
-
-    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
-        # fd 0 is stdin: a script that never reads it breaks the pipe, which is fine.
-        self._open.discard(fd)
-        if not self._open and not self.drained.done():
-            self.drained.set_result(None)
-
-    def process_exited(self) -> None:
-        if not self.exited.done():
-            self.exited.set_result(None)
-
-
 async def run_once(
     argv: Sequence[str],
     *,
@@ -160,8 +119,14 @@ async def run_once(
     ContractError when stdout passes ``output_cap``, HookCrash when the
     process cannot start. Cancellation kills the group too.
     """
+    # Here, not at the top: validating a config imports this module (the
+    # dialects' tables), and needs no event loop (docs/one-policy.md, Speed).
+    import asyncio
+
+    from interlock.executors._collector import Collector
+
     loop = asyncio.get_running_loop()
-    collector = _Collector(loop, output_cap)
+    collector = Collector(loop, output_cap)
     try:
         transport, _ = await loop.subprocess_exec(
             lambda: collector, *argv, stdin=asyncio.subprocess.PIPE,
@@ -211,7 +176,7 @@ async def run_once(
                      stderr=bytes(collector.err), stderr_truncated=collector.err_truncated)
 
 
-def _check_cap(collector: _Collector, label: str) -> None:
+def _check_cap(collector: Collector, label: str) -> None:
     if collector.overflow.done():
         raise ContractError(
             f"hook {label} wrote more than {collector.cap} bytes to stdout; an answer "

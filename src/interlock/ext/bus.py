@@ -19,7 +19,6 @@ from __future__ import annotations
 import collections
 import fnmatch
 import inspect
-import logging
 import threading
 import time
 from collections.abc import Callable, Coroutine
@@ -27,9 +26,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from interlock.engine.errors import HOOK_ERRORS
+from interlock.engine.logs import logger
 from interlock.engine.loop_thread import LoopThread
 
-log = logging.getLogger("interlock.extensions.bus")
+log = logger("interlock.extensions.bus")
 
 Listener = Callable[["Message"], Any]
 DEFAULT_QUEUE = 256

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 from interlock.engine.dispatch import Engine, Handle
 from interlock.engine.errors import RegistrationError
 from interlock.engine.hooks import HookFn, HookOptions, Source
+from interlock.engine.logs import logger
 from interlock.ext.bus import BusClient, EventBus
 from interlock.ext.find import ENTRY_POINT_GROUP
 from interlock.ext.state import ExtensionState
@@ -33,7 +34,7 @@ from interlock.store.paths import state_dir as _state_dir
 if TYPE_CHECKING:
     from interlock.reliability import BreakerBook
 
-log = logging.getLogger("interlock.extensions")
+log = logger("interlock.extensions")
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -7,6 +7,7 @@ agent's built-in names) only when it says yes.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from interlock.store.paths import PROJECT_DIRNAME, user_dir
@@ -46,6 +47,48 @@ def present(project: Path | None, home: Path | None = None, *,
         return True  # loading reports it
     if not entry_points:
         return False
+    if not _may_declare(ENTRY_POINT_GROUP):
+        return False
     from importlib.metadata import entry_points as find
 
     return bool(find(group=ENTRY_POINT_GROUP))
+
+
+def _may_declare(group: str) -> bool:
+    """False when no installed distribution declares an entry point in ``group``.
+
+    What ``importlib.metadata`` would find, read without importing it (it takes
+    longer to import than the in-process bridge has to answer; docs/one-policy.md,
+    Speed): the ``entry_points.txt`` of every ``*.dist-info`` and ``*.egg-info``
+    folder on ``sys.path``. Anything it cannot read that way (a zip on the path,
+    a finder of its own that lists distributions, an unreadable folder) answers
+    True, and ``importlib.metadata`` decides.
+    """
+    import sys
+
+    if any(getattr(f, "find_distributions", None) is not None for f in sys.meta_path
+           if f.__module__ != "_frozen_importlib_external"):
+        return True
+    header = f"[{group}]"
+    for entry in sys.path:
+        try:
+            with os.scandir(entry or ".") as found:
+                names = [d.name for d in found
+                         if d.name.lower().endswith((".dist-info", ".egg-info"))]
+        except NotADirectoryError:
+            return True  # a zip or egg: importlib.metadata reads those
+        except FileNotFoundError:
+            continue
+        except OSError:
+            return True
+        for name in names:
+            try:
+                with open(os.path.join(entry or ".", name, "entry_points.txt"),
+                          encoding="utf-8") as f:
+                    if any(line.strip() == header for line in f):
+                        return True
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            except (OSError, UnicodeDecodeError):
+                return True
+    return False

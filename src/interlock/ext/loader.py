@@ -50,7 +50,6 @@ override. Providers clash the same way on their prefix.
 from __future__ import annotations
 
 import inspect
-import logging
 from collections.abc import Callable, Iterable
 from importlib.metadata import distribution, entry_points
 from pathlib import Path
@@ -63,6 +62,7 @@ if TYPE_CHECKING:
 from interlock.engine.errors import ConfigError, FailureMode, RegistrationError
 from interlock.engine.hooks import Hook, OnError, Source
 from interlock.engine.invoke import new_id
+from interlock.engine.logs import logger
 from interlock.engine.sinks import FailureRecord
 from interlock.ext.bus import EventBus, Message, Subscription
 from interlock.ext.candidate import (
@@ -110,7 +110,7 @@ __all__ = [
     "load_extension",
 ]
 
-log = logging.getLogger("interlock.extensions")
+log = logger("interlock.extensions")
 
 # -- the set of extensions of one host ------------------------------------------------
 

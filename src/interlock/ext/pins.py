@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import os
 import re
 import tempfile
@@ -51,9 +50,10 @@ from interlock.config.drift import real_walk
 from interlock.config.trust import TrustStore
 from interlock.engine.catalog import BY_NAME
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 from interlock.ext.deps import Requirement, parse_requirement, parse_specifier
 
-log = logging.getLogger("interlock.extensions")
+log = logger("interlock.extensions")
 
 MANIFEST = "extension.toml"
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_\-]{0,63}$")

@@ -29,9 +29,7 @@ step with the agent's).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 import sys
 import threading
 from collections.abc import Sequence
@@ -41,8 +39,11 @@ from typing import TYPE_CHECKING, Any
 from interlock.config.project import find_root
 from interlock.config.watch import DEBOUNCE_MS, POLL_MS, Plan, watch
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 
 if TYPE_CHECKING:
+    import asyncio
+
     from interlock.config.model import PermissionRule
     from interlock.config.registry import Registry
     from interlock.engine.dispatch import Engine
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
 __all__ = ["RESERVED_COMMANDS", "RESERVED_TOOLS", "Host", "Project", "load_extensions",
            "open_host"]
 
-log = logging.getLogger("interlock.host")
+log = logger("interlock.host")
 
 RESERVED_TOOLS = frozenset({"delegate", "edit_file", "grep", "list_dir", "read_file",
                             "terminal", "todo", "write_file"})
@@ -276,6 +277,8 @@ class Host:
         self._stop.clear()
 
         def run() -> None:
+            import asyncio
+
             try:
                 asyncio.run(self.watch(self._stop, debounce_ms=debounce_ms, poll_ms=poll_ms))
             except Exception:
@@ -287,6 +290,8 @@ class Host:
     def start_live_task(self, *, debounce_ms: int = DEBOUNCE_MS,
                         poll_ms: int = POLL_MS) -> asyncio.Task[None]:
         """Watch as a task on the running loop (async hosts: serve)."""
+        import asyncio
+
         if self._task is None:
             self._stop.clear()
             self._task = asyncio.get_running_loop().create_task(
@@ -299,6 +304,8 @@ class Host:
         if task is None:
             return
         self._stop.set()
+        import asyncio
+
         try:
             await asyncio.wait_for(task, 10)
         except TimeoutError:

@@ -9,7 +9,6 @@ with ``Retry-After: 2`` is retryable after 2 s, a 400 is terminal.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import random
 from collections.abc import Callable
@@ -54,6 +53,8 @@ def backoff_delay(policy: Policy, retry: int, rng: random.Random) -> float:
 
 async def attempt_once(executor: Executor, inv: Invocation, limit: float | None) -> Decision | None:
     """One attempt under ``limit`` seconds; every failure comes out as a HookFailure."""
+    import asyncio  # awaited on a loop: imported already
+
     name = inv.hook.qualified_name
     try:
         async with asyncio.timeout(limit) as timer:

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import os
 from pathlib import Path
 
+from interlock.engine.logs import logger
+
 LEDGER = ".interlock-stores"
 
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 
 def _file(store: Path) -> Path:

@@ -10,18 +10,18 @@ one chunk at most (docs/reliability.md, "Stalls").
 from __future__ import annotations
 
 import collections
-import logging
 import threading
 import time
 from typing import TYPE_CHECKING
 
+from interlock.engine.logs import logger
 from interlock.store._sql import AUDIT, DL, PAYLOADS
 
 if TYPE_CHECKING:
     from interlock.store._records import Retention
     from interlock.store._sql import SQLBackend
 
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 CHUNK = 5000
 """Rows one prune statement deletes at most."""

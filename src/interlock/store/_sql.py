@@ -9,12 +9,12 @@ it writes; PostgreSQL's MVCC does the same).
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 import time
 from collections.abc import Sequence
 from typing import Any
 
+from interlock.engine.logs import logger
 from interlock.store._records import AuditEntry, AuditQuery, BreakerRecord, DeadLetter
 
 DL = "interlock_dead_letters"
@@ -28,7 +28,7 @@ PAYLOADS = "interlock_audit_payloads"
 to (``audit_payloads``): what `interlock policy diff --audit` replays."""
 TABLES = (DL, AUDIT, BREAKERS)
 
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 SCHEMA_VERSION = 1
 """Kept in ``interlock_meta``; a store written by a newer Interlock is refused."""

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import logging
 import os
 import sqlite3
 import threading
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 from interlock.store import _ledger
 from interlock.store._sql import SQLBackend
 
@@ -34,7 +34,7 @@ REPAIR = ("run `interlock store check` to see it, `interlock store export` to ke
           "with the readable records")
 
 
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 CHECKPOINT_BYTES = 4 << 20
 """WAL size that wakes the checkpointer (SQLite's own default is 1000 pages)."""

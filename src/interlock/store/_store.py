@@ -16,16 +16,15 @@ per hook), so `/v1/status` and `/metrics` never wait on the database.
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import contextlib
 import itertools
-import logging
 import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from interlock.engine.logs import logger
 from interlock.engine.redact import redact
 from interlock.store._prune import CHUNK, NAMES, Pruner
 from interlock.store._records import (
@@ -40,11 +39,13 @@ from interlock.store._records import (
 from interlock.store._sql import SQLBackend
 
 if TYPE_CHECKING:
+    import asyncio
+
     from interlock.engine.outcome import Outcome
     from interlock.engine.sinks import FailureRecord
     from interlock.reliability import Breaker, BreakerBook, BreakerState
 
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 _OUTCOME, _FAILURE, _BREAKER, _ACTION = 0, 1, 2, 3
 
@@ -252,6 +253,8 @@ class Store:
         """Wait, without blocking the event loop, until everything submitted so far
         has committed; False after ``within`` seconds. What strict audit (docs/reliability.md)
         awaits before an answer leaves."""
+        import asyncio  # the async hosts' path: they have imported it already
+
         seq = self._last_submitted
         if self._committed >= seq:
             return True

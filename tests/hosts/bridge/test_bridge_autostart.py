@@ -373,6 +373,35 @@ def test_an_in_process_call_for_a_toml_project_does_not_load_yaml(env: Env,
     assert "yaml" not in imported
 
 
+def test_a_first_call_with_python_hooks_imports_no_asyncio(env: Env, tmp_path: Path) -> None:
+    """The first call of a session answers in process, then starts the server: with
+    plain sync Python hooks it needs no event loop, so it imports no asyncio (nor
+    ssl or concurrent.futures, which asyncio drags in), and no importlib.metadata
+    to learn that no extension is installed. A call that logs nothing imports no
+    logging either."""
+    root = env.project(tmp_path / "p")
+
+    def imported(variables: dict[str, str]) -> set[str]:
+        result = subprocess.run(
+            [sys.executable, "-I", "-X", "importtime", "-m", "interlock.bridge", "claude",
+             "--project", str(root)], input=json.dumps(pre("rm -rf /")), capture_output=True,
+            text=True, env=variables, timeout=60)
+        assert blocked(result), result
+        return {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+
+    first = imported(env.vars)  # approves the hook (--accept-hooks), and logs that
+    assert "interlock.config.registry" in first  # it did load the hooks here
+    assert not first & {"asyncio", "ssl", "concurrent.futures", "importlib.metadata"}, \
+        sorted(first)
+    env.up(root)  # and it started the server for the calls after it
+    assert blocked(env.call(root))
+    again = imported({**env.vars, "INTERLOCK_BRIDGE_AUTOSTART": "0"})  # in process again
+    assert "interlock.config.registry" in again
+    assert not again & {"asyncio", "ssl", "concurrent.futures", "importlib.metadata",
+                        "logging"}, sorted(again)
+
+
 def test_the_fast_path_tables_match_the_host_modules() -> None:
     from interlock.hosts.bridge import HOSTS, _fast, host
 

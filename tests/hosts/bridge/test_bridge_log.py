@@ -5,6 +5,9 @@ not stack a second handler, and each line is written once."""
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -35,3 +38,27 @@ def test_the_bridge_log_handler_is_installed_once(tmp_path: Path,
             logger.removeHandler(h)
             h.close()
         logger.propagate = propagate
+
+
+def test_a_line_logged_after_logging_is_first_imported_still_goes_to_the_file(
+        tmp_path: Path) -> None:
+    """A bridge call that logs nothing imports no logging; the handler goes on
+    when logging is imported, so the first line logged after that (Interlock's or
+    asyncio's) is in bridge.log and never on stderr, where a host would read it
+    as the reason."""
+    code = (
+        "import sys\n"
+        "from interlock.hosts.bridge._common import logs_off_stderr\n"
+        "logs_off_stderr()\n"
+        "print('logging' in sys.modules)\n"
+        "from interlock.engine.logs import logger\n"
+        "logger('interlock').warning('first line, key sk-ant-api03-abcdefghijklmnopqrstuvwx')\n"
+        "import asyncio\n"
+        "asyncio.log.logger.warning('an asyncio line')\n")
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "INTERLOCK_STATE_DIR": str(tmp_path / "state")},
+                          timeout=60)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (0, "False\n", "")
+    text = (tmp_path / "state" / "bridge.log").read_text()
+    assert "first line, key [REDACTED]" in text
+    assert "an asyncio line" in text

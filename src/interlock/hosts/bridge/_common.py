@@ -14,6 +14,7 @@ from interlock.hosts.bridge._errors import BridgeError as BridgeError  # re-expo
 # bridge ~10 ms at start-up (dataclasses pulls in inspect and ast).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any
 
 
@@ -128,9 +129,22 @@ def logs_off_stderr() -> None:
     Hosts read a hook's stderr as its reason (Claude's and Codex's exit 2), so a
     warning logged while hooks load ("approving 1 hook(s) because of
     --accept-hooks ...") would reach the model as policy. In process only: the
-    fast path imports no logging.
+    fast path imports no logging. Nor does a call in which nothing imports it
+    (Interlock's loggers import it at their first line): the handler goes on
+    then, right after logging is imported, before anything can log.
     """
-    import logging
+    import sys
+
+    if "logging" in sys.modules:
+        _log_to_file(sys.modules["logging"])
+    else:
+        from interlock.engine.after_import import after_import
+
+        after_import("logging", _log_to_file)
+
+
+def _log_to_file(_logging: ModuleType) -> None:
+    import logging  # imported already
 
     from interlock.store.paths import state_dir
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import logging
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -53,6 +52,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from interlock.engine.dispatch import Engine
 from interlock.engine.errors import ConfigError, UnknownEventError
+from interlock.engine.logs import logger
 from interlock.hosts.server.auth import Role, TokenInfo, TokenStore, TokensUnavailable
 from interlock.hosts.server.looplag import LoopLag
 from interlock.hosts.server.security import Guard
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 
 MAX_BODY = 1 << 20
 LOOPBACK_CLIENTS = frozenset({"127.0.0.1", "::1"})
-log = logging.getLogger("interlock")
+log = logger("interlock")
 
 
 class Reloader(Protocol):
