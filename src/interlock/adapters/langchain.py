@@ -70,6 +70,7 @@ from interlock.adapters._langchain_messages import (
     _prompt,
     _reply_fields,
     _rewrite,
+    _streamed,
     _tool_messages,
     _tool_name,
     _with_args,
@@ -287,7 +288,15 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         if not outcome.changes:
             return response
         old = _ai(response)
-        text = outcome.changes.get("text", as_text(old.content) if old else "")
+        before = as_text(old.content) if old else ""
+        text = outcome.changes.get("text", before)
+        if text != before and _streamed():
+            # The stream's consumer has read the model's reply as it came.
+            raise DecisionNotSupported(
+                FRAMEWORK, outcome.name, "modify", _hook(outcome),
+                "a streamed run cannot take back text it has streamed; run the agent with "
+                "invoke/ainvoke, or stream without stream_mode=\"messages\", to rewrite "
+                "its text (docs/adapters.md, LangChain)")
         calls = outcome.changes.get("tool_calls", [
             {"id": c.get("id"), "name": c["name"], "args": c["args"]}
             for c in (old.tool_calls if old else [])])

@@ -305,3 +305,39 @@ def test_before_stop_is_asked_on_a_structured_output(project):
     assert len(asked) == 2
     assert any("check it twice" in m for m in model.seen[1])
     assert result["structured_response"] == Answer(text="second")
+
+
+def redacting_policy() -> Policy:
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_llm_call", lambda e: modify(
+        text=e.text.replace("hunter2", "[secret]")), modifies=True)
+    return policy
+
+
+@pytest.mark.parametrize("how", ["messages", "events"])
+def test_a_text_rewrite_on_a_streamed_reply_is_refused_not_dropped(project, how):
+    # The stream's consumer reads the model's tokens as they come, before
+    # after_llm_call's rewrite: the run ends instead of the consumer reading both.
+    agent = create_agent(Scripted([AIMessage("the password is hunter2")]),
+                         middleware=[InterlockMiddleware(policy=redacting_policy())])
+    given = {"messages": [{"role": "user", "content": "the password?"}]}
+
+    async def events() -> None:
+        async for _ in agent.astream_events(given, version="v2"):
+            pass
+
+    with pytest.raises(DecisionNotSupported, match="streamed"):
+        if how == "messages":
+            list(agent.stream(given, stream_mode="messages"))
+        else:
+            asyncio.run(events())
+
+
+def test_a_text_rewrite_applies_on_a_stream_of_state_updates(project):
+    agent = create_agent(Scripted([AIMessage("the password is hunter2")]),
+                         middleware=[InterlockMiddleware(policy=redacting_policy())])
+    given = {"messages": [{"role": "user", "content": "the password?"}]}
+    seen = json.dumps([str(m.content) for update in agent.stream(given, stream_mode="updates")
+                       for step in update.values() if step for m in step.get("messages", [])])
+    assert "hunter2" not in seen
+    assert "the password is [secret]" in seen
