@@ -326,11 +326,14 @@ def test_a_text_rewrite_on_a_streamed_reply_is_refused_not_dropped(project, how)
         async for _ in agent.astream_events(given, version="v2"):
             pass
 
-    with pytest.raises(DecisionNotSupported, match="streamed"):
+    def consume() -> None:
         if how == "messages":
             list(agent.stream(given, stream_mode="messages"))
         else:
             asyncio.run(events())
+
+    with pytest.raises(DecisionNotSupported, match="streamed"):
+        consume()
 
 
 def test_a_text_rewrite_applies_on_a_stream_of_state_updates(project):
