@@ -245,6 +245,10 @@ class Interlock(SessionEnd, RunHooks[Any]):
         key = (id(ctx.usage), call_id)
         call = self._calls.get(key)
         cancelled = isinstance(getattr(error, "cancelled_error", None), asyncio.CancelledError)
+        if call is None and not cancelled and self.policy.listens("tool_error"):
+            # A hook came (a reload) while the call ran: it is asked all the same.
+            call = self._calls[key] = _Call()
+            call.args = _args(getattr(ctx, "tool_arguments", "") or "")
         if call is None or cancelled:
             # No hook listened as the call began, or the SDK reports a call
             # cancelled after it ended: the SDK's own handling.

@@ -505,3 +505,28 @@ async def test_a_tool_call_keeps_its_own_gate_when_another_run_uses_its_call_id(
     a, _ = await asyncio.gather(run("a", a_tool), run("b", *interlock.tools([read_file])))
     assert ran == ["read notes.txt"]
     assert "deleting files is not allowed" in output(a)
+
+
+async def test_a_tool_error_hook_that_arrives_while_the_tool_runs_is_asked(project):
+    # Nothing listened on tool_error as the call began (a hook came with a reload
+    # while the tool ran): its retry still applies.
+    p = policy()
+    interlock = Interlock(policy=p)
+    seen: list[int] = []
+
+    @function_tool
+    def slow(path: str) -> str:
+        """Fails once, as a tool_error hook arrives."""
+        CALLS.append(path)
+        if len(CALLS) == 1:
+            p.engine.on("tool_error", lambda e: seen.append(e.attempt) or retry())
+            raise OSError("not yet")
+        return f"read {path}"
+
+    model = ScriptedModel([[function_call("slow", {"path": "a.txt"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="assistant", model=model, tools=interlock.tools([slow]))
+    result = await Runner.run(agent, "read a.txt", hooks=interlock)
+    assert seen == [1]
+    assert CALLS == ["a.txt", "a.txt"]
+    assert output(result) == "read a.txt"
