@@ -21,7 +21,7 @@ from langchain_core.tools import tool
 from pydantic import Field
 
 from interlock import block, context, modify, respond, retry
-from interlock.adapters import DecisionNotSupported, Policy
+from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 from interlock.adapters.langchain import FIRES, InterlockMiddleware
 
 RAN: list[str] = []
@@ -344,3 +344,28 @@ def test_a_text_rewrite_applies_on_a_stream_of_state_updates(project):
                        for step in update.values() if step for m in step.get("messages", [])])
     assert "hunter2" not in seen
     assert "the password is [secret]" in seen
+
+
+class Backup(Scripted):
+    model_name: str = "backup"
+
+
+def test_listed_last_the_middleware_judges_each_call_another_middleware_makes(project):
+    # LangChain runs middleware=[...] outside in: a fallback listed before the
+    # policy calls the model through it each time (docs/adapters.md, LangChain).
+    from langchain.agents.middleware import ModelFallbackMiddleware
+
+    policy = Policy("langchain", session_id=session())
+    models: list[str] = []
+    policy.engine.on("before_llm_call", lambda e: models.append(e.model) or (
+        block("no backup provider") if e.model == "backup" else None))
+    failed: list[str] = []
+    policy.engine.on("llm_error", lambda e: failed.append(e.error) or None)
+    backup = Backup([AIMessage("from the backup")])
+    agent = create_agent(Scripted([ConnectionError("upstream 503")]), middleware=[
+        ModelFallbackMiddleware(backup), InterlockMiddleware(policy=policy)])
+    with pytest.raises(PolicyStopped, match="no backup provider"):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert models == ["Scripted", "backup"]
+    assert failed == ["ConnectionError: upstream 503"]
+    assert backup.seen == []
