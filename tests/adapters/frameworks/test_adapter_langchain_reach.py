@@ -20,7 +20,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from pydantic import Field
 
-from interlock import block, context, modify, respond, retry
+from interlock import block, context, modify, respond, retry, stop
 from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 from interlock.adapters.langchain import FIRES, InterlockMiddleware
 
@@ -76,11 +76,11 @@ def calls(name: str, *after: AIMessage | Exception) -> list[AIMessage | Exceptio
 
 
 def run(policy: Policy, model: Scripted, prompt: str = "go", *, mode: str = "sync",
-        response_format: Any = None, middleware: InterlockMiddleware | None = None,
+        response_format: Any = None, middleware: list[Any] | None = None,
         **options: Any) -> Any:
     """One run through ``invoke`` (mode "sync") or ``ainvoke`` ("async")."""
     agent = create_agent(model, tools=[flaky, broken, fine], response_format=response_format,
-                         middleware=[middleware or InterlockMiddleware(policy=policy, **options)])
+                         middleware=middleware or [InterlockMiddleware(policy=policy, **options)])
     given = {"messages": [{"role": "user", "content": prompt}]}
     return agent.invoke(given) if mode == "sync" else asyncio.run(agent.ainvoke(given))
 
@@ -100,8 +100,8 @@ def test_session_end_fires_when_the_middleware_closes_not_at_each_run(project):
     policy.engine.on("session_end", lambda e: seen.append(f"end:{e.reason}"))
     middleware = InterlockMiddleware(policy=policy)
     with middleware:
-        run(policy, Scripted([AIMessage("hi")]), middleware=middleware)
-        run(policy, Scripted([AIMessage("hi again")]), middleware=middleware)
+        run(policy, Scripted([AIMessage("hi")]), middleware=[middleware])
+        run(policy, Scripted([AIMessage("hi again")]), middleware=[middleware])
         assert policy.engine.drain(10)
         assert seen == ["start"]
     assert policy.engine.drain(10)
@@ -109,7 +109,7 @@ def test_session_end_fires_when_the_middleware_closes_not_at_each_run(project):
     middleware.close()
     assert policy.engine.drain(10)
     assert seen == ["start", "end:exit"], "a session ends once"
-    run(policy, Scripted([AIMessage("new")]), middleware=middleware)
+    run(policy, Scripted([AIMessage("new")]), middleware=[middleware])
     assert policy.engine.drain(10)
     assert seen == ["start", "end:exit", "start"]
     assert "session_end" in FIRES
@@ -369,3 +369,33 @@ def test_listed_last_the_middleware_judges_each_call_another_middleware_makes(pr
     assert models == ["Scripted", "backup"]
     assert failed == ["ConnectionError: upstream 503"]
     assert backup.seen == []
+
+
+def test_a_stop_passes_through_a_retry_middleware_around_the_policy(project):
+    # ModelRetryMiddleware retries any exception, then answers with its text: the
+    # policy's stop is LangGraph's control flow, which it lets through unretried.
+    from langchain.agents.middleware import ModelRetryMiddleware
+
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_llm_call", lambda e: stop("the reply leaks a key"))
+    model = Scripted([AIMessage("key=abc"), AIMessage("key=def"), AIMessage("key=ghi")])
+    agent = create_agent(model, middleware=[
+        ModelRetryMiddleware(initial_delay=0, jitter=False), InterlockMiddleware(policy=policy)])
+    with pytest.raises(PolicyStopped, match="leaks a key"):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert len(model.seen) == 1
+
+
+@BOTH
+def test_a_tool_call_stop_passes_through_a_tool_error_middleware(project, mode):
+    from langchain.agents.middleware import ToolErrorMiddleware
+
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("before_tool_call", lambda e: stop("not on a Sunday"))
+    model = Scripted(calls("fine"))
+    with pytest.raises(PolicyStopped, match="not on a Sunday"):
+        run(policy, model, mode=mode, middleware=[
+            ToolErrorMiddleware(on_error=lambda e, r: f"failed: {e}"),
+            InterlockMiddleware(policy=policy)])
+    assert RAN == []
+    assert len(model.seen) == 1
