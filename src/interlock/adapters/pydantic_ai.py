@@ -75,7 +75,7 @@ from interlock.adapters._lifecycle import (
     tool_failure,
 )
 
-__all__ = ["FIRES", "Interlock"]
+__all__ = ["FIRES", "REALTIME_FIRES", "Interlock"]
 
 FRAMEWORK = "pydantic-ai"
 
@@ -84,6 +84,10 @@ FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_e
                    "after_llm_call", "before_stop", "before_tool_call", "tool_error",
                    "after_tool_call", "tool_result_persist"})
 """The catalog events this capability fires (docs/adapters.md, Events each adapter fires)."""
+REALTIME_FIRES = FIRES - {"user_input", "model_select", "before_llm_call", "llm_error",
+                          "after_llm_call", "before_stop"}
+"""What it fires in a realtime session (``agent.realtime(...).session()``), which calls
+no model-request or output hook, and whose user turns are no run prompt."""
 
 
 @dataclass(init=False)
@@ -123,7 +127,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         # run's id; a prompt that is not text, or a run with no id, cannot be.
         rewritable = isinstance(ctx.prompt, str) and ctx.run_id is not None
         given = await self.policy.start_run(
-            prompt, fires=FIRES,
+            prompt, fires=REALTIME_FIRES if getattr(ctx, "realtime", False) else FIRES,
             can=("block", "modify", "context", "respond") if rewritable else ("block",))
         if given.respond is None:
             outcome = await self.policy.emit("before_agent_start", prompt=given.text)

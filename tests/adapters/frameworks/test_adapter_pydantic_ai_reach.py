@@ -5,6 +5,8 @@ FunctionModel."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -23,6 +25,8 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.realtime.codec import RealtimeConnection
+from pydantic_ai.realtime.model import RealtimeModel
 
 from interlock import ConfigError, block, context, modify, respond, retry
 from interlock.adapters import DecisionNotSupported, Policy
@@ -318,3 +322,44 @@ async def test_llm_error_attempt_counts_only_the_failures_of_the_call(project):
                                 capabilities=[Interlock(policy=policy)])
     assert (await a.run("go")).output == "second"
     assert attempts == [1]
+
+
+class _Quiet(RealtimeModel):
+    """A realtime model whose connection says nothing and ends."""
+
+    @property
+    def model_name(self) -> str:
+        return "quiet"
+
+    @property
+    def system(self) -> str:
+        return "test"
+
+    @asynccontextmanager
+    async def connect(self, **kwargs: Any) -> AsyncIterator[RealtimeConnection]:
+        class Silent(RealtimeConnection):
+            async def send(self, content: Any) -> None:
+                return None
+
+            async def frames(self) -> AsyncIterator[Any]:
+                return
+                yield
+
+        yield Silent()
+
+
+@pytest.mark.filterwarnings("ignore:Capability `Interlock` implements")
+@pytest.mark.parametrize("event", ["before_llm_call", "after_llm_call", "model_select",
+                                   "llm_error", "before_stop", "user_input"])
+async def test_a_realtime_session_refuses_a_gate_hook_on_what_it_never_asks(project, event):
+    # A realtime session calls no model-request or output hook, and what the user
+    # says in it is no run prompt: a hook that decides there would never be asked.
+    policy = Policy("pydantic-ai", session_id=session())
+    policy.engine.on(event, lambda e: None)
+    a: Agent[None, str] = Agent(capabilities=[Interlock(policy=policy)])
+    # A classic run first: the check is made per kind of run, not once per revision.
+    model, _ = script("hello")
+    await a.run("go", model=model)
+    with pytest.raises(ConfigError, match=f"{event}, which the pydantic-ai adapter"):
+        async with a.realtime(_Quiet()).session():
+            pass
