@@ -190,7 +190,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                 if policy.listens("after_llm_call"):
                     after = policy.emit_sync("after_llm_call", **_reply_fields(
                         asked, response, answer is not None))
-                    response = self._after_model(after, response)
+                    response = self._after_model(after, response, answer is not None)
                 instruction = None
                 if _final(response) and policy.listens("before_stop"):
                     instruction = keep_working(policy, policy.emit_sync(
@@ -233,7 +233,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                 if policy.listens("after_llm_call"):
                     after = await policy.emit("after_llm_call", **_reply_fields(
                         asked, response, answer is not None))
-                    response = self._after_model(after, response)
+                    response = self._after_model(after, response, answer is not None)
                 instruction = None
                 if _final(response) and policy.listens("before_stop"):
                     instruction = keep_working(policy, await policy.emit(
@@ -285,7 +285,8 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             return request, ModelResponse(result=[_ai_message(outcome.value)])
         return request, None
 
-    def _after_model(self, outcome: Outcome, response: ModelResponse[Any]) -> ModelResponse[Any]:
+    def _after_model(self, outcome: Outcome, response: ModelResponse[Any],
+                     synthetic: bool) -> ModelResponse[Any]:
         self.policy.apply(outcome, can=("block", "modify"))
         if outcome.blocked:
             raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
@@ -294,7 +295,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         old = _ai(response)
         before = as_text(old.content) if old else ""
         text = outcome.changes.get("text", before)
-        if text != before and _streamed():
+        if text != before and not synthetic and _streamed():
             # The stream's consumer has read the model's reply as it came.
             raise DecisionNotSupported(
                 FRAMEWORK, outcome.name, "modify", _hook(outcome),

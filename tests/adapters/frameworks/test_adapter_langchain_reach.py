@@ -399,3 +399,15 @@ def test_a_tool_call_stop_passes_through_a_tool_error_middleware(project, mode):
             InterlockMiddleware(policy=policy)])
     assert RAN == []
     assert len(model.seen) == 1
+
+
+def test_a_text_rewrite_of_a_hook_answer_applies_on_a_message_stream(project):
+    # A before_llm_call respond streams nothing from a model: its rewrite applies.
+    policy = redacting_policy()
+    policy.engine.on("before_llm_call", lambda e: respond("the password is hunter2"))
+    model = Scripted([AIMessage("never")])
+    agent = create_agent(model, middleware=[InterlockMiddleware(policy=policy)])
+    streamed = [str(chunk.content) for chunk, _ in agent.stream(
+        {"messages": [{"role": "user", "content": "the password?"}]}, stream_mode="messages")]
+    assert model.seen == []
+    assert streamed == ["the password is [secret]"]
