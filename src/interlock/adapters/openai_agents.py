@@ -99,6 +99,10 @@ _STOP_FIX = ("the OpenAI Agents SDK cannot send a run back to its model once an 
 _ERROR_FIX = ("this tool raises out of the run (failure_error_function=None), so the "
               "model reads no error; give the tool a failure_error_function, or answer "
               "retry or nothing (docs/adapters.md, OpenAI Agents SDK)")
+_NESTED_FIX = ("the model input holds the run's input inside another item (a handoff "
+               "with nest_handoff_history or an input_filter), where model_input cannot "
+               "change it; hand off without reshaping the history (docs/adapters.md, OpenAI "
+               "Agents SDK)")
 _RETRIES = 2
 """Retries of one tool call that a tool_error hook may ask for, as in the
 reference agent (docs/agent.md)."""
@@ -337,9 +341,19 @@ class Interlock(SessionEnd, RunHooks[Any]):
         The filter is not told which run calls it: the run is the one whose input
         the model input holds, and on_llm_start checks it was this call's own."""
         items = data.model_data.input
-        found = _pending(items, [r.input for r in self._runs.values() if r.input])
+        runs = [r for r in self._runs.values() if r.input]
+        found = _pending(items, [r.input for r in runs if r.input])
         self._filtered.set(_RAN if found is None else found[0])
         if found is None:
+            texts = list(_strings(items))
+            for run in runs:
+                if run.input and any(run.input.text in text for text in texts):
+                    # The input is there in another shape (a nested handoff history, a
+                    # handoff input filter's): the model would read it unchanged.
+                    error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                          _NESTED_FIX)
+                    self._ended(run, error)
+                    raise error
             return data.model_data  # no change, or a server-kept conversation sent it
         pending, at = found
         # New items: the list is a copy, its items are the run's history.
@@ -496,6 +510,18 @@ def _pending(items: list[Any], inputs: list[_Input]) -> tuple[_Input, int] | Non
 
 def _is_user(item: Any, text: str) -> bool:
     return isinstance(item, dict) and item.get("role") == "user" and item.get("content") == text
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every text in model input items (nested dicts and lists)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _contexts(call: _Call | None) -> list[str]:

@@ -530,3 +530,20 @@ async def test_a_tool_error_hook_that_arrives_while_the_tool_runs_is_asked(proje
     assert seen == [1]
     assert CALLS == ["a.txt", "a.txt"]
     assert output(result) == "read a.txt"
+
+
+async def test_an_input_rewrite_a_nested_handoff_history_would_undo_ends_the_run(project):
+    # nest_handoff_history folds the run's input into a summary for the next agent,
+    # where model_input cannot change it: its model would read the original.
+    p = policy()
+    p.engine.on("user_input", lambda e: modify(text=e.text.replace("hunter2", "[secret]")),
+                modifies=True)
+    interlock = Interlock(policy=p)
+    second = ScriptedModel([[assistant_message("done")]])
+    first = ScriptedModel([[function_call("transfer_to_b", {}, call_id="h1")]])
+    agent = Agent(name="a", model=first, handoffs=[Agent(name="b", model=second)])
+    with pytest.raises(DecisionNotSupported, match="nest_handoff_history"):
+        await Runner.run(agent, "my password is hunter2", hooks=interlock, run_config=RunConfig(
+            call_model_input_filter=interlock.model_input, nest_handoff_history=True))
+    assert second.calls == ()
+    assert "hunter2" not in json.dumps([call.input for call in first.calls])
