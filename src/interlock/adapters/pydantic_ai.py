@@ -36,7 +36,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai import ApprovalRequired, DeferredToolRequests, ModelRetry, RunContext
+from pydantic_ai import (
+    ApprovalRequired,
+    CallDeferred,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelRetry,
+    RunContext,
+)
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import (
     WrapModelRequestHandler,
@@ -106,6 +113,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _inputs: dict[str, tuple[str, RunInput]] = field(repr=False)
     _answered: set[str] = field(repr=False)
     _failures: dict[str, int] = field(repr=False)
+    _deferred: set[str] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None,
@@ -118,6 +126,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         """Runs whose input a hook answered: their output is the hook's, not a stop."""
         self._failures = {}
         """A run's model calls that failed in a row (by run id), for llm_error's attempt."""
+        self._deferred = set()
+        """Calls of function tools that deferred themselves after before_tool_call."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -297,6 +307,33 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         return response
 
     # -- tools ----------------------------------------------------------------------
+    async def handle_deferred_tool_calls(self, ctx: RunContext[Any], *,
+                                         requests: DeferredToolRequests
+                                         ) -> DeferredToolResults | None:
+        """An externally executed tool's call (an ``ExternalToolset``'s, say), before
+        the run hands it out in ``DeferredToolRequests``: before_tool_call judges it,
+        and a block or respond is the result the model reads. A function tool that
+        deferred itself passed before_tool_call in wrap_tool_execute already."""
+        answered: dict[str, Any] = {}
+        for call in requests.calls:
+            if call.tool_call_id in self._deferred:
+                self._deferred.discard(call.tool_call_id)
+                continue
+            args = call.args_as_dict()
+            gate = await self.policy.before_tool(call.tool_name, args, call.tool_call_id,
+                                                 can_ask=False)
+            if gate.action in ("block", "respond"):
+                after = await self.policy.after_gated(gate, call.tool_name, call.tool_call_id)
+                context = "\n".join(c for c in (gate.context, after.context) if c)
+                answered[call.tool_call_id] = with_context(after.result, context)
+            elif gate.args != args or gate.context:
+                raise DecisionNotSupported(
+                    FRAMEWORK, "before_tool_call", "modify" if gate.args != args else "context",
+                    _hook(gate.outcome), "an external tool's call is handed out as the model "
+                    "made it; block it, or change the arguments where the tool runs "
+                    "(docs/adapters.md, pydantic-ai)")
+        return DeferredToolResults(calls=answered) if answered else None
+
     async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart,
                                 tool_def: ToolDefinition, args: dict[str, Any],
                                 handler: WrapToolExecuteHandler) -> Any:
@@ -316,6 +353,9 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             status = "ok"
             try:
                 result = await handler(gate.args)
+            except CallDeferred:
+                self._deferred.add(call_id)  # judged: handle_deferred_tool_calls skips it
+                raise
             except Exception as exc:
                 if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):
                     raise

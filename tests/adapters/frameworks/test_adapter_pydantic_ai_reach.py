@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from adapter_project import audit, session
-from pydantic_ai import Agent
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -27,6 +27,8 @@ from pydantic_ai.messages import (
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.realtime.codec import RealtimeConnection
 from pydantic_ai.realtime.model import RealtimeModel
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import ExternalToolset
 
 from interlock import ConfigError, block, context, modify, respond, retry
 from interlock.adapters import DecisionNotSupported, Policy
@@ -363,3 +365,48 @@ async def test_a_realtime_session_refuses_a_gate_hook_on_what_it_never_asks(proj
     with pytest.raises(ConfigError, match=f"{event}, which the pydantic-ai adapter"):
         async with a.realtime(_Quiet()).session():
             pass
+
+
+def external(*names: str) -> ExternalToolset[None]:
+    """Tools the application runs itself: the run hands their calls out."""
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    return ExternalToolset([ToolDefinition(name=n, parameters_json_schema=schema) for n in names])
+
+
+async def test_an_external_tool_call_passes_before_tool_call_before_it_is_handed_out(project):
+    # The project's policy blocks delete_file: the model reads the block, and the
+    # run does not hand the call to the application to run.
+    policy = Policy("pydantic-ai", session_id=session())
+    model, read = script("done", tool="delete_file")
+    a: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], toolsets=[external("delete_file")],
+        output_type=[str, DeferredToolRequests])
+    result = await a.run("delete a")
+    assert result.output == "done"
+    assert "deleting files is not allowed" in read[1][-1]
+
+
+async def test_an_allowed_external_call_is_handed_out_and_a_deferring_tool_judged_once(project):
+    policy = Policy("pydantic-ai", session_id=session())
+    judged: list[str] = []
+    policy.engine.on("before_tool_call", lambda e: judged.append(e.tool_name))
+    model, _ = script("done", tool="lookup")
+    a: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], toolsets=[external("lookup")],
+        output_type=[str, DeferredToolRequests])
+    result = await a.run("look a up")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [c.tool_name for c in result.output.calls] == ["lookup"]
+
+    model, _ = script("done", tool="later")
+    b: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], output_type=[str, DeferredToolRequests])
+
+    @b.tool_plain
+    def later(path: str) -> str:
+        """Runs elsewhere."""
+        raise CallDeferred
+
+    result = await b.run("later a")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert judged == ["lookup", "later"]
