@@ -114,6 +114,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _answered: set[str] = field(repr=False)
     _failures: dict[str, int] = field(repr=False)
     _deferred: set[str] = field(repr=False)
+    _judged: set[tuple[str | None, str]] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None,
@@ -128,6 +129,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         """A run's model calls that failed in a row (by run id), for llm_error's attempt."""
         self._deferred = set()
         """Calls of function tools that deferred themselves after before_tool_call."""
+        self._judged = set()
+        """External tools' calls (by run id and call id) whose result after_tool_call saw."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -156,6 +159,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             status = "stopped"
             raise
         finally:
+            self._judged = {k for k in self._judged if k[0] != ctx.run_id}
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
                 self._answered.discard(ctx.run_id)
@@ -171,6 +175,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             _apply_input(request_context, original, given)
             if given.respond is not None:
                 return self._answer(ctx, request_context, given.respond)
+        await self._external_results(ctx, request_context)
         if self.policy.listens("model_select"):
             await self._select(request_context)
         model = request_context.model.model_name
@@ -204,6 +209,30 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 self._failures.pop(ctx.run_id, None)
         return await self._after_model(response, model, synthetic,
                                        streamed=request_context.streaming and not synthetic)
+
+    async def _external_results(self, ctx: RunContext[Any],
+                                request_context: ModelRequestContext) -> None:
+        """after_tool_call (and tool_result_persist) on what the application gave back
+        for an external tool's call (``DeferredToolResults(calls=...)``), before the
+        model reads it: pydantic-ai runs no tool hook on it."""
+        external = {t.name for t in request_context.model_request_parameters.function_tools
+                    if t.kind == "external"}
+        messages = request_context.messages
+        if not external or not messages or not isinstance(messages[-1], ModelRequest):
+            return
+        for part in messages[-1].parts:
+            key = (ctx.run_id, getattr(part, "tool_call_id", ""))
+            if not isinstance(part, ToolReturnPart) or part.tool_name not in external \
+                    or key in self._judged:
+                continue
+            self._judged.add(key)
+            args = next((p.args_as_dict() for m in messages if isinstance(m, ModelResponse)
+                         for p in m.parts if isinstance(p, ToolCallPart)
+                         and p.tool_call_id == part.tool_call_id), {})
+            after = await self.policy.after_tool(part.tool_name, args, part.content,
+                                                 part.tool_call_id)
+            if after.result is not part.content or after.context:
+                part.content = with_context(after.result, after.context)
 
     def _answer(self, ctx: RunContext[Any], request_context: ModelRequestContext,
                 answer: str) -> ModelResponse:
@@ -326,6 +355,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 after = await self.policy.after_gated(gate, call.tool_name, call.tool_call_id)
                 context = "\n".join(c for c in (gate.context, after.context) if c)
                 answered[call.tool_call_id] = with_context(after.result, context)
+                self._judged.add((ctx.run_id, call.tool_call_id))
             elif gate.args != args or gate.context:
                 raise DecisionNotSupported(
                     FRAMEWORK, "before_tool_call", "modify" if gate.args != args else "context",

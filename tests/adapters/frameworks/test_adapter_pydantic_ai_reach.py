@@ -410,3 +410,23 @@ async def test_an_allowed_external_call_is_handed_out_and_a_deferring_tool_judge
     result = await b.run("later a")
     assert isinstance(result.output, DeferredToolRequests)
     assert judged == ["lookup", "later"]
+
+
+async def test_an_external_tool_result_passes_after_tool_call_before_the_model_reads_it(project):
+    from pydantic_ai import DeferredToolResults
+
+    policy = Policy("pydantic-ai", session_id=session())
+    results: list[Any] = []
+    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
+        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
+    model, read = script("done", tool="lookup")
+    a: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], toolsets=[external("lookup")],
+        output_type=[str, DeferredToolRequests])
+    paused = await a.run("look a up")
+    result = await a.run(message_history=paused.all_messages(), deferred_tool_results=(
+        DeferredToolResults(calls={"c1": "found key sk-live-123"})))
+    assert result.output == "done"
+    assert results == ["found key sk-live-123"]
+    assert read[1][-1] == "found key [key]"
+    assert "sk-live-123" not in str(result.all_messages())
