@@ -342,10 +342,10 @@ class Interlock(SessionEnd, RunHooks[Any]):
         the model input holds, and on_llm_start checks it was this call's own."""
         items = data.model_data.input
         runs = [r for r in self._runs.values() if r.input]
-        found = _pending(items, [r.input for r in runs if r.input])
+        found = _pending(items, [r.input for r in runs if r.input]) if runs else None
         self._filtered.set(_RAN if found is None else found[0])
         if found is None:
-            texts = list(_strings(items))
+            texts = list(_strings(items)) if runs else []
             for run in runs:
                 if run.input and any(run.input.text in text for text in texts):
                     # The input is there in another shape (a nested handoff history, a
