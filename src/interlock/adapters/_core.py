@@ -171,7 +171,7 @@ class Policy:
         self._rules = list(rules)
         self._live = live
         self._cwd = os.getcwd()
-        self._checked: int | None = None
+        self._checked: tuple[int, frozenset[str]] | None = None
         self._session_started = False
         self._warned: set[tuple[str, str]] = set()
         self._judged: tuple[PermissionRule, ...] = ()
@@ -221,15 +221,16 @@ class Policy:
         :class:`~interlock.ConfigError`, naming the hook and the event, since its
         decision would never be asked for while the action goes on; an
         observe-only one, or one on an ``absent`` event, gets a warning. Checked
-        once per revision of the hooks, at each run's start.
+        once per revision of the hooks and set of events, at each run's start.
         """
         engine = self.engine
-        if self._checked == engine.revision:
+        fired = fires if isinstance(fires, frozenset) else frozenset(fires)
+        if self._checked == (engine.revision, fired):
             return
         from interlock.engine.catalog import BY_NAME, Kind
         from interlock.engine.errors import ConfigError
 
-        fired, missing = set(fires), set(absent)
+        missing = set(absent)
         for hook in engine.hooks:
             for name in hook.events:
                 if name in fired or not _for_platform(hook, self.framework):
@@ -251,7 +252,7 @@ class Policy:
                     _log.warning("interlock: hook %r is on %s, which the %s adapter never "
                                  "fires; it will not run here (docs/adapters.md)",
                                  hook.qualified_name, name, self.framework)
-        self._checked = engine.revision
+        self._checked = (engine.revision, fired)
 
     def event(self, name: str, **fields: Any) -> Event:
         return self._types[name](session_id=self.session_id, platform=self.framework,

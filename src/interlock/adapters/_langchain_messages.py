@@ -196,6 +196,22 @@ def _reply_fields(request: ModelRequest[Any], response: ModelResponse[Any],
             "finish_reason": "tool_calls" if calls else "stop"}
 
 
+def _streamed() -> bool:
+    """Whether a consumer reads this run's model output as it comes (``stream`` or
+    ``astream`` with ``stream_mode="messages"``, ``astream_events``): LangGraph's
+    streaming handler hands it the model's reply before after_llm_call can change it."""
+    from langchain_core.tracers._streaming import _StreamingCallbackHandler
+    from langgraph.config import get_config
+
+    try:
+        callbacks = get_config().get("callbacks")
+    except RuntimeError:  # not inside a graph run
+        return False
+    handlers = getattr(callbacks, "handlers", callbacks)
+    return isinstance(handlers, list) and any(
+        isinstance(h, _StreamingCallbackHandler) for h in handlers)
+
+
 def _ai_message(value: Any) -> AIMessage:
     """A respond (or modified) reply: text, or ``{"text", "tool_calls"}``."""
     if isinstance(value, str):

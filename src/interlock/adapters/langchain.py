@@ -33,7 +33,8 @@ Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from langchain.agents.middleware import (
@@ -44,6 +45,7 @@ from langchain.agents.middleware import (
     hook_config,
 )
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.errors import GraphBubbleUp
 
 from interlock.adapters._core import (
     AfterTool,
@@ -70,6 +72,7 @@ from interlock.adapters._langchain_messages import (
     _prompt,
     _reply_fields,
     _rewrite,
+    _streamed,
     _tool_messages,
     _tool_name,
     _with_args,
@@ -156,87 +159,89 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
                         ) -> ModelResponse[Any]:
-        policy = self.policy
-        if policy.listens("model_select"):
-            request = self._select(policy.emit_sync("model_select", **_select_fields(request)),
-                                   request)
-        # Replies a before_stop block sent back, each with its instruction: the model
-        # reads them on the next call, and the state keeps them (docs/adapters.md).
-        said: list[Any] = []
-        attempt = 1
-        while True:
-            asked = request.override(messages=[*request.messages, *said]) if said else request
-            before = policy.emit_sync("before_llm_call", **_llm_fields(
-                asked, policy.listens("before_llm_call")))
-            asked, answer = self._before_model(before, asked)
-            if answer is None:
-                try:
-                    response = handler(asked)
-                except Exception as exc:
-                    if not _model_failure(exc) or not policy.listens("llm_error"):
-                        raise
-                    outcome = policy.emit_sync("llm_error", **_llm_error_fields(asked, exc,
-                                                                                attempt))
-                    if not llm_retry(policy, outcome, attempt):
-                        raise
-                    attempt += 1
-                    continue
-            else:
-                response = answer
-            if policy.listens("after_llm_call"):
-                after = policy.emit_sync("after_llm_call", **_reply_fields(
-                    asked, response, answer is not None))
-                response = self._after_model(after, response)
-            instruction = None
-            if _final(response) and policy.listens("before_stop"):
-                instruction = keep_working(policy, policy.emit_sync(
-                    "before_stop", **_stop_fields(asked, response)))
-            if instruction is None:
-                return _with_said(said, response)
-            said += [*response.result, HumanMessage(instruction)]
+        with _through_langgraph():
+            policy = self.policy
+            if policy.listens("model_select"):
+                request = self._select(policy.emit_sync("model_select", **_select_fields(request)),
+                                       request)
+            # Replies a before_stop block sent back, each with its instruction: the model
+            # reads them on the next call, and the state keeps them (docs/adapters.md).
+            said: list[Any] = []
             attempt = 1
+            while True:
+                asked = request.override(messages=[*request.messages, *said]) if said else request
+                before = policy.emit_sync("before_llm_call", **_llm_fields(
+                    asked, policy.listens("before_llm_call")))
+                asked, answer = self._before_model(before, asked)
+                if answer is None:
+                    try:
+                        response = handler(asked)
+                    except Exception as exc:
+                        if not _model_failure(exc) or not policy.listens("llm_error"):
+                            raise
+                        outcome = policy.emit_sync("llm_error", **_llm_error_fields(asked, exc,
+                                                                                    attempt))
+                        if not llm_retry(policy, outcome, attempt):
+                            raise
+                        attempt += 1
+                        continue
+                else:
+                    response = answer
+                if policy.listens("after_llm_call"):
+                    after = policy.emit_sync("after_llm_call", **_reply_fields(
+                        asked, response, answer is not None))
+                    response = self._after_model(after, response, answer is not None)
+                instruction = None
+                if _final(response) and policy.listens("before_stop"):
+                    instruction = keep_working(policy, policy.emit_sync(
+                        "before_stop", **_stop_fields(asked, response)))
+                if instruction is None:
+                    return _with_said(said, response)
+                said += [*response.result, HumanMessage(instruction)]
+                attempt = 1
 
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]],
                                                  Awaitable[ModelResponse[Any]]]
                                ) -> ModelResponse[Any]:
-        policy = self.policy
-        if policy.listens("model_select"):
-            request = self._select(await policy.emit("model_select", **_select_fields(request)),
-                                   request)
-        said: list[Any] = []
-        attempt = 1
-        while True:
-            asked = request.override(messages=[*request.messages, *said]) if said else request
-            before = await policy.emit("before_llm_call", **_llm_fields(
-                asked, policy.listens("before_llm_call")))
-            asked, answer = self._before_model(before, asked)
-            if answer is None:
-                try:
-                    response = await handler(asked)
-                except Exception as exc:
-                    if not _model_failure(exc) or not policy.listens("llm_error"):
-                        raise
-                    outcome = await policy.emit("llm_error", **_llm_error_fields(asked, exc,
-                                                                                 attempt))
-                    if not llm_retry(policy, outcome, attempt):
-                        raise
-                    attempt += 1
-                    continue
-            else:
-                response = answer
-            if policy.listens("after_llm_call"):
-                after = await policy.emit("after_llm_call", **_reply_fields(
-                    asked, response, answer is not None))
-                response = self._after_model(after, response)
-            instruction = None
-            if _final(response) and policy.listens("before_stop"):
-                instruction = keep_working(policy, await policy.emit(
-                    "before_stop", **_stop_fields(asked, response)))
-            if instruction is None:
-                return _with_said(said, response)
-            said += [*response.result, HumanMessage(instruction)]
+        with _through_langgraph():
+            policy = self.policy
+            if policy.listens("model_select"):
+                request = self._select(await policy.emit("model_select", **_select_fields(request)),
+                                       request)
+            said: list[Any] = []
             attempt = 1
+            while True:
+                asked = request.override(messages=[*request.messages, *said]) if said else request
+                before = await policy.emit("before_llm_call", **_llm_fields(
+                    asked, policy.listens("before_llm_call")))
+                asked, answer = self._before_model(before, asked)
+                if answer is None:
+                    try:
+                        response = await handler(asked)
+                    except Exception as exc:
+                        if not _model_failure(exc) or not policy.listens("llm_error"):
+                            raise
+                        outcome = await policy.emit("llm_error", **_llm_error_fields(asked, exc,
+                                                                                     attempt))
+                        if not llm_retry(policy, outcome, attempt):
+                            raise
+                        attempt += 1
+                        continue
+                else:
+                    response = answer
+                if policy.listens("after_llm_call"):
+                    after = await policy.emit("after_llm_call", **_reply_fields(
+                        asked, response, answer is not None))
+                    response = self._after_model(after, response, answer is not None)
+                instruction = None
+                if _final(response) and policy.listens("before_stop"):
+                    instruction = keep_working(policy, await policy.emit(
+                        "before_stop", **_stop_fields(asked, response)))
+                if instruction is None:
+                    return _with_said(said, response)
+                said += [*response.result, HumanMessage(instruction)]
+                attempt = 1
 
     def _select(self, outcome: Outcome, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """model_select's modify of ``model``: the call goes to that chat model."""
@@ -280,14 +285,23 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             return request, ModelResponse(result=[_ai_message(outcome.value)])
         return request, None
 
-    def _after_model(self, outcome: Outcome, response: ModelResponse[Any]) -> ModelResponse[Any]:
+    def _after_model(self, outcome: Outcome, response: ModelResponse[Any],
+                     synthetic: bool) -> ModelResponse[Any]:
         self.policy.apply(outcome, can=("block", "modify"))
         if outcome.blocked:
             raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
         if not outcome.changes:
             return response
         old = _ai(response)
-        text = outcome.changes.get("text", as_text(old.content) if old else "")
+        before = as_text(old.content) if old else ""
+        text = outcome.changes.get("text", before)
+        if text != before and not synthetic and _streamed():
+            # The stream's consumer has read the model's reply as it came.
+            raise DecisionNotSupported(
+                FRAMEWORK, outcome.name, "modify", _hook(outcome),
+                "a streamed run cannot take back text it has streamed; run the agent with "
+                "invoke/ainvoke, or stream without stream_mode=\"messages\", to rewrite "
+                "its text (docs/adapters.md, LangChain)")
         calls = outcome.changes.get("tool_calls", [
             {"id": c.get("id"), "name": c["name"], "args": c["args"]}
             for c in (old.tool_calls if old else [])])
@@ -299,95 +313,99 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
                        ) -> ToolMessage | Command[Any]:
-        policy = self.policy
-        name, args, call_id = _call(request)
-        attempt = 1
-        while True:
-            gate = policy.before_tool_sync(name, args, call_id)
-            if gate.action in ("block", "respond"):
-                return _answered(gate, policy.after_gated_sync(gate, name, call_id), name,
-                                 call_id)
-            early = self._asked(gate, name, call_id)
-            if early is not None:
-                return early
-            try:
-                result = handler(_with_args(request, args, gate.args))
-            except Exception as exc:
-                if not _tool_failure(exc) or not policy.listens("tool_error"):
-                    raise
-                failure = tool_failure(policy, policy.emit_sync("tool_error", **_error_fields(
-                    name, gate.args, call_id, error_text(exc), attempt)), attempt)
-                if failure.retry:
-                    attempt += 1
-                    continue
-                if not failure.answered:
-                    raise
-                result = _failed(failure, name, call_id)
-            else:
-                if _errored(result) and policy.listens("tool_error"):
+        with _through_langgraph():
+            policy = self.policy
+            name, args, call_id = _call(request)
+            attempt = 1
+            while True:
+                gate = policy.before_tool_sync(name, args, call_id)
+                if gate.action in ("block", "respond"):
+                    return _answered(gate, policy.after_gated_sync(gate, name, call_id), name,
+                                     call_id)
+                early = self._asked(gate, name, call_id)
+                if early is not None:
+                    return early
+                try:
+                    result = handler(_with_args(request, args, gate.args))
+                except Exception as exc:
+                    if not _tool_failure(exc) or not policy.listens("tool_error"):
+                        raise
                     failure = tool_failure(policy, policy.emit_sync("tool_error", **_error_fields(
-                        name, gate.args, call_id, as_text(result.content), attempt)), attempt)
+                        name, gate.args, call_id, error_text(exc), attempt)), attempt)
                     if failure.retry:
                         attempt += 1
                         continue
-                    result = _failed(failure, name, call_id) if failure.answered else result
-            rewritten: dict[int, ToolMessage] = {}
-            for message in self._results(result, name):
-                content = _content(message)
-                after = policy.after_tool_sync(name, gate.args, content, call_id,
-                                               status=message.status)
-                rewritten[id(message)] = _with_result(message, content, after.result,
-                                                      gate.context, after.context)
-            final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
-            return final
+                    if not failure.answered:
+                        raise
+                    result = _failed(failure, name, call_id)
+                else:
+                    if _errored(result) and policy.listens("tool_error"):
+                        failure = tool_failure(policy, policy.emit_sync(
+                            "tool_error", **_error_fields(name, gate.args, call_id,
+                                                          as_text(result.content), attempt)),
+                            attempt)
+                        if failure.retry:
+                            attempt += 1
+                            continue
+                        result = _failed(failure, name, call_id) if failure.answered else result
+                rewritten: dict[int, ToolMessage] = {}
+                for message in self._results(result, name):
+                    content = _content(message)
+                    after = policy.after_tool_sync(name, gate.args, content, call_id,
+                                                   status=message.status)
+                    rewritten[id(message)] = _with_result(message, content, after.result,
+                                                          gate.context, after.context)
+                final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+                return final
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest],
                                                 Awaitable[ToolMessage | Command[Any]]]
                               ) -> ToolMessage | Command[Any]:
-        policy = self.policy
-        name, args, call_id = _call(request)
-        attempt = 1
-        while True:
-            gate = await policy.before_tool(name, args, call_id)
-            if gate.action in ("block", "respond"):
-                return _answered(gate, await policy.after_gated(gate, name, call_id), name,
-                                 call_id)
-            early = self._asked(gate, name, call_id)
-            if early is not None:
-                return early
-            try:
-                result = await handler(_with_args(request, args, gate.args))
-            except Exception as exc:
-                if not _tool_failure(exc) or not policy.listens("tool_error"):
-                    raise
-                failure = tool_failure(policy, await policy.emit("tool_error", **_error_fields(
-                    name, gate.args, call_id, error_text(exc), attempt)), attempt)
-                if failure.retry:
-                    attempt += 1
-                    continue
-                if not failure.answered:
-                    raise
-                result = _failed(failure, name, call_id)
-            else:
-                if _errored(result) and policy.listens("tool_error"):
-                    failure = tool_failure(policy, await policy.emit(
-                        "tool_error", **_error_fields(name, gate.args, call_id,
-                                                      as_text(result.content), attempt)),
-                        attempt)
+        with _through_langgraph():
+            policy = self.policy
+            name, args, call_id = _call(request)
+            attempt = 1
+            while True:
+                gate = await policy.before_tool(name, args, call_id)
+                if gate.action in ("block", "respond"):
+                    return _answered(gate, await policy.after_gated(gate, name, call_id), name,
+                                     call_id)
+                early = self._asked(gate, name, call_id)
+                if early is not None:
+                    return early
+                try:
+                    result = await handler(_with_args(request, args, gate.args))
+                except Exception as exc:
+                    if not _tool_failure(exc) or not policy.listens("tool_error"):
+                        raise
+                    failure = tool_failure(policy, await policy.emit("tool_error", **_error_fields(
+                        name, gate.args, call_id, error_text(exc), attempt)), attempt)
                     if failure.retry:
                         attempt += 1
                         continue
-                    result = _failed(failure, name, call_id) if failure.answered else result
-            rewritten: dict[int, ToolMessage] = {}
-            for message in self._results(result, name):
-                content = _content(message)
-                after = await policy.after_tool(name, gate.args, content, call_id,
-                                                status=message.status)
-                rewritten[id(message)] = _with_result(message, content, after.result,
-                                                      gate.context, after.context)
-            final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
-            return final
+                    if not failure.answered:
+                        raise
+                    result = _failed(failure, name, call_id)
+                else:
+                    if _errored(result) and policy.listens("tool_error"):
+                        failure = tool_failure(policy, await policy.emit(
+                            "tool_error", **_error_fields(name, gate.args, call_id,
+                                                          as_text(result.content), attempt)),
+                            attempt)
+                        if failure.retry:
+                            attempt += 1
+                            continue
+                        result = _failed(failure, name, call_id) if failure.answered else result
+                rewritten: dict[int, ToolMessage] = {}
+                for message in self._results(result, name):
+                    content = _content(message)
+                    after = await policy.after_tool(name, gate.args, content, call_id,
+                                                    status=message.status)
+                    rewritten[id(message)] = _with_result(message, content, after.result,
+                                                          gate.context, after.context)
+                final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
+                return final
 
     def _results(self, result: Any, name: str) -> list[ToolMessage]:
         """The ToolMessages a tool's result gives the model: the message itself, or
@@ -423,6 +441,31 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                            "reason": why or "a person refused the call"}
                 return _message(refusal, name, call_id, "error")
         return None
+
+
+class _Stopped(PolicyStopped, GraphBubbleUp):
+    """PolicyStopped as LangGraph's control flow, which its error-handling and retry
+    middleware (``ModelRetryMiddleware``, ``ModelFallbackMiddleware``,
+    ``ToolErrorMiddleware``, ...), ``ToolNode`` and node retry policies re-raise as it
+    is, rather than retry it or hand it to the model as an error."""
+
+
+class _NotSupported(DecisionNotSupported, GraphBubbleUp):
+    """DecisionNotSupported, passed through LangGraph the same way."""
+
+
+@contextmanager
+def _through_langgraph() -> Iterator[None]:
+    """A stop or a decision the adapter cannot apply ends the run even when another
+    middleware wraps this one (docs/adapters.md, LangChain)."""
+    try:
+        yield
+    except (_Stopped, _NotSupported):
+        raise
+    except PolicyStopped as e:
+        raise _Stopped(e.event, e.reason, e.hook) from e
+    except DecisionNotSupported as e:
+        raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
 def _answered(gate: ToolGate, after: AfterTool, name: str, call_id: str) -> ToolMessage:

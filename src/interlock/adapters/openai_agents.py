@@ -45,8 +45,10 @@ import asyncio
 import copy
 import json
 import os
+import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
@@ -97,6 +99,10 @@ _STOP_FIX = ("the OpenAI Agents SDK cannot send a run back to its model once an 
 _ERROR_FIX = ("this tool raises out of the run (failure_error_function=None), so the "
               "model reads no error; give the tool a failure_error_function, or answer "
               "retry or nothing (docs/adapters.md, OpenAI Agents SDK)")
+_NESTED_FIX = ("the model input holds the run's input inside another item (a handoff "
+               "with nest_handoff_history or an input_filter), where model_input cannot "
+               "change it; hand off without reshaping the history (docs/adapters.md, OpenAI "
+               "Agents SDK)")
 _RETRIES = 2
 """Retries of one tool call that a tool_error hook may ask for, as in the
 reference agent (docs/agent.md)."""
@@ -112,20 +118,18 @@ class Interlock(SessionEnd, RunHooks[Any]):
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None) -> None:
         self.policy = policy if policy is not None else Policy(FRAMEWORK, project=project)
-        self._run: object | None = None
-        """The usage record of the run whose start was judged (one per run, shared by
-        its agents): a run that ended by raising never reaches on_agent_end, so a
-        flag reset there would let the next run skip its start."""
-        self._gates: dict[str, ToolGate] = {}
-        self._calls: dict[str, _Call] = {}
-        """Tool calls running now that tool_error may judge (or that failed), by id."""
-        self._first: Agent[Any] | None = None
-        """The run's first agent: any other that ends was handed off to."""
-        self._prompt = ""
-        self._begun = False
-        """Whether the run's agent started and no agent_end told of its end yet."""
-        self._input: _Input | None = None
-        """The run's input as the policy changed it, for :meth:`model_input` to apply."""
+        self._runs: dict[int, _Run] = {}
+        """Each run whose start was judged, by its usage record (one per run, shared by
+        its agents and tool calls), so runs at the same time keep apart; dropped with
+        the record. A run that ended by raising never reaches on_agent_end."""
+        self._gates: dict[tuple[int, str], ToolGate] = {}
+        self._calls: dict[tuple[int, str], _Call] = {}
+        """Tool calls running now that tool_error may judge (or that failed), by run
+        and id."""
+        self._filtered: ContextVar[_Input | object | None] = ContextVar(
+            "interlock_model_input", default=None)
+        """The input model_input applied for the model call about to go out in this
+        task (the filter and on_llm_start run in the run's own task)."""
 
     # -- tools ----------------------------------------------------------------------
     def tools(self, tools: Iterable[Tool]) -> list[Tool]:
@@ -157,9 +161,9 @@ class Interlock(SessionEnd, RunHooks[Any]):
 
         async def needs_approval(ctx: RunContextWrapper[Any], args: dict[str, Any],
                                  call_id: str) -> bool:
-            with self._through_the_sdk():
+            with self._through_the_sdk(ctx):
                 gate = await self.policy.before_tool(tool.name, args, call_id)
-            self._gates[call_id] = gate
+            self._gates[(id(ctx.usage), call_id)] = gate
             if gate.action == "ask":
                 return True
             if callable(own_approval):
@@ -167,7 +171,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
             return bool(own_approval)
 
         async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
-            with self._through_the_sdk():
+            with self._through_the_sdk(ctx):
                 return await self._invoke(tool, invoke, ctx, raw)
 
         # The SDK reads the wrapper's annotations on every call, to choose the
@@ -182,17 +186,18 @@ class Interlock(SessionEnd, RunHooks[Any]):
                       invoke: Callable[[ToolContext[Any], str], Awaitable[Any]],
                       ctx: ToolContext[Any], raw: str) -> Any:
         name, call_id = tool.name, ctx.tool_call_id
+        key = (id(ctx.usage), call_id)
         args = _args(raw)
-        gate = self._gates.pop(call_id, None)
+        gate = self._gates.pop(key, None)
         if gate is None:  # a resumed run: the approval check ran before it was saved
             gate = await self.policy.before_tool(name, args, call_id)
         if self.policy.listens("tool_error"):  # nothing kept per call otherwise
-            self._calls[call_id] = _Call()
+            self._calls[key] = _Call()
         try:
             while True:
                 if gate.action in ("block", "respond"):
                     gated = await self.policy.after_gated(gate, name, call_id)
-                    context = _joined(*_contexts(self._calls.get(call_id)), gate.context,
+                    context = _joined(*_contexts(self._calls.get(key)), gate.context,
                                       gated.context)
                     return as_text(with_context(gated.result, context))
                 if gate.action == "ask" and ctx.is_tool_approved(name, call_id) is not True:
@@ -201,19 +206,19 @@ class Interlock(SessionEnd, RunHooks[Any]):
                     refusal = {"error": "tool call needs approval", "tool_name": name,
                                "reason": gate.reason or "a hook asks for a person's approval"}
                     return as_text(refusal)
-                if call_id in self._calls:
-                    self._calls[call_id].args = gate.args
+                if key in self._calls:
+                    self._calls[key].args = gate.args
                 try:
                     result = await self._attempt(tool, invoke, ctx,
                                                  raw if gate.args == args
                                                  else json.dumps(gate.args))
                 except _Retry:  # back through before_tool_call, as in the reference agent
-                    self._calls[call_id].attempt += 1
+                    self._calls[key].attempt += 1
                     gate = await self.policy.before_tool(name, args, call_id)
                     continue
                 break
         finally:
-            call = self._calls.pop(call_id, None)
+            call = self._calls.pop(key, None)
         after = await self.policy.after_tool(name, gate.args, result, call_id,
                                              status="error" if call and call.failed else "ok")
         final = with_context(after.result,
@@ -228,7 +233,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         except (_Retry, InterlockError):
             raise
         except Exception as error:
-            call = self._calls.get(ctx.tool_call_id)
+            call = self._calls.get((id(ctx.usage), ctx.tool_call_id))
             if call is not None and call.judged is error:
                 raise  # tool_error saw it already: the tool is set to raise
             # A tool built without the SDK's failure handling raised: judged here.
@@ -241,15 +246,20 @@ class Interlock(SessionEnd, RunHooks[Any]):
         if isinstance(error, InterlockError):
             raise error  # a stop decided within (an agent used as a tool)
         call_id = getattr(ctx, "tool_call_id", "")
-        call = self._calls.get(call_id)
+        key = (id(ctx.usage), call_id)
+        call = self._calls.get(key)
         cancelled = isinstance(getattr(error, "cancelled_error", None), asyncio.CancelledError)
+        if call is None and not cancelled and self.policy.listens("tool_error"):
+            # A hook came (a reload) while the call ran: it is asked all the same.
+            call = self._calls[key] = _Call()
+            call.args = _args(getattr(ctx, "tool_arguments", "") or "")
         if call is None or cancelled:
             # No hook listened as the call began, or the SDK reports a call
             # cancelled after it ended: the SDK's own handling.
             message = await maybe_invoke_function_tool_failure_error_function(
                 function_tool=tool, context=ctx, error=error)
             if message is not None and not cancelled:
-                self._calls[call_id] = _Call(failed=True)  # for after_tool_call's status
+                self._calls[key] = _Call(failed=True)  # for after_tool_call's status
             return message
         outcome = await self.policy.emit(
             "tool_error", tool_call_id=call_id, tool_name=tool.name, args=call.args,
@@ -272,69 +282,80 @@ class Interlock(SessionEnd, RunHooks[Any]):
             function_tool=tool, context=ctx, error=error)
 
     # -- the run --------------------------------------------------------------------
+    def _run_of(self, context: RunContextWrapper[Any]) -> _Run | None:
+        return self._runs.get(id(context.usage))
+
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
         _check_governed(agent)
-        if context.usage is self._run:  # a handoff within the run
+        if self._run_of(context) is not None:  # a handoff within the run
             return
-        self._run, self._first, self._input = context.usage, agent, None
+        key = id(context.usage)
+        run = self._runs[key] = _Run(agent)
+        weakref.finalize(context.usage, self._runs.pop, key, None)
         # The hooks observe: a change to the input is applied by model_input.
         text = _input_text(context.turn_input)
         given = await self.policy.start_run(text, fires=FIRES, can=("modify", "context"))
-        self._prompt = given.text
+        run.prompt = given.text
         if given.text != text or given.context:
             if sum(_is_user(i, text) for i in context.turn_input) != 1:
                 raise _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
                                     "give the run its input as one text message, where "
                                     "model_input can change it")
-            self._input = _Input(text, given.text, given.context)
+            run.input = _Input(text, given.text, given.context)
         outcome = await self.policy.emit("before_agent_start", prompt=given.text,
                                          system_prompt=_instructions(agent))
-        self._end_on(outcome, can=("block",))
-        self._begun = True
+        self._end_on(run, outcome, can=("block",))
+        run.begun = True
 
     async def on_agent_end(self, context: AgentHookContext[Any], agent: Agent[Any],
                            output: Any) -> None:
         # Called with the run's final output, before the SDK returns it.
+        run = self._run_of(context) or _Run(agent)
         text = as_text(output)
-        if self._first is not None and agent is not self._first:
-            await self._subagent_stop(agent, text)
-        outcome = await self.policy.emit("before_stop", last_message=text, prompt=self._prompt)
-        self._end_on(outcome, can=(), fix=_STOP_FIX)
-        self._begun = False
+        if agent is not run.first:
+            await self._subagent_stop(run, agent, text)
+        outcome = await self.policy.emit("before_stop", last_message=text, prompt=run.prompt)
+        self._end_on(run, outcome, can=(), fix=_STOP_FIX)
+        run.begun = False
         self.policy.notify("agent_end", status="completed", final_text=text)
 
-    async def _subagent_stop(self, agent: Agent[Any], text: str | None) -> None:
+    async def _subagent_stop(self, run: _Run, agent: Agent[Any], text: str | None) -> None:
         outcome = await self.policy.emit("subagent_stop", child_session_id=agent.name,
                                          result=text)
-        self._end_on(outcome, can=(), fix=_STOP_FIX)
+        self._end_on(run, outcome, can=(), fix=_STOP_FIX)
 
     async def on_handoff(self, context: RunContextWrapper[Any], from_agent: Agent[Any],
                          to_agent: Agent[Any]) -> None:
-        if self._first is not None and from_agent is not self._first:
-            await self._subagent_stop(from_agent, None)  # a handed-off agent hands on
+        run = self._run_of(context) or _Run(from_agent)
+        if from_agent is not run.first:
+            await self._subagent_stop(run, from_agent, None)  # a handed-off agent hands on
         outcome = await self.policy.emit("subagent_start", task=f"handoff to {to_agent.name}",
                                          child_session_id=to_agent.name)
-        self._end_on(outcome, can=("block",))
+        self._end_on(run, outcome, can=("block",))
 
     async def model_input(self, data: CallModelData[Any]) -> ModelInputData:
         """``RunConfig(call_model_input_filter=interlock.model_input)``: every model
         call of the run gets its input as session_start and user_input left it
-        (the rewritten text, their context after it)."""
-        items, pending = data.model_data.input, self._input
-        if pending is None:
-            return data.model_data
-        pending.filtered = True
-        at = next((n for n in range(len(items) - 1, -1, -1) if _is_user(items[n], pending.text)),
-                  None)
-        if at is None:
-            if not pending.sent:  # the first call must carry the input
-                error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
-                                      "the model input no longer holds the run's input "
-                                      "as one text message; apply this filter last")
-                self._ended(error)
-                raise error
-            return data.model_data  # a server-kept conversation sends it once
-        pending.sent = True
+        (the rewritten text, their context after it).
+
+        The filter is not told which run calls it: the run is the one whose input
+        the model input holds, and on_llm_start checks it was this call's own."""
+        items = data.model_data.input
+        runs = [r for r in self._runs.values() if r.input]
+        found = _pending(items, [r.input for r in runs if r.input]) if runs else None
+        self._filtered.set(_RAN if found is None else found[0])
+        if found is None:
+            texts = list(_strings(items)) if runs else []
+            for run in runs:
+                if run.input and any(run.input.text in text for text in texts):
+                    # The input is there in another shape (a nested handoff history, a
+                    # handoff input filter's): the model would read it unchanged.
+                    error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                          _NESTED_FIX)
+                    self._ended(run, error)
+                    raise error
+            return data.model_data  # no change, or a server-kept conversation sent it
+        pending, at = found
         # New items: the list is a copy, its items are the run's history.
         changed: list[Any] = [*items[:at], {**items[at], "content": pending.new}]
         if pending.context:
@@ -344,13 +365,22 @@ class Interlock(SessionEnd, RunHooks[Any]):
 
     async def on_llm_start(self, context: RunContextWrapper[Any], agent: Agent[Any],
                            system_prompt: str | None, input_items: list[Any]) -> None:
-        if self._input is not None:
-            if not self._input.filtered:
+        run = self._run_of(context)
+        applied = self._filtered.get()
+        self._filtered.set(None)
+        if run is not None and run.input is not None:
+            own = run.input
+            if applied is own or (isinstance(applied, _Input) and applied.same(own)):
+                own.sent = True
+            elif applied is not _RAN or not own.sent:
+                # No filter, or one that gave this call no input of this run's: a
+                # server-kept conversation sends it once, with the first call.
                 error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
-                                      _FILTER_FIX)
-                self._ended(error)
+                                      _FILTER_FIX if applied is None else
+                                      "the model input no longer holds the run's input "
+                                      "as one text message; apply this filter last")
+                self._ended(run, error)
                 raise error
-            self._input.filtered = False
         messages: list[dict[str, Any]] = []
         if self.policy.listens("before_llm_call"):
             messages = [{"role": "system", "content": system_prompt}] if system_prompt else []
@@ -358,7 +388,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         outcome = await self.policy.emit("before_llm_call", model=str(agent.model or ""),
                                          messages=messages,
                                          tools=[t.name for t in agent.tools])
-        self._end_on(outcome, can=("block",), fix=_LLM_FIX)
+        self._end_on(run, outcome, can=("block",), fix=_LLM_FIX)
 
     async def on_llm_end(self, context: RunContextWrapper[Any], agent: Agent[Any],
                          response: ModelResponse) -> None:
@@ -374,40 +404,41 @@ class Interlock(SessionEnd, RunHooks[Any]):
         outcome = await self.policy.emit("after_llm_call", model=str(agent.model or ""),
                                          text=text, tool_calls=calls,
                                          finish_reason="tool_calls" if calls else "stop")
-        self._end_on(outcome, can=("block",), fix=_LLM_FIX)
+        self._end_on(self._run_of(context), outcome, can=("block",), fix=_LLM_FIX)
 
-    def _end_on(self, outcome: Outcome, *, can: tuple[str, ...], fix: str = "") -> None:
+    def _end_on(self, run: _Run | None, outcome: Outcome, *, can: tuple[str, ...],
+                fix: str = "") -> None:
         try:
             self.policy.apply(outcome, can=can, fix=fix)
             if outcome.blocked:
                 raise PolicyStopped(outcome.name, outcome.reason,
                                     outcome.hook.qualified_name if outcome.hook else None)
         except InterlockError as e:
-            self._ended(e)
+            self._ended(run, e)
             raise
 
-    def _ended(self, error: InterlockError) -> None:
+    def _ended(self, run: _Run | None, error: InterlockError) -> None:
         """agent_end for a run the policy ends by raising out of it (the SDK calls
         no hook then), once, if its agent had started."""
-        if self._begun:
-            self._begun = False
+        if run is not None and run.begun:
+            run.begun = False
             self.policy.notify("agent_end", status="stopped"
                                if isinstance(error, PolicyStopped) else "error")
 
     @contextmanager
-    def _through_the_sdk(self) -> Iterator[None]:
+    def _through_the_sdk(self, ctx: RunContextWrapper[Any]) -> Iterator[None]:
         """Let ``except PolicyStopped`` around ``Runner.run`` catch a stop decided in
         a tool call, as the adapters promise (docs/adapters.md)."""
         try:
             yield
         except (_Stopped, _NotSupported) as e:
-            self._ended(e)
+            self._ended(self._run_of(ctx), e)
             raise
         except PolicyStopped as e:
-            self._ended(e)
+            self._ended(self._run_of(ctx), e)
             raise _Stopped(e.event, e.reason, e.hook) from e
         except DecisionNotSupported as e:
-            self._ended(e)
+            self._ended(self._run_of(ctx), e)
             raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
@@ -437,18 +468,60 @@ class _Retry(Exception):
 class _Input:
     """A run's input as session_start and user_input left it."""
 
-    __slots__ = ("context", "filtered", "new", "sent", "text")
+    __slots__ = ("context", "new", "sent", "text")
 
     def __init__(self, text: str, new: str, context: str) -> None:
         self.text, self.new, self.context = text, new, context
-        self.filtered = False
-        """model_input ran for the model call about to go out."""
         self.sent = False
         """A model call carried it."""
+
+    def same(self, other: _Input) -> bool:
+        return (self.text, self.new, self.context) == (other.text, other.new, other.context)
+
+
+class _Run:
+    """One run's state: its first agent, its input, whether its agent started."""
+
+    __slots__ = ("begun", "first", "input", "prompt")
+
+    def __init__(self, first: Agent[Any]) -> None:
+        self.first = first
+        """The run's first agent: any other that ends was handed off to."""
+        self.prompt = ""
+        self.input: _Input | None = None
+        """The input as the policy changed it, for model_input to apply."""
+        self.begun = False
+        """Whether the run's agent started and no agent_end told of its end yet."""
+
+
+_RAN = object()
+"""model_input ran and found no changed input of a run in the model input."""
+
+
+def _pending(items: list[Any], inputs: list[_Input]) -> tuple[_Input, int] | None:
+    """The changed input whose original is the last user message of ``items`` that
+    is one, and where it is."""
+    for at in range(len(items) - 1, -1, -1):
+        for pending in inputs:
+            if _is_user(items[at], pending.text):
+                return pending, at
+    return None
 
 
 def _is_user(item: Any, text: str) -> bool:
     return isinstance(item, dict) and item.get("role") == "user" and item.get("content") == text
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every text in model input items (nested dicts and lists)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 def _contexts(call: _Call | None) -> list[str]:

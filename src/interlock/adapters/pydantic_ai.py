@@ -36,7 +36,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic_ai import ApprovalRequired, DeferredToolRequests, ModelRetry, RunContext
+from pydantic_ai import (
+    ApprovalRequired,
+    CallDeferred,
+    DeferredToolRequests,
+    DeferredToolResults,
+    ModelRetry,
+    RunContext,
+)
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import (
     WrapModelRequestHandler,
@@ -75,7 +82,7 @@ from interlock.adapters._lifecycle import (
     tool_failure,
 )
 
-__all__ = ["FIRES", "Interlock"]
+__all__ = ["FIRES", "REALTIME_FIRES", "Interlock"]
 
 FRAMEWORK = "pydantic-ai"
 
@@ -84,6 +91,10 @@ FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_e
                    "after_llm_call", "before_stop", "before_tool_call", "tool_error",
                    "after_tool_call", "tool_result_persist"})
 """The catalog events this capability fires (docs/adapters.md, Events each adapter fires)."""
+REALTIME_FIRES = FIRES - {"user_input", "model_select", "before_llm_call", "llm_error",
+                          "after_llm_call", "before_stop"}
+"""What it fires in a realtime session (``agent.realtime(...).session()``), which calls
+no model-request or output hook, and whose user turns are no run prompt."""
 
 
 @dataclass(init=False)
@@ -102,6 +113,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _inputs: dict[str, tuple[str, RunInput]] = field(repr=False)
     _answered: set[str] = field(repr=False)
     _failures: dict[str, int] = field(repr=False)
+    _deferred: set[str] = field(repr=False)
+    _judged: set[tuple[str | None, str]] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None,
@@ -114,6 +127,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         """Runs whose input a hook answered: their output is the hook's, not a stop."""
         self._failures = {}
         """A run's model calls that failed in a row (by run id), for llm_error's attempt."""
+        self._deferred = set()
+        """Calls of function tools that deferred themselves after before_tool_call."""
+        self._judged = set()
+        """External tools' calls (by run id and call id) whose result after_tool_call saw."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -123,7 +140,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         # run's id; a prompt that is not text, or a run with no id, cannot be.
         rewritable = isinstance(ctx.prompt, str) and ctx.run_id is not None
         given = await self.policy.start_run(
-            prompt, fires=FIRES,
+            prompt, fires=REALTIME_FIRES if getattr(ctx, "realtime", False) else FIRES,
             can=("block", "modify", "context", "respond") if rewritable else ("block",))
         if given.respond is None:
             outcome = await self.policy.emit("before_agent_start", prompt=given.text)
@@ -142,6 +159,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             status = "stopped"
             raise
         finally:
+            self._judged = {k for k in self._judged if k[0] != ctx.run_id}
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
                 self._answered.discard(ctx.run_id)
@@ -157,6 +175,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             _apply_input(request_context, original, given)
             if given.respond is not None:
                 return self._answer(ctx, request_context, given.respond)
+        await self._external_results(ctx, request_context)
         if self.policy.listens("model_select"):
             await self._select(request_context)
         model = request_context.model.model_name
@@ -190,6 +209,30 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 self._failures.pop(ctx.run_id, None)
         return await self._after_model(response, model, synthetic,
                                        streamed=request_context.streaming and not synthetic)
+
+    async def _external_results(self, ctx: RunContext[Any],
+                                request_context: ModelRequestContext) -> None:
+        """after_tool_call (and tool_result_persist) on what the application gave back
+        for an external tool's call (``DeferredToolResults(calls=...)``), before the
+        model reads it: pydantic-ai runs no tool hook on it."""
+        external = {t.name for t in request_context.model_request_parameters.function_tools
+                    if t.kind == "external"}
+        messages = request_context.messages
+        if not external or not messages or not isinstance(messages[-1], ModelRequest):
+            return
+        for part in messages[-1].parts:
+            key = (ctx.run_id, getattr(part, "tool_call_id", ""))
+            if not isinstance(part, ToolReturnPart) or part.tool_name not in external \
+                    or key in self._judged:
+                continue
+            self._judged.add(key)
+            args = next((p.args_as_dict() for m in messages if isinstance(m, ModelResponse)
+                         for p in m.parts if isinstance(p, ToolCallPart)
+                         and p.tool_call_id == part.tool_call_id), {})
+            after = await self.policy.after_tool(part.tool_name, args, part.content,
+                                                 part.tool_call_id)
+            if after.result is not part.content or after.context:
+                part.content = with_context(after.result, after.context)
 
     def _answer(self, ctx: RunContext[Any], request_context: ModelRequestContext,
                 answer: str) -> ModelResponse:
@@ -293,6 +336,34 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         return response
 
     # -- tools ----------------------------------------------------------------------
+    async def handle_deferred_tool_calls(self, ctx: RunContext[Any], *,
+                                         requests: DeferredToolRequests
+                                         ) -> DeferredToolResults | None:
+        """An externally executed tool's call (an ``ExternalToolset``'s, say), before
+        the run hands it out in ``DeferredToolRequests``: before_tool_call judges it,
+        and a block or respond is the result the model reads. A function tool that
+        deferred itself passed before_tool_call in wrap_tool_execute already."""
+        answered: dict[str, Any] = {}
+        for call in requests.calls:
+            if call.tool_call_id in self._deferred:
+                self._deferred.discard(call.tool_call_id)
+                continue
+            args = call.args_as_dict()
+            gate = await self.policy.before_tool(call.tool_name, args, call.tool_call_id,
+                                                 can_ask=False)
+            if gate.action in ("block", "respond"):
+                after = await self.policy.after_gated(gate, call.tool_name, call.tool_call_id)
+                context = "\n".join(c for c in (gate.context, after.context) if c)
+                answered[call.tool_call_id] = with_context(after.result, context)
+                self._judged.add((ctx.run_id, call.tool_call_id))
+            elif gate.args != args or gate.context:
+                raise DecisionNotSupported(
+                    FRAMEWORK, "before_tool_call", "modify" if gate.args != args else "context",
+                    _hook(gate.outcome), "an external tool's call is handed out as the model "
+                    "made it; block it, or change the arguments where the tool runs "
+                    "(docs/adapters.md, pydantic-ai)")
+        return DeferredToolResults(calls=answered) if answered else None
+
     async def wrap_tool_execute(self, ctx: RunContext[Any], *, call: ToolCallPart,
                                 tool_def: ToolDefinition, args: dict[str, Any],
                                 handler: WrapToolExecuteHandler) -> Any:
@@ -312,6 +383,9 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             status = "ok"
             try:
                 result = await handler(gate.args)
+            except CallDeferred:
+                self._deferred.add(call_id)  # judged: handle_deferred_tool_calls skips it
+                raise
             except Exception as exc:
                 if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):
                     raise

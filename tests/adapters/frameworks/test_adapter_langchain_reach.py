@@ -20,8 +20,8 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from pydantic import Field
 
-from interlock import block, context, modify, respond, retry
-from interlock.adapters import DecisionNotSupported, Policy
+from interlock import block, context, modify, respond, retry, stop
+from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 from interlock.adapters.langchain import FIRES, InterlockMiddleware
 
 RAN: list[str] = []
@@ -76,11 +76,11 @@ def calls(name: str, *after: AIMessage | Exception) -> list[AIMessage | Exceptio
 
 
 def run(policy: Policy, model: Scripted, prompt: str = "go", *, mode: str = "sync",
-        response_format: Any = None, middleware: InterlockMiddleware | None = None,
+        response_format: Any = None, middleware: list[Any] | None = None,
         **options: Any) -> Any:
     """One run through ``invoke`` (mode "sync") or ``ainvoke`` ("async")."""
     agent = create_agent(model, tools=[flaky, broken, fine], response_format=response_format,
-                         middleware=[middleware or InterlockMiddleware(policy=policy, **options)])
+                         middleware=middleware or [InterlockMiddleware(policy=policy, **options)])
     given = {"messages": [{"role": "user", "content": prompt}]}
     return agent.invoke(given) if mode == "sync" else asyncio.run(agent.ainvoke(given))
 
@@ -100,8 +100,8 @@ def test_session_end_fires_when_the_middleware_closes_not_at_each_run(project):
     policy.engine.on("session_end", lambda e: seen.append(f"end:{e.reason}"))
     middleware = InterlockMiddleware(policy=policy)
     with middleware:
-        run(policy, Scripted([AIMessage("hi")]), middleware=middleware)
-        run(policy, Scripted([AIMessage("hi again")]), middleware=middleware)
+        run(policy, Scripted([AIMessage("hi")]), middleware=[middleware])
+        run(policy, Scripted([AIMessage("hi again")]), middleware=[middleware])
         assert policy.engine.drain(10)
         assert seen == ["start"]
     assert policy.engine.drain(10)
@@ -109,7 +109,7 @@ def test_session_end_fires_when_the_middleware_closes_not_at_each_run(project):
     middleware.close()
     assert policy.engine.drain(10)
     assert seen == ["start", "end:exit"], "a session ends once"
-    run(policy, Scripted([AIMessage("new")]), middleware=middleware)
+    run(policy, Scripted([AIMessage("new")]), middleware=[middleware])
     assert policy.engine.drain(10)
     assert seen == ["start", "end:exit", "start"]
     assert "session_end" in FIRES
@@ -305,3 +305,109 @@ def test_before_stop_is_asked_on_a_structured_output(project):
     assert len(asked) == 2
     assert any("check it twice" in m for m in model.seen[1])
     assert result["structured_response"] == Answer(text="second")
+
+
+def redacting_policy() -> Policy:
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_llm_call", lambda e: modify(
+        text=e.text.replace("hunter2", "[secret]")), modifies=True)
+    return policy
+
+
+@pytest.mark.parametrize("how", ["messages", "events"])
+def test_a_text_rewrite_on_a_streamed_reply_is_refused_not_dropped(project, how):
+    # The stream's consumer reads the model's tokens as they come, before
+    # after_llm_call's rewrite: the run ends instead of the consumer reading both.
+    agent = create_agent(Scripted([AIMessage("the password is hunter2")]),
+                         middleware=[InterlockMiddleware(policy=redacting_policy())])
+    given = {"messages": [{"role": "user", "content": "the password?"}]}
+
+    async def events() -> None:
+        async for _ in agent.astream_events(given, version="v2"):
+            pass
+
+    def consume() -> None:
+        if how == "messages":
+            list(agent.stream(given, stream_mode="messages"))
+        else:
+            asyncio.run(events())
+
+    with pytest.raises(DecisionNotSupported, match="streamed"):
+        consume()
+
+
+def test_a_text_rewrite_applies_on_a_stream_of_state_updates(project):
+    agent = create_agent(Scripted([AIMessage("the password is hunter2")]),
+                         middleware=[InterlockMiddleware(policy=redacting_policy())])
+    given = {"messages": [{"role": "user", "content": "the password?"}]}
+    seen = json.dumps([str(m.content) for update in agent.stream(given, stream_mode="updates")
+                       for step in update.values() if step for m in step.get("messages", [])])
+    assert "hunter2" not in seen
+    assert "the password is [secret]" in seen
+
+
+class Backup(Scripted):
+    model_name: str = "backup"
+
+
+def test_listed_last_the_middleware_judges_each_call_another_middleware_makes(project):
+    # LangChain runs middleware=[...] outside in: a fallback listed before the
+    # policy calls the model through it each time (docs/adapters.md, LangChain).
+    from langchain.agents.middleware import ModelFallbackMiddleware
+
+    policy = Policy("langchain", session_id=session())
+    models: list[str] = []
+    policy.engine.on("before_llm_call", lambda e: models.append(e.model) or (
+        block("no backup provider") if e.model == "backup" else None))
+    failed: list[str] = []
+    policy.engine.on("llm_error", lambda e: failed.append(e.error) or None)
+    backup = Backup([AIMessage("from the backup")])
+    agent = create_agent(Scripted([ConnectionError("upstream 503")]), middleware=[
+        ModelFallbackMiddleware(backup), InterlockMiddleware(policy=policy)])
+    with pytest.raises(PolicyStopped, match="no backup provider"):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert models == ["Scripted", "backup"]
+    assert failed == ["ConnectionError: upstream 503"]
+    assert backup.seen == []
+
+
+def test_a_stop_passes_through_a_retry_middleware_around_the_policy(project):
+    # ModelRetryMiddleware retries any exception, then answers with its text: the
+    # policy's stop is LangGraph's control flow, which it lets through unretried.
+    from langchain.agents.middleware import ModelRetryMiddleware
+
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_llm_call", lambda e: stop("the reply leaks a key"))
+    model = Scripted([AIMessage("key=abc"), AIMessage("key=def"), AIMessage("key=ghi")])
+    agent = create_agent(model, middleware=[
+        ModelRetryMiddleware(initial_delay=0, jitter=False), InterlockMiddleware(policy=policy)])
+    with pytest.raises(PolicyStopped, match="leaks a key"):
+        agent.invoke({"messages": [{"role": "user", "content": "go"}]})
+    assert len(model.seen) == 1
+
+
+@BOTH
+def test_a_tool_call_stop_passes_through_a_tool_error_middleware(project, mode):
+    from langchain.agents.middleware import ToolErrorMiddleware
+
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("before_tool_call", lambda e: stop("not on a Sunday"))
+    model = Scripted(calls("fine"))
+    with pytest.raises(PolicyStopped, match="not on a Sunday"):
+        run(policy, model, mode=mode, middleware=[
+            ToolErrorMiddleware(on_error=lambda e, r: f"failed: {e}"),
+            InterlockMiddleware(policy=policy)])
+    assert RAN == []
+    assert len(model.seen) == 1
+
+
+def test_a_text_rewrite_of_a_hook_answer_applies_on_a_message_stream(project):
+    # A before_llm_call respond streams nothing from a model: its rewrite applies.
+    policy = redacting_policy()
+    policy.engine.on("before_llm_call", lambda e: respond("the password is hunter2"))
+    model = Scripted([AIMessage("never")])
+    agent = create_agent(model, middleware=[InterlockMiddleware(policy=policy)])
+    streamed = [str(chunk.content) for chunk, _ in agent.stream(
+        {"messages": [{"role": "user", "content": "the password?"}]}, stream_mode="messages")]
+    assert model.seen == []
+    assert streamed == ["the password is [secret]"]

@@ -3,6 +3,7 @@ a final output, a handed-off agent's end and the session's end meet the policy."
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -427,3 +428,122 @@ async def test_a_streamed_run_meets_the_same_ends(project):
             pass
     assert CALLS == ["a.txt", "a.txt"]
     assert all("read b.txt" in text and "read a.txt" not in text for text in sent(model))
+
+
+# -- runs at the same time on one Interlock ------------------------------------------------
+async def test_runs_at_the_same_time_each_get_their_own_input_rewrite(project):
+    # Run "a" redacts its input; run "b", which changes nothing, starts before a's
+    # first model call: a's model still reads a's rewrite.
+    p = policy()
+    p.engine.on("user_input", lambda e: modify(text=e.text.replace("hunter2", "[secret]")),
+                modifies=True)
+    interlock = Interlock(policy=p)
+    models = {n: ScriptedModel([[assistant_message(f"{n} done")]]) for n in "ab"}
+    b_started = asyncio.Event()
+
+    async def after_b_started(data: Any) -> Any:
+        if data.agent.name == "a":
+            await b_started.wait()
+        else:
+            b_started.set()
+        return await interlock.model_input(data)
+
+    config = RunConfig(call_model_input_filter=after_b_started)
+    await asyncio.gather(*(
+        Runner.run(Agent(name=n, model=models[n]), given, hooks=interlock, run_config=config)
+        for n, given in (("a", "my password is hunter2"), ("b", "hello"))))
+    assert sent(models["a"]) == [json.dumps([{"content": "my password is [secret]",
+                                              "role": "user"}])]
+    assert sent(models["b"]) == [json.dumps([{"content": "hello", "role": "user"}])]
+
+
+async def test_a_tool_call_keeps_its_own_gate_when_another_run_uses_its_call_id(project):
+    # Both models name their call "c1"; run a's (delete_file) is blocked by the
+    # project's policy, run b's is not. b's gate is made after a's, and a's call
+    # goes on before b's.
+    ran: list[str] = []
+    b_asked, a_invoked = asyncio.Event(), asyncio.Event()
+
+    async def a_waits(ctx: Any, args: Any, call_id: str) -> bool:
+        await b_asked.wait()
+        return False
+
+    async def b_waits(ctx: Any, args: Any, call_id: str) -> bool:
+        b_asked.set()
+        await a_invoked.wait()
+        return False
+
+    @function_tool(needs_approval=a_waits)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(f"delete {path}")
+        return "deleted"
+
+    @function_tool(needs_approval=b_waits)
+    def read_file(path: str) -> str:
+        """Read a file."""
+        ran.append(f"read {path}")
+        return "read"
+
+    interlock = Interlock(policy=policy())
+    (a_tool,) = interlock.tools([delete_file])
+    assert isinstance(a_tool, FunctionTool)
+    invoke = a_tool.on_invoke_tool
+
+    async def invoked(ctx: Any, raw: str) -> Any:
+        a_invoked.set()
+        return await invoke(ctx, raw)
+
+    a_tool.on_invoke_tool = invoked
+
+    def run(name: str, tool: Any) -> Any:
+        model = ScriptedModel([[function_call(tool.name, {"path": "notes.txt"}, call_id="c1")],
+                               [assistant_message("done")]])
+        agent = Agent(name=name, model=model, tools=[tool])
+        return Runner.run(agent, f"{tool.name} notes.txt", hooks=interlock)
+
+    a, _ = await asyncio.gather(run("a", a_tool), run("b", *interlock.tools([read_file])))
+    assert ran == ["read notes.txt"]
+    assert "deleting files is not allowed" in output(a)
+
+
+async def test_a_tool_error_hook_that_arrives_while_the_tool_runs_is_asked(project):
+    # Nothing listened on tool_error as the call began (a hook came with a reload
+    # while the tool ran): its retry still applies.
+    p = policy()
+    interlock = Interlock(policy=p)
+    seen: list[int] = []
+
+    @function_tool
+    def slow(path: str) -> str:
+        """Fails once, as a tool_error hook arrives."""
+        CALLS.append(path)
+        if len(CALLS) == 1:
+            p.engine.on("tool_error", lambda e: seen.append(e.attempt) or retry())
+            raise OSError("not yet")
+        return f"read {path}"
+
+    model = ScriptedModel([[function_call("slow", {"path": "a.txt"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="assistant", model=model, tools=interlock.tools([slow]))
+    result = await Runner.run(agent, "read a.txt", hooks=interlock)
+    assert seen == [1]
+    assert CALLS == ["a.txt", "a.txt"]
+    assert output(result) == "read a.txt"
+
+
+async def test_an_input_rewrite_a_nested_handoff_history_would_undo_ends_the_run(project):
+    # nest_handoff_history folds the run's input into a summary for the next agent,
+    # where model_input cannot change it: its model would read the original.
+    p = policy()
+    p.engine.on("user_input", lambda e: modify(text=e.text.replace("hunter2", "[secret]")),
+                modifies=True)
+    interlock = Interlock(policy=p)
+    second = ScriptedModel([[assistant_message("done")]])
+    first = ScriptedModel([[function_call("transfer_to_b", {}, call_id="h1")]])
+    agent = Agent(name="a", model=first, handoffs=[Agent(name="b", model=second)])
+    with pytest.raises(DecisionNotSupported, match="nest_handoff_history"):
+        await Runner.run(agent, "my password is hunter2", hooks=interlock, run_config=RunConfig(
+            call_model_input_filter=interlock.model_input, nest_handoff_history=True))
+    assert second.calls == ()
+    assert "hunter2" not in json.dumps([call.input for call in first.calls])

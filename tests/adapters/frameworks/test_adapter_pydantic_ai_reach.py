@@ -5,6 +5,8 @@ FunctionModel."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from adapter_project import audit, session
-from pydantic_ai import Agent
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -23,6 +25,10 @@ from pydantic_ai.messages import (
     UserPromptPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.realtime.codec import RealtimeConnection
+from pydantic_ai.realtime.model import RealtimeModel
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import ExternalToolset
 
 from interlock import ConfigError, block, context, modify, respond, retry
 from interlock.adapters import DecisionNotSupported, Policy
@@ -318,3 +324,109 @@ async def test_llm_error_attempt_counts_only_the_failures_of_the_call(project):
                                 capabilities=[Interlock(policy=policy)])
     assert (await a.run("go")).output == "second"
     assert attempts == [1]
+
+
+class _Quiet(RealtimeModel):
+    """A realtime model whose connection says nothing and ends."""
+
+    @property
+    def model_name(self) -> str:
+        return "quiet"
+
+    @property
+    def system(self) -> str:
+        return "test"
+
+    @asynccontextmanager
+    async def connect(self, **kwargs: Any) -> AsyncIterator[RealtimeConnection]:
+        class Silent(RealtimeConnection):
+            async def send(self, content: Any) -> None:
+                return None
+
+            async def frames(self) -> AsyncIterator[Any]:
+                return
+                yield
+
+        yield Silent()
+
+
+@pytest.mark.filterwarnings("ignore:Capability `Interlock` implements")
+@pytest.mark.parametrize("event", ["before_llm_call", "after_llm_call", "model_select",
+                                   "llm_error", "before_stop", "user_input"])
+async def test_a_realtime_session_refuses_a_gate_hook_on_what_it_never_asks(project, event):
+    # A realtime session calls no model-request or output hook, and what the user
+    # says in it is no run prompt: a hook that decides there would never be asked.
+    policy = Policy("pydantic-ai", session_id=session())
+    policy.engine.on(event, lambda e: None)
+    a: Agent[None, str] = Agent(capabilities=[Interlock(policy=policy)])
+    # A classic run first: the check is made per kind of run, not once per revision.
+    model, _ = script("hello")
+    await a.run("go", model=model)
+    with pytest.raises(ConfigError, match=f"{event}, which the pydantic-ai adapter"):
+        async with a.realtime(_Quiet()).session():
+            pass
+
+
+def external(*names: str) -> ExternalToolset[None]:
+    """Tools the application runs itself: the run hands their calls out."""
+    schema = {"type": "object", "properties": {"path": {"type": "string"}}}
+    return ExternalToolset([ToolDefinition(name=n, parameters_json_schema=schema) for n in names])
+
+
+async def test_an_external_tool_call_passes_before_tool_call_before_it_is_handed_out(project):
+    # The project's policy blocks delete_file: the model reads the block, and the
+    # run does not hand the call to the application to run.
+    policy = Policy("pydantic-ai", session_id=session())
+    model, read = script("done", tool="delete_file")
+    a: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], toolsets=[external("delete_file")],
+        output_type=[str, DeferredToolRequests])
+    result = await a.run("delete a")
+    assert result.output == "done"
+    assert "deleting files is not allowed" in read[1][-1]
+
+
+async def test_an_allowed_external_call_is_handed_out_and_a_deferring_tool_judged_once(project):
+    policy = Policy("pydantic-ai", session_id=session())
+    judged: list[str] = []
+    policy.engine.on("before_tool_call", lambda e: judged.append(e.tool_name))
+    model, _ = script("done", tool="lookup")
+    a: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], toolsets=[external("lookup")],
+        output_type=[str, DeferredToolRequests])
+    result = await a.run("look a up")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert [c.tool_name for c in result.output.calls] == ["lookup"]
+
+    model, _ = script("done", tool="later")
+    b: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], output_type=[str, DeferredToolRequests])
+
+    @b.tool_plain
+    def later(path: str) -> str:
+        """Runs elsewhere."""
+        raise CallDeferred
+
+    result = await b.run("later a")
+    assert isinstance(result.output, DeferredToolRequests)
+    assert judged == ["lookup", "later"]
+
+
+async def test_an_external_tool_result_passes_after_tool_call_before_the_model_reads_it(project):
+    from pydantic_ai import DeferredToolResults
+
+    policy = Policy("pydantic-ai", session_id=session())
+    results: list[Any] = []
+    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
+        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
+    model, read = script("done", tool="lookup")
+    a: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], toolsets=[external("lookup")],
+        output_type=[str, DeferredToolRequests])
+    paused = await a.run("look a up")
+    result = await a.run(message_history=paused.all_messages(), deferred_tool_results=(
+        DeferredToolResults(calls={"c1": "found key sk-live-123"})))
+    assert result.output == "done"
+    assert results == ["found key sk-live-123"]
+    assert read[1][-1] == "found key [key]"
+    assert "sk-live-123" not in str(result.all_messages())
