@@ -56,8 +56,8 @@ from interlock.engine.invoke import (
     timed_call,
 )
 from interlock.engine.loop_thread import monotonic_ns
-from interlock.engine.merge import Run, merge, merge_raw, mutated, snapshot
-from interlock.engine.outcome import _NO_CHANGES, FailedResult, HookResult, Outcome, Quiet, Status
+from interlock.engine.merge import Run, merge, mutated, snapshot
+from interlock.engine.outcome import FailedResult, HookResult, Outcome, Quiet, Status
 from interlock.engine.plan import STOP_EVENTS, Plan
 from interlock.engine.sinks import FailureRecord, Sink, invocation_digest
 
@@ -159,9 +159,9 @@ class DispatchLoop:
         # outcome holds this tuple (saves ~25% of a one-hook emit). They are
         # frozen, so no reader can change another dispatch's record.
         quiet = tuple(Quiet(hook, None, None, 0, _NONE) for hook in checks)
-        # (position, hook) pairs made once: enumerate() would build an
+        # (position, hook, function) made once: enumerate() would build an
         # iterator on every dispatch (~10% of a one-hook emit).
-        numbered = tuple(enumerate(checks))
+        numbered = tuple((i, hook, hook.fn) for i, hook in enumerate(checks))
 
         def fast(event: Event) -> Outcome:
             if field is not None:  # the usual case (tool args): one private copy
@@ -180,16 +180,19 @@ class DispatchLoop:
             else:
                 value = snap = None
                 snaps = snapshot(event, containers)
-            # The results, built from the first hook that answers or fails on;
-            # until then every hook so far had no opinion (quiet[:i]).
-            raw: list[HookResult] | None = None
-            decided = failed = False
-            for i, hook in numbered:
+            # The outcome, made at the first hook that answers or fails, folds
+            # each answer in as it comes (Outcome._take, the merge rule); its
+            # per-hook records are made only if someone reads them. Until then
+            # every hook so far had no opinion.
+            outcome: Outcome | None = None
+            answers: list[Decision | None] | None = None
+            failed = False
+            for i, hook, fn in numbered:
                 try:
-                    decision = hook.fn(event)  # type: ignore[misc]
+                    decision = fn(event)
                     if decision is None:
-                        if raw is not None:
-                            raw.append(quiet[i])
+                        if answers is not None:
+                            answers.append(None)
                         continue
                     decision = check(hook, decision)
                 except HookFailure as exc:  # includes ContractError from check()
@@ -197,38 +200,41 @@ class DispatchLoop:
                 except HOOK_ERRORS as exc:
                     failure = crash(hook, exc)
                 else:
-                    if raw is None:
-                        raw = list(quiet[:i])
-                    if decision is None:  # a dict answer that says nothing
-                        raw.append(quiet[i])
-                        continue
-                    raw.append(HookResult(hook, decision, None, 0, _NONE))
-                    decided = True
-                    if decision.verdict in ending:
-                        break
+                    if outcome is None or answers is None:
+                        answers = [None] * i
+                        outcome = Outcome(name=name, event=event, revision=revision,
+                                          _raw=quiet, _answers=answers)
+                    answers.append(decision)
+                    if decision is not None:  # None: a dict answer that says nothing
+                        outcome._take(i, decision)
+                        if decision.verdict in ending:
+                            break
                     continue
                 # Recorded below, once the payload is known untouched: the
                 # rerun would run (and record) this hook again.
                 res = result_of(hook, event, spec, None, failure, 0, record=False)
-                if raw is None:
-                    raw = list(quiet[:i])
-                raw.append(res)
-                failed = True
+                if outcome is None or answers is None:
+                    answers = [None] * i
+                    outcome = Outcome(name=name, event=event, revision=revision,
+                                      _raw=quiet, _answers=answers)
+                if not failed:
+                    outcome._raw = list(quiet)
+                    failed = True
+                outcome._raw[i] = res  # type: ignore[index]  # the list just made
+                answers.append(None)  # failed: its status stays, its block counts
                 if res.decision is not None:
-                    decided = True
+                    outcome._take(i, res.decision)
                     break
             if snaps is None:
                 if value != snap:
                     return handover(event, plan, [(containers[0], snap)])
             elif mutated(event, snaps):
                 return handover(event, plan, snaps)
-            if raw is None:
-                return Outcome(name=name, event=event, raw=quiet, revision=revision)
+            if outcome is None or answers is None:
+                return Outcome(name=name, event=event, _raw=quiet, revision=revision)
             if failed:
-                record_failures(event, raw)
-            if decided:
-                return merge_raw(event, event, raw, _NO_CHANGES, revision)
-            return Outcome(name=name, event=event, raw=raw, revision=revision)
+                record_failures(event, outcome._raw[:len(answers)])
+            return outcome
 
         return fast
 
@@ -278,7 +284,7 @@ class DispatchLoop:
         for hook in plan.background:
             self._background.submit(hook, event)
             raw.append(HookResult(hook, None, None, 0, Status.QUEUED))
-        outcome = Outcome(name=event.name, event=event, raw=raw, revision=plan.revision)
+        outcome = Outcome(name=event.name, event=event, _raw=raw, revision=plan.revision)
         if self._sinks:
             self._dispatched(outcome)
         return outcome
@@ -488,7 +494,7 @@ class DispatchLoop:
         if run.decided or run.current is not run.event:
             outcome = merge(run)
         else:
-            outcome = Outcome(name=run.event.name, event=run.event, raw=run.raw,
+            outcome = Outcome(name=run.event.name, event=run.event, _raw=run.raw,
                               revision=run.revision)
         if run.stop_key is not None:
             self._apply_stop_cap(run.stop_key, outcome)
