@@ -69,6 +69,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("interlock")
 
+_NO_ANSWERS: list[Decision | None] = []
+"""Never written: a dispatch's own list replaces it before any answer is kept."""
+
 # Enum members as module constants: a class attribute lookup on an enum costs
 # ~65 ns on Python 3.11, and these are read for every hook that runs.
 _SYNC = Mode.SYNC
@@ -151,7 +154,7 @@ class DispatchLoop:
         checks, spec, revision, name = plan.checks, plan.spec, plan.revision, plan.spec.name
         containers = plan.containers
         field = containers[0] if len(containers) == 1 else None
-        ending, scalars = ENDING, _SCALARS
+        ending, scalars, no_opinion = ENDING, _SCALARS, Verdict.NONE
         result_of, handover = self._result, self._mutated_in_place
         record_failures, check = self._record_failures, answer_checker(spec)
         # Every hook that had no opinion has the same result, made here once:
@@ -162,6 +165,7 @@ class DispatchLoop:
         # (position, hook, function) made once: enumerate() would build an
         # iterator on every dispatch (~10% of a one-hook emit).
         numbered = tuple((i, hook, hook.fn) for i, hook in enumerate(checks))
+        size = len(checks)
 
         def fast(event: Event) -> Outcome:
             if field is not None:  # the usual case (tool args): one private copy
@@ -182,55 +186,50 @@ class DispatchLoop:
                 snaps = snapshot(event, containers)
             # The outcome, made at the first hook that answers or fails, folds
             # each answer in as it comes (Outcome._take, the merge rule); its
-            # per-hook records are made only if someone reads them. Until then
-            # every hook so far had no opinion.
+            # per-hook records are made only if someone reads them.
             outcome: Outcome | None = None
-            answers: list[Decision | None] | None = None
+            answers = _NO_ANSWERS  # replaced with the outcome's own list when it is made
             failed = False
             for i, hook, fn in numbered:
+                # A failure is recorded below, once the payload is known
+                # untouched: the rerun would run (and record) this hook again.
                 try:
-                    decision = fn(event)
-                    if decision is None:
-                        if answers is not None:
-                            answers.append(None)
+                    answer = fn(event)  # type: ignore[misc]  # checks have fns
+                    if answer is None:
                         continue
-                    decision = check(hook, decision)
+                    decision = check(hook, answer)
+                    if decision is None:  # a dict answer that says nothing
+                        continue
+                    res = None
                 except HookFailure as exc:  # includes ContractError from check()
-                    failure: HookFailure = exc
+                    res = result_of(hook, event, spec, None, exc, 0, record=False)
                 except HOOK_ERRORS as exc:
-                    failure = crash(hook, exc)
-                else:
-                    if outcome is None or answers is None:
-                        answers = [None] * i
-                        outcome = Outcome(name=name, event=event, revision=revision,
-                                          _raw=quiet, _answers=answers)
-                    answers.append(decision)
-                    if decision is not None:  # None: a dict answer that says nothing
-                        outcome._take(i, decision)
-                        if decision.verdict in ending:
-                            break
-                    continue
-                # Recorded below, once the payload is known untouched: the
-                # rerun would run (and record) this hook again.
-                res = result_of(hook, event, spec, None, failure, 0, record=False)
-                if outcome is None or answers is None:
-                    answers = [None] * i
+                    res = result_of(hook, event, spec, None, crash(hook, exc), 0, record=False)
+                if outcome is None:
+                    answers = [None] * size
                     outcome = Outcome(name=name, event=event, revision=revision,
                                       _raw=quiet, _answers=answers)
-                if not failed:
-                    outcome._raw = list(quiet)
-                    failed = True
-                outcome._raw[i] = res  # type: ignore[index]  # the list just made
-                answers.append(None)  # failed: its status stays, its block counts
-                if res.decision is not None:
-                    outcome._take(i, res.decision)
+                if res is None:
+                    answers[i] = decision
+                else:  # its answer stays None: its status stays "failed", its block counts
+                    if not failed:
+                        outcome._raw, failed = list(quiet), True
+                    outcome._raw[i] = res  # type: ignore[index]  # the list just made
+                    decision = res.decision
+                # No opinion (a context) never outranks anything: nothing to fold,
+                # its context is read from the answers.
+                if decision is None or decision.verdict is no_opinion:
+                    continue
+                outcome._take(i, decision)
+                if decision.verdict in ending:
+                    del answers[i + 1:]  # the hooks after it never ran
                     break
             if snaps is None:
                 if value != snap:
                     return handover(event, plan, [(containers[0], snap)])
             elif mutated(event, snaps):
                 return handover(event, plan, snaps)
-            if outcome is None or answers is None:
+            if outcome is None:
                 return Outcome(name=name, event=event, _raw=quiet, revision=revision)
             if failed:
                 record_failures(event, outcome._raw[:len(answers)])

@@ -200,11 +200,8 @@ class Outcome(msgspec.Struct, kw_only=True):
     """Per result in ``_raw``: the answer the merge took from that hook (one
     with no failure, not a shadow, not cut off), else None. None: nothing to
     mark."""
-    _rank: int = 0
-    """The rank of the strongest decision taken so far."""
     _best: int = -1
-    """Which result holds it."""
-    _records: Sequence[HookResult] | None = None
+    """Which result holds the strongest decision taken so far."""
     _contexts: Sequence[tuple[str, str]] | None = None
 
     # -- the merge rule ---------------------------------------------------------
@@ -213,9 +210,8 @@ class Outcome(msgspec.Struct, kw_only=True):
         decision seen wins, ties to the earliest hook (a strict comparison,
         as results are taken in hook order)."""
         verdict = decision.verdict
-        rank = _RANK[verdict]
-        if rank > self._rank:
-            self._rank, self._best = rank, i
+        if _RANK[verdict] > _RANK[self.verdict]:
+            self._best = i
             self.verdict, self.reason, self.hint = verdict, decision.reason, decision.hint
             self.value = decision.value
             self.hook = self._raw[i].hook
@@ -231,34 +227,35 @@ class Outcome(msgspec.Struct, kw_only=True):
         answers = self._answers
         if answers is None:  # nothing to mark (the shared no-hooks outcome too)
             return self._raw
-        records = self._records
-        if records is None:
-            raw, best, rank = self._raw, self._best, _RANK
-            records = []
-            for i, answer in enumerate(answers):
-                r = raw[i]
-                if answer is None:
-                    records.append(r)
-                else:
-                    records.append(HookResult(
-                        r.hook, answer, None, r.latency,
-                        _APPLIED if i == best or rank[answer.verdict] == 0 else _SUPERSEDED))
-            self._records = records
+        if self._contexts is None:
+            self._contexts = self.contexts  # made from the answers, which go now
+        raw, best, rank = self._raw, self._best, _RANK
+        records = []
+        for i, answer in enumerate(answers):
+            r = raw[i]
+            if answer is None:
+                records.append(r)
+            else:
+                records.append(HookResult(
+                    r.hook, answer, None, r.latency,
+                    _APPLIED if i == best or rank[answer.verdict] == 0 else _SUPERSEDED))
+        self._raw, self._answers = records, None
         return records
 
     @property
     def contexts(self) -> Sequence[tuple[str, str]]:
         """(hook, text) for every context of an answer the merge took, in hook order."""
+        contexts = self._contexts
+        if contexts is not None:
+            return contexts
         answers = self._answers
         if answers is None:
             return ()
-        contexts = self._contexts
-        if contexts is None:
-            raw = self._raw
-            contexts = self._contexts = [
-                (raw[i].hook.qualified_name, answer.context)
-                for i, answer in enumerate(answers)
-                if answer is not None and answer.context is not None]
+        raw = self._raw
+        contexts = self._contexts = [
+            (raw[i].hook.qualified_name, answer.context)
+            for i, answer in enumerate(answers)
+            if answer is not None and answer.context is not None]
         return contexts
 
     # -- what hosts ask -------------------------------------------------------
