@@ -225,5 +225,7 @@ def test_records_made_when_first_read_are_the_same_whichever_is_read_first():
     assert contexts == list(second.contexts) == [("code:h0", "a"), ("code:h4", "b")]
     assert statuses == [("h0", "applied"), ("h1", "superseded"), ("h2", "none"),
                         ("h3", "applied"), ("h4", "applied")]
-    assert first.verdict.value == "ask" and first.hook is not None and first.hook.name == "h3"
+    assert first.verdict.value == "ask"
+    assert first.hook is not None
+    assert first.hook.name == "h3"
     assert first.raw is first.raw  # made once
