@@ -252,3 +252,26 @@ def test_the_fast_paths_records_equal_the_loops():
             assert list(outcome.raw) == [HookResult(hook, None, None, 0, Status.NONE)]
             assert outcome.raw[0] == HookResult(hook, None, None, 0, Status.NONE)
     assert records[0] == records[1]
+
+
+def test_records_made_when_first_read_are_the_same_whichever_is_read_first():
+    # The merge folds answers as they come; records and contexts are made
+    # from them when first read (docs/engine.md, Merge).
+    from interlock import ask
+
+    engine = Engine()
+    for i, fn in enumerate([lambda e: context("a"), lambda e: approve("ok"),
+                            lambda e: None, lambda e: ask("sure?"), lambda e: context("b")]):
+        engine.on("before_tool_call", fn, name=f"h{i}")
+    event = BeforeToolCall(tool_name="terminal", args={"command": "ls"})
+    first, second = engine.emit_sync(event), engine.emit_sync(event)
+    contexts = list(first.contexts)
+    statuses = [(r.hook.name, r.status.value) for r in first.raw]
+    assert statuses == [(r.hook.name, r.status.value) for r in second.raw]
+    assert contexts == list(second.contexts) == [("code:h0", "a"), ("code:h4", "b")]
+    assert statuses == [("h0", "applied"), ("h1", "superseded"), ("h2", "none"),
+                        ("h3", "applied"), ("h4", "applied")]
+    assert first.verdict.value == "ask"
+    assert first.hook is not None
+    assert first.hook.name == "h3"
+    assert first.raw is first.raw  # made once

@@ -9,18 +9,20 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from interlock.engine.contract import _SCALARS, copy_payload
-from interlock.engine.decisions import ENDING
+from interlock.engine.decisions import ENDING, Decision, Verdict
 from interlock.engine.errors import HOOK_ERRORS, HookFailure
 from interlock.engine.events import Event
 from interlock.engine.invoke import answer_checker, call_sync, crash
-from interlock.engine.merge import merge_raw, mutated, snapshot
-from interlock.engine.outcome import _NO_CHANGES, HookResult, Outcome, Quiet, Status
+from interlock.engine.merge import mutated, snapshot
+from interlock.engine.outcome import Outcome, Quiet, Status
 from interlock.engine.plan import Plan
 
 if TYPE_CHECKING:
     from interlock.engine.loop import DispatchLoop
 
 _NONE = Status.NONE
+_NO_ANSWERS: list[Decision | None] = []
+"""Never written: a dispatch's own list replaces it before any answer is kept."""
 
 
 def compile_fast(loop: DispatchLoop, plan: Plan) -> Callable[[Event], Outcome]:
@@ -41,7 +43,7 @@ def compile_fast(loop: DispatchLoop, plan: Plan) -> Callable[[Event], Outcome]:
     spec, revision, name = plan.spec, plan.revision, plan.spec.name
     containers = plan.containers
     field = containers[0] if len(containers) == 1 else None
-    ending, scalars = ENDING, _SCALARS
+    ending, scalars, no_opinion = ENDING, _SCALARS, Verdict.NONE
     result_of = loop._result
     record_failures, check = loop._record_failures, answer_checker(spec)
     # Every hook that had no opinion has the same result, made here once:
@@ -51,7 +53,8 @@ def compile_fast(loop: DispatchLoop, plan: Plan) -> Callable[[Event], Outcome]:
     quiet = tuple(Quiet(hook, None, None, 0, _NONE) for hook in (*modifiers, *checks))
     # (position, hook) pairs made once: enumerate() would build an
     # iterator on every dispatch (~10% of a one-hook emit).
-    numbered = tuple(enumerate(checks, len(modifiers)))
+    numbered = tuple((i, hook, hook.fn) for i, hook in enumerate(checks, len(modifiers)))
+    size = len(quiet)
     steered = tuple(enumerate(modifiers))
     handover_from, rerun_from = loop._modifier_answered, loop._mutated_in_place
 
@@ -84,54 +87,55 @@ def compile_fast(loop: DispatchLoop, plan: Plan) -> Callable[[Event], Outcome]:
             if snaps is None and field is not None:
                 snaps = [(field, snap)]
             return handover_from(event, plan, i, answer, snaps)
-        # The results, built from the first hook that answers or fails on;
-        # until then every hook so far had no opinion (quiet[:i]).
-        raw: list[HookResult] | None = None
-        decided = failed = False
-        for i, hook in numbered:
+        # The outcome, made at the first hook that answers or fails, folds
+        # each answer in as it comes (Outcome._take, the merge rule); its
+        # per-hook records are made only if someone reads them.
+        outcome: Outcome | None = None
+        answers = _NO_ANSWERS  # replaced with the outcome's own list when it is made
+        failed = False
+        for i, hook, fn in numbered:
+            # A failure is recorded below, once the payload is known
+            # untouched: the rerun would run (and record) this hook again.
             try:
-                decision = hook.fn(event)  # type: ignore[misc]
-                if decision is None:
-                    if raw is not None:
-                        raw.append(quiet[i])
+                given = fn(event)  # type: ignore[misc]  # checks have fns
+                if given is None:
                     continue
-                decision = check(hook, decision)
-            except HookFailure as exc:  # includes ContractError from check()
-                failure: HookFailure = exc
-            except HOOK_ERRORS as exc:
-                failure = crash(hook, exc)
-            else:
-                if raw is None:
-                    raw = list(quiet[:i])
+                decision = check(hook, given)
                 if decision is None:  # a dict answer that says nothing
-                    raw.append(quiet[i])
                     continue
-                raw.append(HookResult(hook, decision, None, 0, _NONE))
-                decided = True
-                if decision.verdict in ending:
-                    break
+                res = None
+            except HookFailure as exc:  # includes ContractError from check()
+                res = result_of(hook, event, spec, None, exc, 0, record=False)
+            except HOOK_ERRORS as exc:
+                res = result_of(hook, event, spec, None, crash(hook, exc), 0, record=False)
+            if outcome is None:
+                answers = [None] * size
+                outcome = Outcome(name=name, event=event, revision=revision,
+                                  _raw=quiet, _answers=answers)
+            if res is None:
+                answers[i] = decision
+            else:  # its answer stays None: its status stays "failed", its block counts
+                if not failed:
+                    outcome._raw, failed = list(quiet), True
+                outcome._raw[i] = res  # type: ignore[index]  # the list just made
+                decision = res.decision
+            # No opinion (a context) never outranks anything: nothing to fold,
+            # its context is read from the answers.
+            if decision is None or decision.verdict is no_opinion:
                 continue
-            # Recorded below, once the payload is known untouched: the
-            # rerun would run (and record) this hook again.
-            res = result_of(hook, event, spec, None, failure, 0, record=False)
-            if raw is None:
-                raw = list(quiet[:i])
-            raw.append(res)
-            failed = True
-            if res.decision is not None:
-                decided = True
+            outcome._take(i, decision)
+            if decision.verdict in ending:
+                del answers[i + 1:]  # the hooks after it never ran
                 break
         if snaps is None:
             if value != snap:
                 return rerun_from(event, plan, [(containers[0], snap)])
         elif mutated(event, snaps):
             return rerun_from(event, plan, snaps)
-        if raw is None:
-            return Outcome(name=name, event=event, raw=quiet, revision=revision)
+        if outcome is None:
+            return Outcome(name=name, event=event, _raw=quiet, revision=revision)
         if failed:
-            record_failures(event, raw)
-        if decided:
-            return merge_raw(event, event, raw, _NO_CHANGES, revision)
-        return Outcome(name=name, event=event, raw=raw, revision=revision)
+            record_failures(event, outcome._raw[:len(answers)])
+        return outcome
 
     return fast

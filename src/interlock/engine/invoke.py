@@ -196,7 +196,7 @@ def crash_site(exc: BaseException, hook_file: str | None = None) -> str | None:
 
 # Enum members as module constants: a class attribute lookup on an enum costs
 # ~65 ns on Python 3.11, and check_answer runs for every hook that answers.
-_OBSERVE, _MODIFY = Kind.OBSERVE, Verdict.MODIFY
+_OBSERVE, _MODIFY, _VERDICT = Kind.OBSERVE, Verdict.MODIFY, Verdict
 _ALWAYS_ACCEPTED = (Verdict.NONE, Verdict.STOP)
 
 
@@ -259,6 +259,10 @@ def _checker(spec: EventSpec) -> AnswerCheck:
     accepted = spec.accepts | frozenset(_ALWAYS_ACCEPTED)
     takes_context = spec.context
     name = spec.name
+    # The verdicts a well-formed decision may have here. Anything else, or a
+    # field of the wrong type, takes the slow path below, which finds and
+    # words the problem.
+    fine = frozenset(Verdict if observe else accepted)
 
     def check(hook: Hook, answer: Any) -> Decision | None:
         if answer.__class__ is not Decision:
@@ -273,15 +277,22 @@ def _checker(spec: EventSpec) -> AnswerCheck:
         context = decision.context
         # Decision is not validated when built (block(123) is a Decision too);
         # hosts format these fields, so a wrong type is the hook's error, here.
-        if verdict.__class__ is not Verdict or not (
-                (decision.reason is None or decision.reason.__class__ is str)
+        if (verdict.__class__ is _VERDICT and verdict in fine
+                and (context is None or (context.__class__ is str and takes_context))
+                and (decision.reason is None or decision.reason.__class__ is str)
                 and (decision.hint is None or decision.hint.__class__ is str)
-                and (context is None or context.__class__ is str)
-                and (decision.changes is None or decision.changes.__class__ is dict)):
-            problem = _malformed(decision)
-            if problem is not None:
-                raise ContractError(f"hook {hook.qualified_name} returned a malformed "
-                                    f"decision: {problem}")
+                and (decision.changes is None or decision.changes.__class__ is dict)
+                and (verdict is not _MODIFY or hook.modifies or observe)):
+            return decision
+        return diagnose(hook, decision)
+
+    def diagnose(hook: Hook, decision: Decision) -> Decision:
+        verdict = decision.verdict
+        context = decision.context
+        problem = _malformed(decision)
+        if problem is not None:
+            raise ContractError(f"hook {hook.qualified_name} returned a malformed "
+                                f"decision: {problem}")
         if observe:
             return decision  # a warning, recorded as ignored; never an effect
         if verdict is _MODIFY and not hook.modifies:

@@ -208,7 +208,7 @@ class DispatchLoop:
         for hook in plan.background:
             self._background.submit(hook, event)
             raw.append(HookResult(hook, None, None, 0, Status.QUEUED))
-        outcome = Outcome(name=event.name, event=event, raw=raw, revision=plan.revision)
+        outcome = Outcome(name=event.name, event=event, _raw=raw, revision=plan.revision)
         if self._sinks:
             self._dispatched(outcome)
         return outcome
@@ -420,7 +420,7 @@ class DispatchLoop:
         if run.decided or run.current is not run.event:
             outcome = merge(run)
         else:
-            outcome = Outcome(name=run.event.name, event=run.event, raw=run.raw,
+            outcome = Outcome(name=run.event.name, event=run.event, _raw=run.raw,
                               revision=run.revision)
         if run.stop_key is not None:
             self._apply_stop_cap(run.stop_key, outcome)

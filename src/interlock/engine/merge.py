@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 
 from interlock.engine.contract import copy_payload
-from interlock.engine.decisions import RANK
+from interlock.engine.decisions import Decision
 from interlock.engine.events import Event
 from interlock.engine.outcome import HookResult, Outcome, Status
 from interlock.engine.plan import Plan
@@ -57,57 +57,33 @@ def merge(run: Run) -> Outcome:
 
 def merge_raw(original: Event, current: Event, raw: list[HookResult],
               changes: Mapping[str, Any], revision: int) -> Outcome:
-    """merge() on the parts of a Run (the lean path has no Run to build).
-
-    One pass: each answer is marked applied or superseded as it is seen
-    (the best so far is applied until a stronger one comes), rather than
-    collected and marked after (a second pass cost ~20% of a dispatch in
-    which three hooks answer).
-    """
-    best: HookResult | None = None
-    best_rank = 0
-    best_answered = False
-    contexts: list[tuple[str, str]] = []
-    rank_of, not_applied = RANK, _NOT_APPLIED
-    decided = False
-    for r in raw:
-        decision = r.decision
-        if decision is None:
-            continue
-        # Answered: no failure, not a shadow, not cut off. Only these are
-        # marked; a failure's block keeps its "failed" status.
-        answered = r.status is _NONE
-        if not answered and r.status in not_applied:
-            continue
-        decided = True
-        if decision.context is not None:
-            contexts.append((r.hook.qualified_name, decision.context))
-        rank = rank_of[decision.verdict]
-        if rank > best_rank:  # strict: ties go to the earliest hook
-            if best_answered:
-                best.status = _SUPERSEDED  # type: ignore[union-attr]
-            best, best_rank, best_answered = r, rank, answered
-            if answered:
-                r.status = _APPLIED
-        elif answered:
-            # no opinion or modify: its context or change is applied anyway
-            r.status = _APPLIED if rank == 0 else _SUPERSEDED
+    """merge() on the parts of a Run: every result the merge counts, folded
+    into one outcome in hook order by the rule both paths share
+    (``Outcome._take``; the fast path folds each answer as it comes)."""
     payload = current if current is not original else None
-    name = original.name
-    if not decided:
-        return Outcome(name=name, event=original, payload=payload, raw=raw, revision=revision)
-    if best is None:
-        return Outcome(name=name, event=original, payload=payload, changes=changes,
-                       contexts=contexts, raw=raw, revision=revision)
-    decision = best.decision
-    assert decision is not None
-    return Outcome(name=name, event=original, verdict=decision.verdict,
-                   reason=decision.reason, hint=decision.hint, hook=best.hook,
-                   payload=payload, changes=changes, value=decision.value,
-                   contexts=contexts, raw=raw, revision=revision)
+    outcome = Outcome(name=original.name, event=original, payload=payload, _raw=raw,
+                      revision=revision)
+    answers: list[Decision | None] | None = None
+    not_applied = _NOT_APPLIED
+    for i, r in enumerate(raw):
+        decision = r.decision
+        # Counted: an answer (no failure, not a shadow, not cut off), or the
+        # block a fail-closed failure means. Only answers are marked; a
+        # failure's block keeps its "failed" status.
+        if decision is None or r.status in not_applied:
+            continue
+        if answers is None:
+            answers = [None] * len(raw)
+        if r.status is _NONE:
+            answers[i] = decision
+        outcome._take(i, decision)
+    if answers is not None:
+        outcome._answers = answers
+        outcome.changes = changes
+    return outcome
 
 
 _NOT_APPLIED = frozenset({Status.SHADOW, Status.CANCELLED, Status.SUPERSEDED, Status.QUEUED})
 # Enum members as module constants: `Status.NONE` is a ~65 ns class attribute
-# lookup on Python 3.11, and merge runs on every dispatch where a hook answers.
-_NONE, _APPLIED, _SUPERSEDED = Status.NONE, Status.APPLIED, Status.SUPERSEDED
+# lookup on Python 3.11.
+_NONE = Status.NONE

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from interlock.engine.decisions import Decision, Verdict
+from interlock.engine.decisions import RANK, Decision, Verdict
 from interlock.engine.redact import redact
 
 if TYPE_CHECKING:
@@ -152,6 +152,8 @@ RawResult = HookResult
 
 
 _NO_CHANGES: Mapping[str, Any] = MappingProxyType({})
+_RANK = RANK
+_APPLIED, _SUPERSEDED = Status.APPLIED, Status.SUPERSEDED
 # Module constants: `Verdict.BLOCK` is a ~65 ns class attribute lookup on 3.11.
 _BLOCK, _STOP = Verdict.BLOCK, Verdict.STOP
 _ENDS = (Verdict.BLOCK, Verdict.STOP, Verdict.SKIP)
@@ -164,6 +166,12 @@ class Outcome(msgspec.Struct, kw_only=True):
     it must cost tens of nanoseconds, not hundreds. Tracked by the garbage
     collector: a host that keeps its last outcome closes a cycle through
     it (outcome -> results -> hook -> the host's bound method -> host).
+
+    It is also where the merge rule lives (docs/engine.md, Phases of a gate
+    event, Merge), for both paths of the dispatch loop: ``_take`` folds each
+    counted answer in as it comes, and ``raw`` and ``contexts`` are made
+    from the answers taken when first read, so a dispatch nobody inspects
+    builds no per-hook record.
     """
 
     name: str
@@ -182,13 +190,73 @@ class Outcome(msgspec.Struct, kw_only=True):
     """Fields changed by modifiers, with their final values."""
     value: Any = None
     """respond's value."""
-    contexts: Sequence[tuple[str, str]] = ()
-    """(hook, text) for every context, in hook order."""
-    raw: Sequence[HookResult] = ()
-    """Every hook's result, in dispatch order."""
     revision: int = 0
     capped: bool = False
     """True when the stop-loop cap turned a block into no opinion."""
+    _raw: Sequence[HookResult] = ()
+    """Every hook's result as the loop made it (``raw`` before the merge marks
+    the answers it took)."""
+    _answers: list[Decision | None] | None = None
+    """Per result in ``_raw``: the answer the merge took from that hook (one
+    with no failure, not a shadow, not cut off), else None. None: nothing to
+    mark."""
+    _best: int = -1
+    """Which result holds the strongest decision taken so far."""
+    _contexts: Sequence[tuple[str, str]] | None = None
+
+    # -- the merge rule ---------------------------------------------------------
+    def _take(self, i: int, decision: Decision) -> None:
+        """Fold in the decision that counts in result ``i``: the strongest
+        decision seen wins, ties to the earliest hook (a strict comparison,
+        as results are taken in hook order)."""
+        verdict = decision.verdict
+        if _RANK[verdict] > _RANK[self.verdict]:
+            self._best = i
+            self.verdict, self.reason, self.hint = verdict, decision.reason, decision.hint
+            self.value = decision.value
+            self.hook = self._raw[i].hook
+
+    @property
+    def raw(self) -> Sequence[HookResult]:
+        """Every hook's result, in dispatch order.
+
+        An answer the merge took is ``applied`` when it decided the outcome,
+        or has no rank (its context or change applies anyway), else
+        ``superseded``.
+        """
+        answers = self._answers
+        if answers is None:  # nothing to mark (the shared no-hooks outcome too)
+            return self._raw
+        if self._contexts is None:
+            self._contexts = self.contexts  # made from the answers, which go now
+        raw, best, rank = self._raw, self._best, _RANK
+        records = []
+        for i, answer in enumerate(answers):
+            r = raw[i]
+            if answer is None:
+                records.append(r)
+            else:
+                records.append(HookResult(
+                    r.hook, answer, None, r.latency,
+                    _APPLIED if i == best or rank[answer.verdict] == 0 else _SUPERSEDED))
+        self._raw, self._answers = records, None
+        return records
+
+    @property
+    def contexts(self) -> Sequence[tuple[str, str]]:
+        """(hook, text) for every context of an answer the merge took, in hook order."""
+        contexts = self._contexts
+        if contexts is not None:
+            return contexts
+        answers = self._answers
+        if answers is None:
+            return ()
+        raw = self._raw
+        contexts = self._contexts = [
+            (raw[i].hook.qualified_name, answer.context)
+            for i, answer in enumerate(answers)
+            if answer is not None and answer.context is not None]
+        return contexts
 
     # -- what hosts ask -------------------------------------------------------
     @property
