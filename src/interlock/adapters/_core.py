@@ -285,17 +285,17 @@ class Policy:
         if verdict is _NONE and not outcome.changes and not outcome.contexts:
             return  # the common case, first
         if verdict is Verdict.STOP:
-            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+            raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
         allowed = set(can)
         if verdict is not Verdict.NONE and verdict.value not in allowed:
             raise DecisionNotSupported(self.framework, outcome.name, verdict.value,
-                                       _hook(outcome), fix or _FIX)
+                                       hook_name(outcome), fix or _FIX)
         if outcome.changes and "modify" not in allowed:
             raise DecisionNotSupported(self.framework, outcome.name, "modify",
-                                       _hook(outcome), fix or _FIX)
+                                       hook_name(outcome), fix or _FIX)
         if outcome.contexts and "context" not in allowed:
             raise DecisionNotSupported(self.framework, outcome.name, "context",
-                                       _hook(outcome), fix or _FIX)
+                                       hook_name(outcome), fix or _FIX)
 
     # -- a run's start ------------------------------------------------------------
     async def start_run(self, text: str, *, fires: Iterable[str],
@@ -335,7 +335,7 @@ class Policy:
     def _session(self, outcome: Outcome, can: Iterable[str]) -> str:
         self.apply(outcome, can={"block", *can} & {"block", "context"}, fix=_INPUT_FIX)
         if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+            raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
         self._session_started = True
         return outcome.context_text()
 
@@ -343,7 +343,7 @@ class Policy:
                can: Iterable[str]) -> RunInput:
         self.apply(outcome, can={"block", *can}, fix=_INPUT_FIX)
         if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+            raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
         contexts.append(outcome.context_text())
         answer = str(outcome.value) if outcome.verdict is Verdict.RESPOND else None
         return RunInput(outcome.changes.get("text", text), "\n".join(c for c in contexts if c),
@@ -512,7 +512,8 @@ def _jsonable(value: Any) -> Any:
     return as_text(value)
 
 
-def _hook(outcome: Outcome) -> str | None:
+def hook_name(outcome: Outcome) -> str | None:
+    """The qualified name of the hook that decided ``outcome``, if one did."""
     return outcome.hook.qualified_name if outcome.hook is not None else None
 
 

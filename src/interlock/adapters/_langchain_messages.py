@@ -20,7 +20,6 @@ from interlock.adapters._core import as_text, with_context
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
 
-    from interlock.engine.outcome import Outcome
 
 def _with_args(request: ToolCallRequest, old: dict[str, Any],
                new: dict[str, Any]) -> ToolCallRequest:
@@ -101,9 +100,6 @@ def _approval(answer: Any) -> tuple[bool, str | None]:
     return False, f"unrecognised approval answer {answer!r}; resume with True or " \
                   "{'approved': bool, 'reason': str}"
 
-
-def _hook(outcome: Outcome) -> str | None:
-    return outcome.hook.qualified_name if outcome.hook is not None else None
 
 
 def _call(request: ToolCallRequest) -> tuple[str, dict[str, Any], str]:

@@ -10,18 +10,19 @@ there pays nothing per call.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from interlock.adapters._core import DecisionNotSupported
+from interlock.adapters._core import DecisionNotSupported, hook_name
 from interlock.engine.decisions import Verdict
 
 if TYPE_CHECKING:
     from interlock.adapters._core import Policy
     from interlock.engine.outcome import Outcome
 
-__all__ = ["LLM_RETRY_CAP", "TOOL_RETRY_CAP", "ToolFailure", "error_text", "keep_working",
-           "llm_retry", "status_code", "tool_failure"]
+__all__ = ["LLM_RETRY_CAP", "TOOL_RETRY_CAP", "ToolFailure", "chosen_model", "error_text",
+           "keep_working", "llm_retry", "status_code", "tool_failure"]
 
 TOOL_RETRY_CAP = 2
 """Retries of one tool call a tool_error hook may ask for, as in the reference agent."""
@@ -90,17 +91,37 @@ def keep_working(policy: Policy, outcome: Outcome) -> str | None:
     if not outcome.blocked:
         if outcome.contexts:
             raise DecisionNotSupported(
-                policy.framework, outcome.name, "context", _hook(outcome),
+                policy.framework, outcome.name, "context", hook_name(outcome),
                 "the run ends here, so no model call is left to read it; block with the "
                 "text as the reason to keep the agent working (docs/adapters.md, Events "
                 "each adapter fires)")
         return None
-    hook = _hook(outcome) or "before_stop"
+    hook = hook_name(outcome) or "before_stop"
     reason = outcome.reason or "Keep working: the task is not done."
     text = f'<hook-context hook="{hook}">\n{reason}\n</hook-context>'
     extra = outcome.context_text()
     return f"{text}\n{extra}" if extra else text
 
 
-def _hook(outcome: Outcome) -> str | None:
-    return outcome.hook.qualified_name if outcome.hook is not None else None
+def chosen_model(policy: Policy, outcome: Outcome, current: str, models: Mapping[str, Any],
+                 make: Callable[[str], Any], *, cannot: str, option: str,
+                 section: str) -> Any | None:
+    """model_select's modify of ``model``: the model the call is to go to, or None
+    to keep ``current``. A name in ``models`` (the adapter's ``models=``) is that
+    model; any other is made by the framework's ``make`` ('provider:model'), and
+    a name it cannot make raises :class:`DecisionNotSupported` naming the fix."""
+    policy.apply(outcome, can=("modify",))
+    name = outcome.changes.get("model")
+    if name is None or name == current:
+        return None
+    model = models.get(name)
+    if model is not None:
+        return model
+    try:
+        return make(name)
+    except Exception as exc:  # an unknown provider, a missing package or key
+        raise DecisionNotSupported(
+            policy.framework, outcome.name, "modify", hook_name(outcome),
+            f"{cannot} of {name!r} ({error_text(exc)}); name a 'provider:model' it can "
+            f"make, or pass the model as {option}(models={{{name!r}: model}}) "
+            f"(docs/adapters.md, {section})") from exc

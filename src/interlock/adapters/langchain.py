@@ -56,6 +56,7 @@ from interlock.adapters._core import (
     SessionEnd,
     ToolGate,
     as_text,
+    hook_name,
     with_context,
 )
 from interlock.adapters._langchain_messages import (
@@ -64,7 +65,6 @@ from interlock.adapters._langchain_messages import (
     _approval,
     _call,
     _content,
-    _hook,
     _last_human,
     _last_text,
     _llm_fields,
@@ -80,6 +80,7 @@ from interlock.adapters._langchain_messages import (
 )
 from interlock.adapters._lifecycle import (
     ToolFailure,
+    chosen_model,
     error_text,
     keep_working,
     llm_retry,
@@ -144,7 +145,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
     def _started(self, outcome: Outcome) -> None:
         self.policy.apply(outcome, can=("block",))
         if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+            raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         # LangChain runs after_agent only for a run that ends without raising.
@@ -245,33 +246,20 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
 
     def _select(self, outcome: Outcome, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """model_select's modify of ``model``: the call goes to that chat model."""
-        self.policy.apply(outcome, can=("modify",))
-        name = outcome.changes.get("model")
-        if name is None or name == _select_fields(request)["model"]:
-            return request
-        model = self.models.get(name)
-        if model is None:
-            try:
-                from langchain.chat_models import init_chat_model
-
-                model = init_chat_model(name)
-            except Exception as exc:  # an unknown provider, a missing package or key
-                raise DecisionNotSupported(
-                    FRAMEWORK, outcome.name, "modify", _hook(outcome),
-                    f"LangChain cannot make a chat model of {name!r} ({error_text(exc)}); "
-                    "name a 'provider:model' it can make, or pass the model as "
-                    f"InterlockMiddleware(models={{{name!r}: model}}) (docs/adapters.md, "
-                    "LangChain)") from exc
-        return request.override(model=model)
+        model = chosen_model(self.policy, outcome, _select_fields(request)["model"],
+                             self.models, _init_chat_model,
+                             cannot="LangChain cannot make a chat model",
+                             option="InterlockMiddleware", section="LangChain")
+        return request if model is None else request.override(model=model)
 
     def _before_model(self, outcome: Outcome, request: ModelRequest[Any]
                       ) -> tuple[ModelRequest[Any], ModelResponse[Any] | None]:
         self.policy.apply(outcome, can=("block", "respond", "modify", "context"))
         if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+            raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
         unsupported = set(outcome.changes) - {"tools"}
         if unsupported:
-            raise DecisionNotSupported(FRAMEWORK, outcome.name, "modify", _hook(outcome),
+            raise DecisionNotSupported(FRAMEWORK, outcome.name, "modify", hook_name(outcome),
                                        f"LangChain's adapter changes only 'tools' here, not "
                                        f"{sorted(unsupported)}")
         if "tools" in outcome.changes:
@@ -289,7 +277,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                      synthetic: bool) -> ModelResponse[Any]:
         self.policy.apply(outcome, can=("block", "modify"))
         if outcome.blocked:
-            raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+            raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
         if not outcome.changes:
             return response
         old = _ai(response)
@@ -298,7 +286,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         if text != before and not synthetic and _streamed():
             # The stream's consumer has read the model's reply as it came.
             raise DecisionNotSupported(
-                FRAMEWORK, outcome.name, "modify", _hook(outcome),
+                FRAMEWORK, outcome.name, "modify", hook_name(outcome),
                 "a streamed run cannot take back text it has streamed; run the agent with "
                 "invoke/ainvoke, or stream without stream_mode=\"messages\", to rewrite "
                 "its text (docs/adapters.md, LangChain)")
@@ -434,7 +422,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             # checkpointer keeps the state); Command(resume=...) answers.
             answer = interrupt({"type": "interlock_approval", "tool_name": name,
                                 "tool_call_id": call_id, "args": gate.args,
-                                "reason": gate.reason, "hook": _hook(gate.outcome)})
+                                "reason": gate.reason, "hook": hook_name(gate.outcome)})
             approved, why = _approval(answer)
             if not approved:
                 refusal = {"error": "tool call refused", "tool_name": name,
@@ -561,3 +549,7 @@ def _input_update(state: AgentState[Any], given: RunInput) -> dict[str, Any] | N
     return {"messages": update} if update else None
 
 
+def _init_chat_model(name: str) -> Any:
+    from langchain.chat_models import init_chat_model
+
+    return init_chat_model(name)

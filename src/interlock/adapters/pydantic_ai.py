@@ -72,9 +72,11 @@ from interlock.adapters._core import (
     RunInput,
     SessionEnd,
     as_text,
+    hook_name,
     with_context,
 )
 from interlock.adapters._lifecycle import (
+    chosen_model,
     error_text,
     keep_working,
     llm_retry,
@@ -146,7 +148,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             outcome = await self.policy.emit("before_agent_start", prompt=given.text)
             self.policy.apply(outcome, can=("block",))
             if outcome.blocked:
-                raise PolicyStopped(outcome.name, outcome.reason, _hook(outcome))
+                raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
         if ctx.run_id is not None and (given.text != prompt or given.context
                                        or given.respond is not None):
             self._inputs[ctx.run_id] = (prompt, given)
@@ -187,10 +189,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                         tools=offered)
         self.policy.apply(before, can=("block", "respond", "modify", "context"))
         if before.blocked:
-            raise PolicyStopped(before.name, before.reason, _hook(before))
+            raise PolicyStopped(before.name, before.reason, hook_name(before))
         unsupported = set(before.changes) - {"tools"}
         if unsupported:
-            raise DecisionNotSupported(FRAMEWORK, before.name, "modify", _hook(before),
+            raise DecisionNotSupported(FRAMEWORK, before.name, "modify", hook_name(before),
                                        f"pydantic-ai's adapter changes only 'tools' here, "
                                        f"not {sorted(unsupported)}")
         if "tools" in before.changes:
@@ -251,25 +253,12 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     async def _select(self, request_context: ModelRequestContext) -> None:
         """model_select's modify of ``model``: the request goes to that model."""
         current = request_context.model.model_name
-        outcome = await self.policy.emit("model_select", model=current)
-        self.policy.apply(outcome, can=("modify",))
-        name = outcome.changes.get("model")
-        if name is None or name == current:
-            return
-        model = self.models.get(name)
-        if model is None:
-            from pydantic_ai.models import infer_model
-
-            try:
-                model = infer_model(name)
-            except Exception as exc:  # an unknown provider, a missing package or key
-                raise DecisionNotSupported(
-                    FRAMEWORK, outcome.name, "modify", _hook(outcome),
-                    f"pydantic-ai cannot make a model of {name!r} ({error_text(exc)}); name "
-                    "a 'provider:model' it can make, or pass the model as "
-                    f"Interlock(models={{{name!r}: model}}) (docs/adapters.md, "
-                    "pydantic-ai)") from exc
-        request_context.model = model
+        model = chosen_model(self.policy, await self.policy.emit("model_select", model=current),
+                             current, self.models, _infer_model,
+                             cannot="pydantic-ai cannot make a model", option="Interlock",
+                             section="pydantic-ai")
+        if model is not None:
+            request_context.model = model
 
     async def on_model_request_error(self, ctx: RunContext[Any], *,
                                      request_context: ModelRequestContext,
@@ -316,14 +305,14 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                        synthetic=synthetic)
         self.policy.apply(after, can=("block", "modify"))
         if after.blocked:
-            raise PolicyStopped(after.name, after.reason, _hook(after))
+            raise PolicyStopped(after.name, after.reason, hook_name(after))
         if after.changes:
             text = after.changes.get("text", response.text or "")
             if streamed and text != (response.text or ""):
                 # The consumer of a stream has read the model's text as it came, and
                 # run_stream's output is the stream's, not this response's.
                 raise DecisionNotSupported(
-                    FRAMEWORK, after.name, "modify", _hook(after),
+                    FRAMEWORK, after.name, "modify", hook_name(after),
                     "a streamed run cannot take back text it has streamed; run the agent "
                     "without streaming (run, run_sync) to rewrite its text "
                     "(docs/adapters.md, pydantic-ai)")
@@ -359,7 +348,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             elif gate.args != args or gate.context:
                 raise DecisionNotSupported(
                     FRAMEWORK, "before_tool_call", "modify" if gate.args != args else "context",
-                    _hook(gate.outcome), "an external tool's call is handed out as the model "
+                    hook_name(gate.outcome), "an external tool's call is handed out as the model "
                     "made it; block it, or change the arguments where the tool runs "
                     "(docs/adapters.md, pydantic-ai)")
         return DeferredToolResults(calls=answered) if answered else None
@@ -379,7 +368,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 # pydantic-ai's human-in-the-loop step: the run ends with this call in
                 # DeferredToolRequests.approvals; a person's DeferredToolResults resumes it.
                 raise ApprovalRequired(metadata={"reason": gate.reason or "",
-                                                 "hook": _hook(gate.outcome) or ""})
+                                                 "hook": hook_name(gate.outcome) or ""})
             status = "ok"
             try:
                 result = await handler(gate.args)
@@ -451,9 +440,6 @@ def _apply_input(request_context: ModelRequestContext, original: str, given: Run
             "replace (docs/adapters.md, pydantic-ai)")
 
 
-def _hook(outcome: Any) -> str | None:
-    return outcome.hook.qualified_name if outcome.hook is not None else None
-
 
 def _messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
     """The conversation in the catalog's OpenAI shape (role, content)."""
@@ -490,3 +476,9 @@ def _response(value: Any, model: str) -> ModelResponse:
     parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
               for c in data.get("tool_calls") or []]
     return ModelResponse(parts=parts or [TextPart("")], model_name=model)
+
+
+def _infer_model(name: str) -> Model:
+    from pydantic_ai.models import infer_model
+
+    return infer_model(name)
