@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from interlock import Engine, block, context
+from interlock import Engine, block, context, modify
 from interlock.engine.outcome import Outcome
 from interlock.events import BeforeToolCall
 
@@ -94,3 +94,22 @@ def test_outcomes_that_differ_are_not_equal() -> None:
     engine.on("before_tool_call", lambda ev: context("else"), name="d")
     two = engine.emit_sync(_event())
     assert one != two
+
+
+@pytest.mark.parametrize("timed", [False, True])
+def test_changes_are_the_restored_payload_after_a_check_mutates_it(timed: bool) -> None:
+    # A modifier's rewrite, then a fail-open check that mutates it in place: the
+    # payload is restored (docs/engine.md, Immutability), and so are the changes
+    # a host applies (outcome.changes), the audit record's among them.
+    engine = Engine(timed=timed)
+    engine.on("before_tool_call", lambda ev: modify(args={"command": "ls", "flags": ["-l"]}),
+              name="m", modifies=True)
+
+    def meddle(ev: BeforeToolCall) -> None:
+        ev.args["flags"].append("-R")
+
+    engine.on("before_tool_call", meddle, name="c", on_error="open")
+    outcome = engine.emit_sync(_event())
+    assert outcome.final().args == {"command": "ls", "flags": ["-l"]}
+    assert outcome.changes == {"args": {"command": "ls", "flags": ["-l"]}}
+    assert outcome.to_record().changes == {"args": {"command": "ls", "flags": ["-l"]}}
