@@ -138,3 +138,35 @@ def test_a_malformed_log_call_does_not_raise_through_the_filter(caplog):
     caplog.set_level(logging.INFO, logger="interlock")
     logging.getLogger("interlock").warning("two %s %s", "token=abcdef123456")  # one arg short
     assert "abcdef123456" not in caplog.text
+
+
+def test_a_line_on_an_interlock_child_logger_is_redacted(caplog):
+    # Filters on "interlock" do not apply to what a child logger propagates.
+    import logging
+
+    from interlock.engine.logs import logger
+
+    caplog.set_level(logging.INFO, logger="interlock")
+    logger("interlock.registry").warning("loaded password=hunter22hunter")
+    assert "hunter22hunter" not in caplog.text
+    assert MASK in caplog.text
+
+
+def test_lines_are_redacted_when_logging_is_imported_after_interlock():
+    # The application imports Interlock first (it imports no logging), then logs.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from interlock import Engine\n"
+        "assert 'logging' not in sys.modules\n"
+        "import logging\n"
+        "logging.basicConfig(stream=sys.stdout, format='%(name)s %(message)s')\n"
+        "logging.getLogger('interlock').warning('a password=hunter22hunter')\n"
+        "logging.getLogger('interlock.extensions').warning('b password=hunter22hunter')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert "hunter22hunter" not in out
+    assert out.count(MASK) == 2
