@@ -170,3 +170,39 @@ def test_lines_are_redacted_when_logging_is_imported_after_interlock():
                          timeout=60, check=True).stdout
     assert "hunter22hunter" not in out
     assert out.count(MASK) == 2
+
+
+LOGGING_MODULES = [
+    "interlock.agent.mcp", "interlock.bundled.boot_md.handler", "interlock.executors.http",
+    "interlock.executors.net.ssrf", "interlock.executors.prompt",
+    "interlock.hosts.fleet.approvals", "interlock.hosts.fleet.policy",
+    "interlock.hosts.fleet.shared", "interlock.hosts.fleet.state",
+    "interlock.hosts.mcp.proxy", "interlock.hosts.server.auth",
+    "interlock.hosts.server.gateway", "interlock.hosts.server.upstream",
+    "interlock.hosts.terminal.chat_ui",
+]
+
+
+@pytest.mark.parametrize("module", LOGGING_MODULES)
+def test_every_interlock_module_logs_through_the_filter(caplog, module):
+    import importlib
+    import logging
+
+    caplog.set_level(logging.INFO)
+    importlib.import_module(module).log.warning("%s password=hunter22hunter", module)
+    assert "hunter22hunter" not in caplog.text
+    assert MASK in caplog.text
+
+
+def test_no_module_makes_a_logger_the_filter_is_not_on():
+    # logs.logger() puts the filter on the logger it names; logging.getLogger() does
+    # not, and a child's records skip its parents' filters.
+    from pathlib import Path
+
+    import interlock
+
+    src = Path(interlock.__file__).parent
+    allowed = {src / "engine" / "logs.py", src / "hosts" / "bridge" / "_common.py"}
+    found = [str(p.relative_to(src)) for p in src.rglob("*.py")
+             if p not in allowed and "logging.getLogger(" in p.read_text()]
+    assert found == []
