@@ -352,3 +352,31 @@ async def test_a_tainted_check_phase_does_not_wait_for_a_hung_check_before_rerun
     assert sorted(f.hook for f in sink.failures) == ["code:hung", "code:mutator"]
     assert {f.hook: f.mode.value for f in sink.failures}["code:hung"] == "timeout"
     assert out.final().args == {"command": "rm -rf /"}
+
+
+@pytest.mark.parametrize("lean", [True, False])
+@pytest.mark.parametrize(("verdict", "modifies"), [(Verdict.APPROVE, False),
+                                                   (Verdict.NONE, False),
+                                                   (Verdict.NONE, True),
+                                                   (Verdict.ASK, True)])
+def test_a_rewrite_that_nothing_applies_is_a_contract_error(verdict, modifies, lean):
+    # Only a modifier's modify or approve applies changes (docs/engine.md, Phases of
+    # a gate event): an approval of a rewritten call must not approve the original.
+    from interlock import Engine
+
+    engine = Engine(timed=not lean)  # untimed: the fast path; timed: the loop
+    engine.on("before_tool_call", lambda ev: Decision(
+        verdict=verdict, changes={"args": {"command": "ls -l"}}), name="h", modifies=modifies,
+        on_error="open")
+    out = tool(engine, {"command": "rm -rf /"})
+    assert out.verdict is Verdict.NONE
+    [record] = out.hooks
+    assert record.failure == "contract"
+    assert "changes" in (record.error or "")
+    assert out.final().args == {"command": "rm -rf /"}
+
+
+def test_a_block_that_carries_changes_still_blocks(engine):
+    engine.on("before_tool_call", lambda ev: Decision(
+        verdict=Verdict.BLOCK, reason="no", changes={"args": {"command": "ls -l"}}), name="h")
+    assert tool(engine).verdict is Verdict.BLOCK

@@ -138,3 +138,71 @@ def test_a_malformed_log_call_does_not_raise_through_the_filter(caplog):
     caplog.set_level(logging.INFO, logger="interlock")
     logging.getLogger("interlock").warning("two %s %s", "token=abcdef123456")  # one arg short
     assert "abcdef123456" not in caplog.text
+
+
+def test_a_line_on_an_interlock_child_logger_is_redacted(caplog):
+    # Filters on "interlock" do not apply to what a child logger propagates.
+    import logging
+
+    from interlock.engine.logs import logger
+
+    caplog.set_level(logging.INFO, logger="interlock")
+    logger("interlock.registry").warning("loaded password=hunter22hunter")
+    assert "hunter22hunter" not in caplog.text
+    assert MASK in caplog.text
+
+
+def test_lines_are_redacted_when_logging_is_imported_after_interlock():
+    # The application imports Interlock first (it imports no logging), then logs.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from interlock import Engine\n"
+        "assert 'logging' not in sys.modules\n"
+        "import logging\n"
+        "logging.basicConfig(stream=sys.stdout, format='%(name)s %(message)s')\n"
+        "logging.getLogger('interlock').warning('a password=hunter22hunter')\n"
+        "logging.getLogger('interlock.extensions').warning('b password=hunter22hunter')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    assert "hunter22hunter" not in out
+    assert out.count(MASK) == 2
+
+
+LOGGING_MODULES = [
+    "interlock.agent.mcp", "interlock.bundled.boot_md.handler", "interlock.executors.http",
+    "interlock.executors.net.ssrf", "interlock.executors.prompt",
+    "interlock.hosts.fleet.approvals", "interlock.hosts.fleet.policy",
+    "interlock.hosts.fleet.shared", "interlock.hosts.fleet.state",
+    "interlock.hosts.mcp.proxy", "interlock.hosts.server.auth",
+    "interlock.hosts.server.gateway", "interlock.hosts.server.upstream",
+    "interlock.hosts.terminal.chat_ui",
+]
+
+
+@pytest.mark.parametrize("module", LOGGING_MODULES)
+def test_every_interlock_module_logs_through_the_filter(caplog, module):
+    import importlib
+    import logging
+
+    caplog.set_level(logging.INFO)
+    importlib.import_module(module).log.warning("%s password=hunter22hunter", module)
+    assert "hunter22hunter" not in caplog.text
+    assert MASK in caplog.text
+
+
+def test_no_module_makes_a_logger_the_filter_is_not_on():
+    # logs.logger() puts the filter on the logger it names; logging.getLogger() does
+    # not, and a child's records skip its parents' filters.
+    from pathlib import Path
+
+    import interlock
+
+    src = Path(interlock.__file__).parent
+    allowed = {src / "engine" / "logs.py", src / "hosts" / "bridge" / "_common.py"}
+    found = [str(p.relative_to(src)) for p in src.rglob("*.py")
+             if p not in allowed and "logging.getLogger(" in p.read_text()]
+    assert found == []

@@ -16,19 +16,19 @@ only while they are what was approved (``AgentOptions.mcp_check``).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import re
 from typing import TYPE_CHECKING, Any
 
 from interlock.agent.tools import ToolContext, ToolError
 from interlock.engine.errors import ConfigError, install_extra
+from interlock.engine.logs import logger
 from interlock.models.tooling import ToolSpec
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent
 
-log = logging.getLogger("interlock.agent")
+log = logger("interlock.agent")
 
 _TOOL = re.compile(r"^[A-Za-z0-9_-]+$")
 MAX_NAME = 64

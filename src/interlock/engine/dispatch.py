@@ -55,15 +55,19 @@ _PASSED = {EVENT_TYPES[s.name]: NoHooks(name=s.name) for s in SPECS}
 # The same outcomes, ready for ``await`` without a coroutine (see _settled),
 # made by the first emit(): a Settled is an asyncio future, and the sync
 # facade must not import asyncio (docs/engine.md, Timers).
-_SETTLED: dict[type[Event], Settled] = {}
+_SETTLED: dict[type[Event], Settled] | None = None
 
 
 def _settled_outcomes() -> dict[type[Event], Settled]:
-    if not _SETTLED:
+    global _SETTLED
+    settled = _SETTLED
+    if settled is None:
         from interlock.engine.settled import Settled
 
-        _SETTLED.update((cls, Settled(outcome)) for cls, outcome in _PASSED.items())
-    return _SETTLED
+        # Made whole, then published: a first emit in another thread meanwhile
+        # makes its own rather than read a half-made table.
+        settled = _SETTLED = {cls: Settled(outcome) for cls, outcome in _PASSED.items()}
+    return settled
 
 
 def _event_names(event: str | type[Event] | Iterable[str | type[Event]]) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 from interlock.engine.catalog import EventSpec, Kind
-from interlock.engine.decisions import Decision, Verdict, decode_wire
+from interlock.engine.decisions import ENDING, Decision, Verdict, decode_wire
 from interlock.engine.errors import (
     HOOK_ERRORS,
     HOOK_EXITS,
@@ -198,6 +198,9 @@ def crash_site(exc: BaseException, hook_file: str | None = None) -> str | None:
 # ~65 ns on Python 3.11, and check_answer runs for every hook that answers.
 _OBSERVE, _MODIFY, _VERDICT = Kind.OBSERVE, Verdict.MODIFY, Verdict
 _ALWAYS_ACCEPTED = (Verdict.NONE, Verdict.STOP)
+_REWRITES = frozenset({Verdict.MODIFY, Verdict.APPROVE})
+"""The verdicts whose changes a modifier's answer applies (an approval may carry
+the rewrite it approves)."""
 
 
 def _malformed(answer: Decision) -> str | None:
@@ -282,7 +285,9 @@ def _checker(spec: EventSpec) -> AnswerCheck:
                 and (decision.reason is None or decision.reason.__class__ is str)
                 and (decision.hint is None or decision.hint.__class__ is str)
                 and (decision.changes is None or decision.changes.__class__ is dict)
-                and (verdict is not _MODIFY or hook.modifies or observe)):
+                and (verdict is not _MODIFY or hook.modifies or observe)
+                and (not decision.changes or observe
+                     or (hook.modifies and verdict in _REWRITES))):
             return decision
         return diagnose(hook, decision)
 
@@ -306,6 +311,14 @@ def _checker(spec: EventSpec) -> AnswerCheck:
                 f"{name} does not accept (it accepts: "
                 f"{', '.join(sorted(v.value for v in spec.accepts | {Verdict.STOP}))})"
             )
+        if decision.changes and verdict not in ENDING and not (
+                hook.modifies and verdict in _REWRITES):
+            # Nothing would apply them: an approval would pass the call unchanged.
+            raise ContractError(
+                f"hook {hook.qualified_name} returned changes with {verdict.value!r}, which "
+                + ("applies none; changes go with modify or approve" if hook.modifies else
+                   "a check cannot make; declare `modifies = true` (modifies=True in code) "
+                   "so it runs in the modify phase"))
         if context is not None and not takes_context:
             raise ContractError(
                 f"hook {hook.qualified_name} returned context, which {name} does not take"

@@ -15,7 +15,7 @@ is such a stand-in.
 
 from __future__ import annotations
 
-import sys
+from interlock.engine.after_import import after_import
 
 _TYPE_CHECKING = False
 if _TYPE_CHECKING:
@@ -36,6 +36,8 @@ class _Logger:
         install_log_filter()
         import logging
 
+        if self._name not in LOGGERS:  # a child: its records skip its parents' filters
+            install_log_filter(self._name)
         value = getattr(logging.getLogger(self._name), attr)
         if callable(value):
             # Bound once: later calls skip this lookup. The logger's state
@@ -98,5 +100,6 @@ def install_log_filter(*names: str) -> None:
         _installed = True
 
 
-if "logging" in sys.modules:  # an application that logs already: filter from the start
-    install_log_filter()
+# Whoever imports logging, now or later (an application that logs), finds the
+# filter on Interlock's loggers before it can log to them.
+after_import("logging", lambda _module: install_log_filter())

@@ -52,7 +52,13 @@ def mutated(event: Event, snaps: list[tuple[str, Any]]) -> bool:
 def merge(run: Run) -> Outcome:
     """The outcome: the strongest decision seen, ties to the earliest hook
     (docs/engine.md, Phases of a gate event, Merge)."""
-    return merge_raw(run.event, run.current, run.raw, run.changes, run.revision)
+    changes, current = run.changes, run.current
+    if changes:
+        # Each changed field's final value is the payload's: a check that
+        # mutated the rewrite in place changed the object the modifier handed
+        # back, and only the payload was restored (docs/engine.md, Immutability).
+        changes = {name: getattr(current, name) for name in changes}
+    return merge_raw(run.event, current, run.raw, changes, run.revision)
 
 
 def merge_raw(original: Event, current: Event, raw: list[HookResult],

@@ -245,10 +245,13 @@ class Outcome(msgspec.Struct, kw_only=True):
     @property
     def contexts(self) -> Sequence[tuple[str, str]]:
         """(hook, text) for every context of an answer the merge took, in hook order."""
+        # The answers first: ``raw`` sets the contexts before it drops the
+        # answers, so a reader in another thread (the audit writer and the
+        # host) finds one or the other, never neither.
+        answers = self._answers
         contexts = self._contexts
         if contexts is not None:
             return contexts
-        answers = self._answers
         if answers is None:
             return ()
         raw = self._raw
@@ -257,6 +260,15 @@ class Outcome(msgspec.Struct, kw_only=True):
             for i, answer in enumerate(answers)
             if answer is not None and answer.context is not None]
         return contexts
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when what readers see is: the fields, records and contexts,
+        whichever of them have been read (their private forms differ then)."""
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return self is other or _seen(self) == _seen(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable (the stop-loop cap sets verdict)
 
     # -- what hosts ask -------------------------------------------------------
     @property
@@ -356,6 +368,13 @@ class Outcome(msgspec.Struct, kw_only=True):
     def summary(self) -> str:
         return (f"Outcome({self.name}, {self.verdict.value}, reason={self.reason!r}, "
                 f"changes={sorted(self.changes)}, contexts={len(self.contexts)})")
+
+
+def _seen(outcome: Outcome) -> tuple[Any, ...]:
+    """What readers of ``outcome`` see, for equality."""
+    o = outcome
+    return (o.name, o.event, o.verdict, o.reason, o.hint, o.hook, o.payload, dict(o.changes),
+            o.value, o.revision, o.capped, list(o.raw), list(o.contexts))
 
 
 def _redacted(text: str | None) -> str | None:

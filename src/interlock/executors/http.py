@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
-import logging
 import os
 import re
 import ssl
@@ -40,13 +39,14 @@ from interlock.engine.errors import (
     HookTimeout,
 )
 from interlock.engine.hooks import Executor, Invocation
+from interlock.engine.logs import logger
 from interlock.engine.redact import redact
 from interlock.engine.strictjson import loads as strict_loads
 from interlock.executors.net import signing
 from interlock.executors.net.pinned import PinnedClient
 from interlock.executors.net.ssrf import Allowlist, Resolver, SSRFError, check_url, parse_url
 
-log = logging.getLogger("interlock.executors.net")
+log = logger("interlock.executors.net")
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")

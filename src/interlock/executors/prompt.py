@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import logging
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -40,12 +39,13 @@ from interlock.engine.errors import (
     HookTimeout,
 )
 from interlock.engine.hooks import Executor, Hook, Invocation, Matcher, OnError
+from interlock.engine.logs import logger
 from interlock.engine.redact import redact
 from interlock.engine.strictjson import AmbiguousJSON
 from interlock.engine.strictjson import loads as strict_loads
 from interlock.models.tooling import ModelError, ModelProvider, ModelRequest
 
-log = logging.getLogger("interlock.executors.prompt")
+log = logger("interlock.executors.prompt")
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",

@@ -5,7 +5,6 @@ face is :mod:`interlock.ext.loader`."""
 from __future__ import annotations
 
 import inspect
-import logging
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -98,7 +97,7 @@ class ExtensionContext:
         self.tools = ExtensionTools()
         self.commands: dict[str, CommandSpec] = {}
         self.providers: dict[str, ProviderFactory] = {}
-        self.log = logging.getLogger(f"interlock.ext.{name}")
+        self.log = logger(f"interlock.ext.{name}")
         self._names = names if names is not None else _Names()
         self._bus = bus
         self._events: BusClient | None = None

@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from interlock.engine.decisions import Decision, context
+from interlock.engine.logs import logger
 from interlock.events import Event
 from interlock.policies.boot_md import BootMd
 
-log = logging.getLogger("interlock.bundled.boot_md")
+log = logger("interlock.bundled.boot_md")
 
 _boot = BootMd()
 _deliver: Callable[[str, Event], Any] | None = None

@@ -19,7 +19,6 @@ all 127.0.0.1, and are refused as such before any resolver sees them.
 from __future__ import annotations
 
 import ipaddress
-import logging
 import re
 import socket
 import urllib.parse
@@ -28,8 +27,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from interlock.engine.errors import ConfigError, FailureMode, HookFailure
+from interlock.engine.logs import logger
 
-log = logging.getLogger("interlock.executors.net")
+log = logger("interlock.executors.net")
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network

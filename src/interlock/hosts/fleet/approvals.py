@@ -26,7 +26,6 @@ that is starting refuses to start. Nothing reads as approved without a row.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from pathlib import Path
@@ -34,9 +33,10 @@ from typing import Any
 
 from interlock.config.trust import Approval, TrustStore
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 from interlock.hosts.fleet.shared import Fleet, FleetUnavailable
 
-log = logging.getLogger("interlock.fleet")
+log = logger("interlock.fleet")
 
 KIND = "approval"
 """The notification of a change to ``fleet_approvals``."""

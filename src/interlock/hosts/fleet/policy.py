@@ -30,7 +30,6 @@ import contextlib
 import hashlib
 import hmac
 import json
-import logging
 import os
 import re
 import shutil
@@ -41,9 +40,10 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 from interlock.hosts.fleet.shared import Fleet, FleetUnavailable
 
-log = logging.getLogger("interlock.fleet")
+log = logger("interlock.fleet")
 
 SIGNATURE_HEADER = "x-interlock-signature"
 MAX_SKEW_S = 300.0

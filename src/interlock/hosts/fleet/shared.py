@@ -14,7 +14,6 @@ notifications sent meanwhile are lost.
 from __future__ import annotations
 
 import contextlib
-import logging
 import os
 import socket
 import threading
@@ -23,9 +22,10 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from interlock.engine.errors import ConfigError, install_extra
+from interlock.engine.logs import logger
 from interlock.engine.redact import redact
 
-log = logging.getLogger("interlock.fleet")
+log = logger("interlock.fleet")
 
 CHANNEL = "interlock_fleet"
 PING_S = 0.5

@@ -23,18 +23,18 @@ from __future__ import annotations
 
 import hashlib
 import json
-import logging
 import secrets
 import threading
 import time
 from typing import Any
 
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 from interlock.hosts.fleet.shared import Fleet, FleetUnavailable
 from interlock.hosts.server.auth import TOKEN_PREFIX, Role, TokenInfo, TokenStore, TokensUnavailable
 from interlock.reliability._breaker import Breaker, BreakerBook, BreakerKey, BreakerState
 
-log = logging.getLogger("interlock.fleet")
+log = logger("interlock.fleet")
 
 CACHE_S = 30.0
 """A cached token is re-read at least this often even while notifications flow."""

@@ -25,7 +25,6 @@ unchecked (docs/mcp.md).
 
 from __future__ import annotations
 
-import logging
 import os
 import re
 from collections.abc import Awaitable, Callable
@@ -41,6 +40,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from pydantic import ValidationError
 
+from interlock.engine.logs import logger
 from interlock.hosts.mcp._gate import (
     PROMPT_GET,
     RESOURCE_READ,
@@ -53,7 +53,7 @@ from interlock.hosts.mcp._gate import (
 
 __all__ = ["Upstream", "build_server", "run_proxy", "server_name_for"]
 
-log = logging.getLogger("interlock.mcp")
+log = logger("interlock.mcp")
 
 _POLICY_ERROR = -32001
 """The JSON-RPC error code of a refused resource read or prompt get."""

@@ -16,7 +16,6 @@ import enum
 import hashlib
 import hmac
 import json
-import logging
 import os
 import secrets
 import threading
@@ -26,8 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 
-log = logging.getLogger("interlock.server")
+log = logger("interlock.server")
 
 TOKEN_PREFIX = "ilk_"
 TOKENS_FILE = "server-tokens.json"

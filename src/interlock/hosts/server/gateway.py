@@ -28,7 +28,6 @@ sender sees the text once those hooks have passed it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,13 +40,14 @@ from interlock.agent.permissions import PermissionRule
 from interlock.agent.scope import ReadScope
 from interlock.engine.decisions import Verdict
 from interlock.engine.dispatch import Engine
+from interlock.engine.logs import logger
 from interlock.engine.redact import redact, redact_data
 from interlock.models.tooling import ModelProvider
 
 if TYPE_CHECKING:
     pass
 
-log = logging.getLogger(__name__)
+log = logger(__name__)
 
 ModelFactory = Callable[[str, str], ModelProvider]
 """``factory(sender_id, channel)`` -> the model of a new chat session."""

@@ -18,7 +18,6 @@ the hook input is written to it (docs/fleet.md, The forwarder).
 from __future__ import annotations
 
 import json
-import logging
 import os
 import ssl
 import sys
@@ -34,9 +33,10 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from interlock.engine.errors import ConfigError
+from interlock.engine.logs import logger
 from interlock.hosts.bridge._common import BridgeError
 
-log = logging.getLogger("interlock.server")
+log = logger("interlock.server")
 
 TIMEOUT_S = 30.0
 MAX_BODY = 1 << 20

@@ -18,19 +18,19 @@ from __future__ import annotations
 
 import asyncio
 import io
-import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from interlock.agent.active import CURRENT
+from interlock.engine.logs import logger
 from interlock.ext.ui import Shortcut, UIState, Widget, call_handler
 
 if TYPE_CHECKING:
     from interlock.agent.loop import Agent
 
-log = logging.getLogger("interlock.chat")
+log = logger("interlock.chat")
 
 
 @dataclass(frozen=True, slots=True)
