@@ -225,6 +225,9 @@ def test_admin_endpoints_work_with_an_admin_token(served: Served) -> None:
 
 
 def test_status_and_hooks_need_a_token_or_the_socket(served: Served) -> None:
+    # An evaluation of its own: under xdist this test may be the module's first.
+    assert served.request("POST", "/v1/events/before_tool_call", RM,
+                          token=served.events_token).status == 200
     refused = served.request("GET", "/v1/status")
     assert refused.status == 401
     assert "token" in refused.body["error"]
