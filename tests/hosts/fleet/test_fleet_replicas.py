@@ -89,13 +89,8 @@ class Fleet:
         script = tmp / "chat.yaml"
         script.write_text("- text: ok\n" * 20)
         extra = ["--fleet", "--no-socket", "--chat-model", f"scripted:{script}"]
-        # Fixed ports (the last --port wins), so a replica restarts where haproxy looks.
-        self.a = Serve(tmp / "a", POLICY, store=self.pg.url,
-                       extra=[*extra, "--port", str(free_port())])
-        self.b = Serve(tmp / "b", POLICY, store=self.pg.url,
-                       extra=[*extra, "--port", str(free_port())])
-        self.a.start()
-        self.b.start()
+        self.a = self._replica("a", extra)
+        self.b = self._replica("b", extra)
         self.port = free_port()
         self.cfg = tmp / "haproxy.cfg"
         self.cfg.write_text(HAPROXY.format(port=self.port, a=self.a.port, b=self.b.port))
@@ -103,6 +98,20 @@ class Fleet:
                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self.token = self.token_file("machine1")
         wait_for(lambda: self.bridge("ls", "warm").returncode == 0, what="haproxy to pass calls")
+
+    def _replica(self, name: str, extra: list[str]) -> Serve:
+        """A started replica on a fixed port (the last --port wins), so that it
+        restarts where haproxy looks. A port found free can be taken by another
+        test's connection before serve binds it; then another one is tried."""
+        for attempt in range(5):
+            replica = Serve(self.tmp / name, POLICY, store=self.pg.url,
+                            extra=[*extra, "--port", str(free_port())])
+            try:
+                return replica.start()
+            except AssertionError as exc:
+                if "already in use" not in str(exc) or attempt == 4:
+                    raise
+        raise AssertionError("unreachable")
 
     def token_file(self, name: str, *extra: str) -> Path:
         made = self.a.cli("serve", "token", "create", name, "--fleet", *extra)
