@@ -88,6 +88,19 @@ def ruled(decision, *rules) -> Policy:
     return Policy("testing", engine=engine, rules=[rule(*r) for r in rules])
 
 
+async def test_a_deny_rule_blocks_with_no_hook_on_the_event():
+    """With no hook on before_tool_call the engine's outcome is the shared
+    no-hooks one, which holds no event: the rule must still see the tool's name."""
+    from interlock.agent.permissions import rule
+
+    engine = Engine()
+    ENGINES.append(engine)
+    policy = Policy("testing", engine=engine, rules=[rule("t", "*rm*", "deny")])
+    assert (await policy.before_tool("t", {"c": "rm x"})).action == "block"
+    assert policy.before_tool_sync("t", {"c": "rm x"}).action == "block"
+    assert policy.before_tool_sync("t", {"c": "ls"}).action == "run"
+
+
 async def test_a_deny_rule_blocks_even_over_a_hooks_approve():
     from interlock import approve
 

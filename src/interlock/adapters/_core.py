@@ -354,15 +354,16 @@ class Policy:
                           *, can_ask: bool = True) -> ToolGate:
         outcome = await self.emit("before_tool_call", tool_call_id=call_id, tool_name=name,
                                   args=args)
-        return self._gate(outcome, args, can_ask=can_ask)
+        return self._gate(outcome, name, args, can_ask=can_ask)
 
     def before_tool_sync(self, name: str, args: dict[str, Any], call_id: str = "",
                          *, can_ask: bool = True) -> ToolGate:
         outcome = self.emit_sync("before_tool_call", tool_call_id=call_id, tool_name=name,
                                  args=args)
-        return self._gate(outcome, args, can_ask=can_ask)
+        return self._gate(outcome, name, args, can_ask=can_ask)
 
-    def _gate(self, outcome: Outcome, args: dict[str, Any], *, can_ask: bool) -> ToolGate:
+    def _gate(self, outcome: Outcome, name: str, args: dict[str, Any], *,
+              can_ask: bool) -> ToolGate:
         self.apply(outcome, can=_TOOL_CAN if can_ask else _TOOL_CAN_NO_ASK, fix=_ASK_FIX)
         new_args: dict[str, Any] = getattr(outcome.payload, "args", args)
         context = outcome.context_text() if outcome.contexts else ""
@@ -373,7 +374,8 @@ class Policy:
         if verdict is Verdict.RESPOND:
             return ToolGate("respond", new_args, outcome.value, outcome.reason, context,
                             outcome)
-        name = getattr(outcome.event, "tool_name", "")
+        # The name asked about, not outcome.event's: the shared outcome of an
+        # event with no hooks holds no event (and no hook may rename a tool).
         rule = self._rule(name, new_args)
         if rule == "deny":
             return ToolGate("block", new_args, _rule_block(name, "a permission rule denies it"),
