@@ -62,3 +62,25 @@ def test_a_line_logged_after_logging_is_first_imported_still_goes_to_the_file(
     text = (tmp_path / "state" / "bridge.log").read_text()
     assert "first line, key [REDACTED]" in text
     assert "an asyncio line" in text
+
+
+def test_every_line_the_bridge_log_takes_is_redacted(tmp_path: Path) -> None:
+    """The file takes asyncio's lines and those of any child of "interlock",
+    including one made with plain ``logging.getLogger`` by a hook's library:
+    records propagated up from a child skip the parent logger's filters, so
+    the redaction sits on the file's handler."""
+    code = (
+        "from interlock.hosts.bridge._common import logs_off_stderr\n"
+        "logs_off_stderr()\n"
+        "import logging, asyncio\n"
+        "logging.getLogger('interlock.hooklib').warning("
+        "'child key sk-ant-api03-abcdefghijklmnopqrstuvwx')\n"
+        "asyncio.log.logger.error('task failed: sk-ant-api03-zyxwvutsrqponmlkjihgfedc')\n")
+    proc = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                          env={**os.environ, "INTERLOCK_STATE_DIR": str(tmp_path / "state")},
+                          timeout=60)
+    assert (proc.returncode, proc.stderr) == (0, "")
+    text = (tmp_path / "state" / "bridge.log").read_text()
+    assert "child key [REDACTED]" in text
+    assert "task failed: [REDACTED]" in text
+    assert "sk-ant" not in text

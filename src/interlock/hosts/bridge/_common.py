@@ -157,6 +157,12 @@ def _log_to_file(_logging: ModuleType) -> None:
     except OSError:
         handler = logging.NullHandler()
     handler.set_name("interlock-bridge-log")
+    # On the handler, not the loggers: a record propagated up from a child
+    # logger (a hook library's "interlock.x", asyncio's) skips its parents'
+    # filters, never the handler's (docs/reliability.md, Redaction).
+    from interlock.engine.logs import LOG_FILTER
+
+    handler.addFilter(LOG_FILTER)
     # asyncio's own lines too: a check cut off while its subprocess was still
     # being created can outlive the loop, and asyncio says so when it goes.
     for name in ("interlock", "asyncio"):
