@@ -398,6 +398,21 @@ def test_stop_loop_cap(cls):
     assert seen[:4] == [(False, 0), (True, 1), (True, 2), (True, 3)]
 
 
+def test_a_capped_stop_block_names_no_winner_and_is_recorded_as_ignored():
+    """The capped block did not decide anything: the outcome names no hook or
+    reason, and the audit record does not call the block applied."""
+    engine = Engine(stop_loop_cap=1)
+    engine.on("before_stop", lambda e: block("keep working"), name="nag")
+    assert engine.emit_sync(BeforeStop(session_id="s")).blocked
+    capped = engine.emit_sync(BeforeStop(session_id="s"))
+    assert (capped.verdict, capped.capped, capped.hook, capped.reason) == (
+        Verdict.NONE, True, None, None)
+    record = capped.to_dict()
+    assert (record["decision"], record["hook"], record["reason"]) == ("none", None, None)
+    assert [(h["hook"], h["verdict"], h["status"]) for h in record["hooks"]] == [
+        ("code:nag", "block", "ignored")]
+
+
 def test_stop_loop_cap_resets_on_user_input():
     engine = Engine(stop_loop_cap=2)
     engine.on("before_stop", lambda e: block("more"))

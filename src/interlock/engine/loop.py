@@ -469,7 +469,16 @@ class DispatchLoop:
                 # A stop hook can never keep an agent running forever
                 # (docs/engine.md, Stop loops).
                 self._stop_blocks.pop(key, None)
+                # The block decided nothing: no hook or reason is the
+                # winner's, and its record says it was not applied.
+                outcome._raw = [
+                    HookResult(r.hook, r.decision, r.failure, r.latency, Status.IGNORED)
+                    if r.status is Status.APPLIED and r.decision is not None
+                    and r.decision.verdict is Verdict.BLOCK else r
+                    for r in outcome.raw]
                 outcome.verdict = Verdict.NONE
+                outcome.hook = outcome.reason = outcome.hint = None
+                outcome._best = -1
                 outcome.capped = True
                 return
             self._stop_blocks[key] = count + 1

@@ -38,7 +38,8 @@ class Status(enum.StrEnum):
     CANCELLED = "cancelled"
     """The event ended before it answered."""
     IGNORED = "ignored"
-    """A decision on an observe event: a warning, not an effect."""
+    """Not an effect: a decision on an observe event (a warning), or a stop
+    hook's block that the stop-loop cap turned into no opinion."""
     QUEUED = "queued"
     """A background hook, handed to its queue."""
 
