@@ -8,13 +8,14 @@ import time
 
 import pytest
 
-from interlock import Engine, Verdict, approve, ask, block, context, respond, stop
+from interlock import Engine, Verdict, approve, ask, block, context, respond, skip, stop
 from interlock.engine.outcome import Status
 from interlock.events import (
     BeforeStop,
     BeforeToolCall,
     ConfigChange,
     LlmError,
+    MessageReceived,
     Notification,
     SubagentStop,
     ToolError,
@@ -302,6 +303,33 @@ async def test_block_cancels_later_outstanding_checks():
     assert {r.hook: r.status.value for r in out.hooks}["code:slow"] == "cancelled"
     await asyncio.wait_for(ended.wait(), 10)  # the cancellation reaches the hook soon after
     assert finished == ["cancelled"]  # stopped, not left running in the background
+
+
+async def test_a_check_that_failed_after_the_ending_answer_stays_failed_and_does_not_count():
+    """A later check that had already failed when an earlier one ended the
+    event: its record says failed (not superseded), its failure is recorded,
+    and its fail-closed block does not outrank the answer that ended the event."""
+    engine = Engine()
+    sink = RecordingSink()
+    engine.add_sink(sink)
+    failed = asyncio.Event()
+
+    async def skipper(event):
+        await failed.wait()  # answers only once the later check has failed
+        return skip("not this one")
+
+    async def crasher(event):
+        await asyncio.sleep(0)
+        failed.set()
+        raise RuntimeError("broken")
+
+    engine.on("message_received", skipper, name="skipper")
+    engine.on("message_received", crasher, name="crasher")
+    out = await engine.emit(MessageReceived(text="hi", session_id="s"))
+    assert (out.verdict, out.reason) == (Verdict.SKIP, "not this one")
+    statuses = {r.hook: (r.verdict, r.status.value) for r in out.hooks}
+    assert statuses == {"code:skipper": ("skip", "applied"), "code:crasher": ("none", "failed")}
+    assert [f.hook for f in sink.failures] == ["code:crasher"]
 
 
 async def test_observers_run_concurrently():

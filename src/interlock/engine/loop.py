@@ -328,7 +328,12 @@ class DispatchLoop:
                     raw[j] = HookResult(hook, None, None, monotonic_ns() - t0,
                                         Status.CANCELLED)
                 for later in raw[idx + 1:]:
-                    if later.status is not Status.CANCELLED:
+                    if later.failure is not None:
+                        # Failed before the event ended: recorded as failed,
+                        # but its fail-closed block came after the end and
+                        # does not count.
+                        later.decision = None
+                    elif later.status is not Status.CANCELLED:
                         later.status = Status.SUPERSEDED
                 return
 
