@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import inspect
 import os
 import re
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from interlock.engine.errors import FailureMode, HookFailure
 from interlock.engine.hooks import Executor
+from interlock.engine.sha import sha256
 from interlock.reliability import Reliable
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ class Read:
     def sha(self) -> str:
         if self.data is None:
             return "missing"
-        h = hashlib.sha256(self.mode_bit)
+        h = sha256(self.mode_bit)
         if self.link is not None:
             h.update(b"\0link\0" + self.link.encode(errors="surrogateescape"))
         h.update(self.data)

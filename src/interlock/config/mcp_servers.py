@@ -12,7 +12,6 @@ refused (docs/mcp.md, MCP servers in the agent).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
@@ -29,6 +28,7 @@ from interlock.config.trust import TrustStore, hook_key
 from interlock.engine.errors import ConfigError
 from interlock.engine.hooks import Source
 from interlock.engine.logs import logger
+from interlock.engine.sha import sha256
 from interlock.store.paths import project_dir
 
 log = logger("interlock.registry")
@@ -168,7 +168,7 @@ class ServersConsent:
 def digest_of(servers: list[McpServer]) -> str:
     """One digest over every server of the project (by name)."""
     parts = sorted((s.name, s.digest()) for s in servers)
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def consent(servers: list[McpServer], project_root: Path, trust: TrustStore, *,

@@ -8,7 +8,6 @@ revisions differ. The registry (:mod:`interlock.config.registry`) drives them.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +22,7 @@ from interlock.config.sources import Declared, Discovered, Reference
 from interlock.config.trust import hook_key
 from interlock.engine.errors import ConfigError, FailureMode
 from interlock.engine.hooks import Executor, Hook, OnError, Source
+from interlock.engine.sha import sha256
 
 
 @dataclass(slots=True)
@@ -91,7 +91,7 @@ class HookEntry:
 
         definition = {**self.definition.normalised(), "source": self.source.label,
                       "declared_in": label(self.declared.file), "options": self.options}
-        h = hashlib.sha256(json.dumps(definition, sort_keys=True, default=str).encode())
+        h = sha256(json.dumps(definition, sort_keys=True, default=str).encode())
         for name, sha in sorted(zip(map(label, self.pins.paths), self.pins.shas,
                                     strict=True)):
             h.update(f"\0file\0{name}\0{sha}".encode())

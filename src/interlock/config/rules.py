@@ -11,7 +11,6 @@ Trust).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from interlock.config import mcp_servers
 from interlock.config.model import PermissionRule
 from interlock.config.trust import TrustStore, hook_key
 from interlock.engine.logs import logger
+from interlock.engine.sha import sha256
 from interlock.store.paths import project_dir
 
 log = logger("interlock.registry")
@@ -82,7 +82,7 @@ def is_project(rule: PermissionRule) -> bool:
 def digest(rules: list[PermissionRule]) -> str:
     """sha256 over the allow and ask rules (order does not matter: the strictest wins)."""
     items = sorted({(r.tool, r.pattern, r.action) for r in rules if r.action != "deny"})
-    return hashlib.sha256(json.dumps(items).encode()).hexdigest()
+    return sha256(json.dumps(items).encode()).hexdigest()
 
 
 def consent(rules: list[PermissionRule], project: Path,

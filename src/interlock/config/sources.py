@@ -9,7 +9,6 @@ or ``handler.py``). Bundled hooks are folders directly under the package's
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from interlock.config.refs import folder_files
 from interlock.config.validate import check_hook
 from interlock.engine.errors import ConfigError
 from interlock.engine.hooks import Source
+from interlock.engine.sha import sha256
 
 CONFIG_NAMES = ("config.toml", "config.yaml", "config.yml")
 HOOK_FILES = ("HOOK.md", "HOOK.yaml", "HOOK.yml")
@@ -111,7 +111,7 @@ class Discovered:
 
 def _fingerprint(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256(path.read_bytes()).hexdigest()
     except OSError:
         return "missing"
 
