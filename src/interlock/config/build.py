@@ -11,7 +11,6 @@ it guards.
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import os
 import sys
 import traceback
@@ -142,6 +141,8 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
         raise ConfigError(f"hook {d.name!r}: {path.name} defines no handle(event) function",
                           file=str(path), fix="add `def handle(event): ...` returning a "
                                               "Decision or None")
+    import inspect  # for the signature (loading the engine does not import it)
+
     try:
         params = list(inspect.signature(handle).parameters.values())
     except (TypeError, ValueError):  # pragma: no cover - builtins

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import os
 import re
 import stat
@@ -27,6 +26,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interlock.engine.coroutines import iscoroutinefunction
 from interlock.engine.errors import FailureMode, HookFailure
 from interlock.engine.hooks import Executor
 from interlock.engine.sha import sha256
@@ -220,7 +220,7 @@ class _CheckedExecutor(Executor):
 
 
 def _checked_fn(fn: HookFn, pins: PinSet, name: str) -> HookFn:
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+    if iscoroutinefunction(fn) or iscoroutinefunction(
             getattr(fn, "__call__", None)):  # noqa: B004 - async callable objects
         async def checked_async(event: Any) -> Any:
             bad = pins.drifted()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import enum
-import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
 from interlock.engine.catalog import BY_NAME, COMMON, Kind
+from interlock.engine.coroutines import iscoroutinefunction
 from interlock.engine.errors import RegistrationError
 
 if TYPE_CHECKING:
@@ -250,7 +250,7 @@ class Hook:
                 spec(ev)  # raises a did-you-mean UnknownEventError
         if self.executor is not None:
             self.mode = Mode.EXECUTOR
-        elif inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+        elif iscoroutinefunction(self.fn) or iscoroutinefunction(
             getattr(self.fn, "__call__", None)  # noqa: B004 - async callable objects
         ):
             self.mode = Mode.ASYNC
