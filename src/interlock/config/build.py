@@ -13,7 +13,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import sys
-import traceback
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -118,6 +117,8 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
             try:
                 spec.loader.exec_module(module)
             except Exception as exc:
+                import traceback  # only for a handler that fails to import
+
                 line = None
                 for frame in traceback.extract_tb(exc.__traceback__):
                     if Path(frame.filename) == path:
