@@ -402,6 +402,23 @@ def test_a_first_call_with_python_hooks_imports_no_asyncio(env: Env, tmp_path: P
                         "logging"}, sorted(again)
 
 
+def test_hooks_called_in_the_bridge_process_run_with_the_collector_on(
+        env: Env, tmp_path: Path) -> None:
+    """The call that loads the hooks itself turns the collector off while loading
+    and sets what it loaded aside (docs/one-policy.md, Speed); a hook is called
+    with it on again, so the cyclic garbage a hook makes is still collected."""
+    root = env.project(tmp_path / "p", hooks=False)
+    (root / ".interlock" / "config.toml").write_text("")
+    env.add_hook(root, "gc-state", (
+        "import gc\nfrom interlock import block\n\n"
+        "def handle(e):\n"
+        "    return block(f'collector on: {gc.isenabled()}, loaded set aside: '\n"
+        "                 f'{gc.get_freeze_count() > 0}')\n"))
+    for autostart in ("0", "1"):  # in process, and the first call that starts the server
+        result = env.call(root, env={**env.vars, "INTERLOCK_BRIDGE_AUTOSTART": autostart})
+        assert "collector on: True, loaded set aside: True" in result.stdout, result
+
+
 def test_the_fast_path_tables_match_the_host_modules() -> None:
     from interlock.hosts.bridge import HOSTS, _fast, host
 
