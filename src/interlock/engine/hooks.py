@@ -8,6 +8,8 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
+import msgspec
+
 from interlock.engine.catalog import BY_NAME, COMMON, Kind
 from interlock.engine.coroutines import iscoroutinefunction
 from interlock.engine.errors import RegistrationError
@@ -132,8 +134,9 @@ def compile_matcher(pattern: str) -> re.Pattern[str] | None:
         raise RegistrationError(f"matcher {pattern!r} is not a valid pattern: {exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class Matcher:
+# A frozen msgspec struct, not a frozen slotted dataclass: the engine defines it on
+# every import, and such a dataclass takes ~1 ms to define (docs/one-policy.md, Speed).
+class Matcher(msgspec.Struct, frozen=True):
     """A compiled matcher: one pattern on the event's subject and/or field patterns."""
 
     subject: re.Pattern[str] | None = None
