@@ -16,7 +16,6 @@ import json
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -42,8 +41,7 @@ _SERVER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*$")
 ambiguous between servers."""
 
 
-@dataclass(frozen=True, slots=True)
-class McpServer:
+class McpServer(msgspec.Struct, frozen=True):
     """One declared server, where it was declared, and how to start it."""
 
     definition: McpServerDef
@@ -137,14 +135,13 @@ def merge(servers: list[McpServer]) -> list[McpServer]:
     return list(seen.values())
 
 
-@dataclass(slots=True)
-class ServersConsent:
+class ServersConsent(msgspec.Struct):
     """The project's MCP servers and whether they may start (`hooks list` shows it)."""
 
     key: str
     digest: str
     approved: bool
-    declared: list[McpServer] = field(default_factory=list)
+    declared: list[McpServer] = msgspec.field(default_factory=list)
 
     @property
     def name(self) -> str:

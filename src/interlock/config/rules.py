@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from interlock.config import mcp_servers
 from interlock.config.model import PermissionRule
@@ -31,16 +32,15 @@ NAME = "project:permissions"
 ALIASES = (NAME, "permissions")
 
 
-@dataclass(slots=True)
-class RulesConsent:
+class RulesConsent(msgspec.Struct):
     """The project's permission rules and what became of them (`hooks list` shows it)."""
 
     key: str
     digest: str
     approved: bool
-    declared: list[PermissionRule] = field(default_factory=list)
+    declared: list[PermissionRule] = msgspec.field(default_factory=list)
     """The project's rules as written."""
-    withheld: list[PermissionRule] = field(default_factory=list)
+    withheld: list[PermissionRule] = msgspec.field(default_factory=list)
     """Deny rules a change removed or weakened, kept in force until an operator approves."""
 
     @property
