@@ -26,6 +26,8 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from interlock.engine.coroutines import iscoroutinefunction
 from interlock.engine.errors import FailureMode, HookFailure
 from interlock.engine.hooks import Executor
@@ -53,8 +55,7 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev, st.st_mode)
 
 
-@dataclasses.dataclass(slots=True)
-class Read:
+class Read(msgspec.Struct):
     """One pinned file as read for a digest: what the digest covers, and its stat."""
 
     path: Path
