@@ -12,7 +12,15 @@ from __future__ import annotations
 import subprocess
 import sys
 
-HEAVY = ("asyncio", "concurrent.futures", "ssl", "logging", "hashlib")
+from helpers.imports import module_level_imports
+
+HEAVY = ("asyncio", "concurrent.futures", "ssl", "logging", "hashlib", "sqlite3", "json",
+         "difflib", "random", "tomllib")
+"""Nothing loading the engine or a sync dispatch needs (docs/one-policy.md, Speed)."""
+NOT_AT_IMPORT = ("inspect",)
+"""Modules no Interlock module the engine loads imports when it is imported: ``inspect``
+(~11 ms) still comes, by msgspec's ``typing_extensions`` and by ``dataclasses``,
+but the engine must not be what needs it (interlock.engine.coroutines)."""
 
 PRELUDE = """
 import sys
@@ -104,3 +112,15 @@ engine.emit_sync(event("ls"))
     assert "RuntimeError" in out, out
     assert "sk-ant-api03" not in out
     assert "[REDACTED]" in out
+
+
+def test_no_module_the_engine_loads_imports_inspect_when_imported() -> None:
+    """Each Interlock module ``from interlock import Engine, block`` loads, read for
+    the imports its import runs (not those inside functions or TYPE_CHECKING)."""
+    out = run("print('\\n'.join(sorted(m.__file__ for n, m in sys.modules.items() "
+              "if n.startswith('interlock') and getattr(m, '__file__', None))))")
+    files = out.splitlines()
+    assert any(f.endswith("dispatch.py") for f in files)  # it did load the engine
+    offenders = {f: sorted(set(module_level_imports(f)) & set(NOT_AT_IMPORT)) for f in files}
+    assert not {f: names for f, names in offenders.items() if names}
+

@@ -206,3 +206,28 @@ def test_no_module_makes_a_logger_the_filter_is_not_on():
     found = [str(p.relative_to(src)) for p in src.rglob("*.py")
              if p not in allowed and "logging.getLogger(" in p.read_text()]
     assert found == []
+
+
+def test_the_shortest_match_of_each_pattern_is_what_redact_skips_below() -> None:
+    """A text shorter than a pattern's shortest match is not searched with it
+    (so short reasons compile no patterns); those lengths are the patterns' own."""
+    import re._parser
+
+    from interlock.engine import redact as module
+
+    for name, least in module.MIN_MATCH.items():
+        compiled = getattr(module, name)
+        pattern = getattr(compiled, "_pattern", None) or compiled.pattern
+        assert re._parser.parse(pattern).getwidth()[0] == least, name
+
+
+def test_a_short_text_compiles_no_token_pattern() -> None:
+    import subprocess
+    import sys
+
+    code = ("import re\nfrom interlock.engine import redact as r\n"
+            "print(r.redact('destructive'), type(r._TOKENS).__name__)\n"
+            "print(r.redact('x' * 3 + 'sk-ant-api03-abcdefghijklmnop'), type(r._TOKENS).__name__)")
+    out = subprocess.run([sys.executable, "-I", "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:2] == ["destructive _Pattern", f"xxx{MASK} Pattern"]

@@ -11,10 +11,8 @@ it guards.
 from __future__ import annotations
 
 import importlib.util
-import inspect
 import os
 import sys
-import traceback
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import ModuleType
@@ -119,6 +117,8 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
             try:
                 spec.loader.exec_module(module)
             except Exception as exc:
+                import traceback  # only for a handler that fails to import
+
                 line = None
                 for frame in traceback.extract_tb(exc.__traceback__):
                     if Path(frame.filename) == path:
@@ -142,6 +142,8 @@ def load_handler(decl: Declared, digest: str, options: dict[str, Any] | None = N
         raise ConfigError(f"hook {d.name!r}: {path.name} defines no handle(event) function",
                           file=str(path), fix="add `def handle(event): ...` returning a "
                                               "Decision or None")
+    import inspect  # for the signature (loading the engine does not import it)
+
     try:
         params = list(inspect.signature(handle).parameters.values())
     except (TypeError, ValueError):  # pragma: no cover - builtins

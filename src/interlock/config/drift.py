@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
-import inspect
 import os
 import re
 import stat
@@ -28,8 +26,12 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
+from interlock.engine.coroutines import iscoroutinefunction
 from interlock.engine.errors import FailureMode, HookFailure
 from interlock.engine.hooks import Executor
+from interlock.engine.sha import sha256
 from interlock.reliability import Reliable
 
 if TYPE_CHECKING:
@@ -53,8 +55,7 @@ def stat_key(st: os.stat_result) -> StatKey:
     return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino, st.st_dev, st.st_mode)
 
 
-@dataclasses.dataclass(slots=True)
-class Read:
+class Read(msgspec.Struct):
     """One pinned file as read for a digest: what the digest covers, and its stat."""
 
     path: Path
@@ -68,7 +69,7 @@ class Read:
     def sha(self) -> str:
         if self.data is None:
             return "missing"
-        h = hashlib.sha256(self.mode_bit)
+        h = sha256(self.mode_bit)
         if self.link is not None:
             h.update(b"\0link\0" + self.link.encode(errors="surrogateescape"))
         h.update(self.data)
@@ -220,7 +221,7 @@ class _CheckedExecutor(Executor):
 
 
 def _checked_fn(fn: HookFn, pins: PinSet, name: str) -> HookFn:
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+    if iscoroutinefunction(fn) or iscoroutinefunction(
             getattr(fn, "__call__", None)):  # noqa: B004 - async callable objects
         async def checked_async(event: Any) -> Any:
             bad = pins.drifted()

@@ -12,12 +12,10 @@ refused (docs/mcp.md, MCP servers in the agent).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import shlex
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +27,7 @@ from interlock.config.trust import TrustStore, hook_key
 from interlock.engine.errors import ConfigError
 from interlock.engine.hooks import Source
 from interlock.engine.logs import logger
+from interlock.engine.sha import sha256
 from interlock.store.paths import project_dir
 
 log = logger("interlock.registry")
@@ -42,8 +41,7 @@ _SERVER_NAME = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]|_(?!_))*$")
 ambiguous between servers."""
 
 
-@dataclass(frozen=True, slots=True)
-class McpServer:
+class McpServer(msgspec.Struct, frozen=True):
     """One declared server, where it was declared, and how to start it."""
 
     definition: McpServerDef
@@ -137,14 +135,13 @@ def merge(servers: list[McpServer]) -> list[McpServer]:
     return list(seen.values())
 
 
-@dataclass(slots=True)
-class ServersConsent:
+class ServersConsent(msgspec.Struct):
     """The project's MCP servers and whether they may start (`hooks list` shows it)."""
 
     key: str
     digest: str
     approved: bool
-    declared: list[McpServer] = field(default_factory=list)
+    declared: list[McpServer] = msgspec.field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -168,7 +165,7 @@ class ServersConsent:
 def digest_of(servers: list[McpServer]) -> str:
     """One digest over every server of the project (by name)."""
     parts = sorted((s.name, s.digest()) for s in servers)
-    return hashlib.sha256(json.dumps(parts).encode()).hexdigest()
+    return sha256(json.dumps(parts).encode()).hexdigest()
 
 
 def consent(servers: list[McpServer], project_root: Path, trust: TrustStore, *,

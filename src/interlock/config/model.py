@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from interlock.models.tooling import PermissionRule as PermissionRule
+from interlock.models.permission import PermissionRule as PermissionRule
 
 MAX_TIMEOUT = 600.0
 DEFAULT_TIMEOUT = 60.0

@@ -8,7 +8,6 @@ can point at it.
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
 from collections.abc import Callable
@@ -149,6 +148,8 @@ def split_front_matter(text: str, file: Path) -> tuple[dict[str, Any], Locator, 
 
 
 def _did_you_mean(word: str, known: list[str]) -> str:
+    import difflib  # only for a mistake: loading a config does not import it
+
     close = difflib.get_close_matches(word, known, n=1)
     return f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(known)}"
 
@@ -179,6 +180,8 @@ def convert_error(exc: msgspec.ValidationError, cls: type[msgspec.Struct], file:
         fix = _type_fix(m.group(1))
         if allowed:
             given = re.search(r"value '(.*)'", m.group(1))
+            import difflib
+
             close = difflib.get_close_matches(given.group(1) if given else "", allowed, n=1)
             fix = f"use one of: {', '.join(allowed)}" + (
                 f" (did you mean {close[0]!r}?)" if close else "")

@@ -8,7 +8,6 @@ so editing any script in it needs approval again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -21,6 +20,7 @@ from typing import Any
 from interlock.config.drift import PinSet, read
 from interlock.config.model import HookDef
 from interlock.config.validate import KNOWN_OS
+from interlock.engine.sha import sha256
 
 _PLAIN_WORD = re.compile(r"^[A-Za-z0-9_./+\-~]+$")
 _SKIP_DIRS = {"__pycache__", ".git", ".mypy_cache", ".pytest_cache", "node_modules", ".venv"}
@@ -96,7 +96,7 @@ def digest_and_pins(definition: dict[str, Any], files: Iterable[Path],
     One read: a file that changes between the two is then either in the
     digest (not approved) or caught by the next check.
     """
-    h = hashlib.sha256()
+    h = sha256()
     h.update(json.dumps(definition, sort_keys=True, default=str).encode())
     reads = []
     for path in sorted(set(files)):

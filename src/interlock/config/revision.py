@@ -8,11 +8,11 @@ revisions differ. The registry (:mod:`interlock.config.registry`) drives them.
 
 from __future__ import annotations
 
-import hashlib
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from interlock.config.build import guarded_events, refusal_hook
 from interlock.config.drift import PinSet
@@ -23,10 +23,10 @@ from interlock.config.sources import Declared, Discovered, Reference
 from interlock.config.trust import hook_key
 from interlock.engine.errors import ConfigError, FailureMode
 from interlock.engine.hooks import Executor, Hook, OnError, Source
+from interlock.engine.sha import sha256
 
 
-@dataclass(slots=True)
-class HookEntry:
+class HookEntry(msgspec.Struct):
     """One configured hook and what became of it (what `hooks list` shows)."""
 
     declared: Declared
@@ -46,12 +46,12 @@ class HookEntry:
     """active, disabled, shadowed, blocking (unapproved/ineligible), skipped (...)."""
     command: str | list[str] | None = None
     """The command with relative paths resolved."""
-    files: list[Path] = field(default_factory=list)
+    files: list[Path] = msgspec.field(default_factory=list)
     """Every file the approval pins: the digest covers them and each call checks
     them (docs/configuration.md, Trust)."""
     pins: PinSet | None = None
     """Those files as read for the digest, checked before each call."""
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = msgspec.field(default_factory=dict)
     """What the handler's ``configure`` gets: its own options, then a reference's."""
     load_error: ConfigError | None = None
     """Why its Python handler could not be loaded (the hook fails on every call)."""
@@ -91,7 +91,7 @@ class HookEntry:
 
         definition = {**self.definition.normalised(), "source": self.source.label,
                       "declared_in": label(self.declared.file), "options": self.options}
-        h = hashlib.sha256(json.dumps(definition, sort_keys=True, default=str).encode())
+        h = sha256(json.dumps(definition, sort_keys=True, default=str).encode())
         for name, sha in sorted(zip(map(label, self.pins.paths), self.pins.shas,
                                     strict=True)):
             h.update(f"\0file\0{name}\0{sha}".encode())
@@ -112,8 +112,7 @@ _BUILT_KINDS = frozenset({"command", "worker", "http", "prompt", "agent"})
 """Kinds whose executors are reused across reloads and closed when dropped."""
 
 
-@dataclass(slots=True)
-class Revision:
+class Revision(msgspec.Struct):
     entries: list[HookEntry]
     hooks: list[Hook]
     permissions: list[PermissionRule]
@@ -125,7 +124,7 @@ class Revision:
     waits for an operator."""
     rules: RulesConsent | None = None
     """The consent of the project's ``[[permissions]]`` (``permissions`` are those in force)."""
-    servers: list[McpServer] = field(default_factory=list)
+    servers: list[McpServer] = msgspec.field(default_factory=list)
     """The ``[[mcp_servers]]`` that may start (config/mcp_servers.py)."""
     mcp: ServersConsent | None = None
     """The consent of the project's ``[[mcp_servers]]``."""
@@ -139,19 +138,18 @@ class Revision:
                 for h in self.hooks if h.executor is not None and h.kind in _BUILT_KINDS}
 
 
-@dataclass(slots=True)
-class ReloadResult:
+class ReloadResult(msgspec.Struct):
     ok: bool
     """False when the change was rejected (invalid, or blocked by config_change)."""
     changed: bool
     """True when a new revision became active."""
     revision: int
-    files: list[str] = field(default_factory=list)
+    files: list[str] = msgspec.field(default_factory=list)
     error: ConfigError | None = None
     blocked: str | None = None
     """The reason a config_change hook gave for blocking the change."""
-    withheld: list[str] = field(default_factory=list)
-    unapproved: list[str] = field(default_factory=list)
+    withheld: list[str] = msgspec.field(default_factory=list)
+    unapproved: list[str] = msgspec.field(default_factory=list)
 
 
 Options = dict[str, tuple[dict[str, Any], Source]]

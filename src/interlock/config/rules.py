@@ -11,17 +11,18 @@ Trust).
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from interlock.config import mcp_servers
 from interlock.config.model import PermissionRule
 from interlock.config.trust import TrustStore, hook_key
 from interlock.engine.logs import logger
+from interlock.engine.sha import sha256
 from interlock.store.paths import project_dir
 
 log = logger("interlock.registry")
@@ -31,16 +32,15 @@ NAME = "project:permissions"
 ALIASES = (NAME, "permissions")
 
 
-@dataclass(slots=True)
-class RulesConsent:
+class RulesConsent(msgspec.Struct):
     """The project's permission rules and what became of them (`hooks list` shows it)."""
 
     key: str
     digest: str
     approved: bool
-    declared: list[PermissionRule] = field(default_factory=list)
+    declared: list[PermissionRule] = msgspec.field(default_factory=list)
     """The project's rules as written."""
-    withheld: list[PermissionRule] = field(default_factory=list)
+    withheld: list[PermissionRule] = msgspec.field(default_factory=list)
     """Deny rules a change removed or weakened, kept in force until an operator approves."""
 
     @property
@@ -82,7 +82,7 @@ def is_project(rule: PermissionRule) -> bool:
 def digest(rules: list[PermissionRule]) -> str:
     """sha256 over the allow and ask rules (order does not matter: the strictest wins)."""
     items = sorted({(r.tool, r.pattern, r.action) for r in rules if r.action != "deny"})
-    return hashlib.sha256(json.dumps(items).encode()).hexdigest()
+    return sha256(json.dumps(items).encode()).hexdigest()
 
 
 def consent(rules: list[PermissionRule], project: Path,

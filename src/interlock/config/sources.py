@@ -9,10 +9,10 @@ or ``handler.py``). Bundled hooks are folders directly under the package's
 
 from __future__ import annotations
 
-import hashlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from interlock.config.mcp_servers import McpServer, to_mcp_server
 from interlock.config.model import HookDef, PermissionRule
@@ -29,13 +29,13 @@ from interlock.config.refs import folder_files
 from interlock.config.validate import check_hook
 from interlock.engine.errors import ConfigError
 from interlock.engine.hooks import Source
+from interlock.engine.sha import sha256
 
 CONFIG_NAMES = ("config.toml", "config.yaml", "config.yml")
 HOOK_FILES = ("HOOK.md", "HOOK.yaml", "HOOK.yml")
 
 
-@dataclass(frozen=True, slots=True)
-class Place:
+class Place(msgspec.Struct, frozen=True):
     source: Source
     root: Path
     """The folder holding config.toml and hooks/ (for bundled: the hook folders)."""
@@ -57,8 +57,7 @@ class Place:
                       if p.is_dir() and any((p / n).is_file() for n in HOOK_FILES))
 
 
-@dataclass(slots=True)
-class Declared:
+class Declared(msgspec.Struct):
     """One hook as declared, before trust, requirements and shadowing are applied."""
 
     definition: HookDef
@@ -77,8 +76,7 @@ class Declared:
         return f"{self.source.label}:{self.definition.name}"
 
 
-@dataclass(frozen=True, slots=True)
-class Reference:
+class Reference(msgspec.Struct, frozen=True):
     """A config entry that only names a hook declared elsewhere, to turn it on or off."""
 
     name: str
@@ -90,28 +88,27 @@ class Reference:
     """Options for the hook's ``configure`` (None: leave them as declared)."""
 
 
-@dataclass(slots=True)
-class Discovered:
-    hooks: list[Declared] = field(default_factory=list)
-    references: list[Reference] = field(default_factory=list)
-    permissions: list[PermissionRule] = field(default_factory=list)
-    mcp_servers: list[McpServer] = field(default_factory=list)
+class Discovered(msgspec.Struct):
+    hooks: list[Declared] = msgspec.field(default_factory=list)
+    references: list[Reference] = msgspec.field(default_factory=list)
+    permissions: list[PermissionRule] = msgspec.field(default_factory=list)
+    mcp_servers: list[McpServer] = msgspec.field(default_factory=list)
     """Every place's ``[[mcp_servers]]`` (config/mcp_servers.py)."""
     sandbox_required: bool = False
     """Some config file says ``sandbox = "required"``."""
     sandbox_offline: bool = False
     """Some config file says ``sandbox_network = false``."""
-    files: dict[str, str] = field(default_factory=dict)
+    files: dict[str, str] = msgspec.field(default_factory=dict)
     """Every file read or hashed -> sha256 of its content (to tell what changed)."""
-    sources: dict[str, Source] = field(default_factory=dict)
+    sources: dict[str, Source] = msgspec.field(default_factory=dict)
     """Every file -> the place it belongs to."""
-    dirs: list[Path] = field(default_factory=list)
+    dirs: list[Path] = msgspec.field(default_factory=list)
     """Folders to watch."""
 
 
 def _fingerprint(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return sha256(path.read_bytes()).hexdigest()
     except OSError:
         return "missing"
 

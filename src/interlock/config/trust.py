@@ -25,9 +25,10 @@ import json
 import os
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from interlock.engine.errors import ConfigError
 
@@ -38,8 +39,7 @@ PINS = "extension_pins.json"
 IMPORTS = "imports.json"
 
 
-@dataclass(frozen=True, slots=True)
-class Approval:
+class Approval(msgspec.Struct, frozen=True):
     key: str
     digest: str
     name: str

@@ -11,8 +11,8 @@ facade never touches an event loop unless a matched hook can suspend.
 
 from __future__ import annotations
 
-import inspect
 import itertools
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from types import ModuleType
@@ -411,8 +411,10 @@ class Engine(DispatchLoop):
 
 # emit is a plain method that returns a coroutine: mark it, so tools that ask
 # (asyncio.iscoroutinefunction, AsyncMock(spec=Engine)) still see an async API.
-if hasattr(inspect, "markcoroutinefunction"):  # Python 3.12+
-    inspect.markcoroutinefunction(Engine.emit)
+# Python 3.12+: inspect's own mark, set when inspect arrives (whoever asks has
+# imported it; the engine does not: docs/one-policy.md, Speed).
+if sys.version_info >= (3, 12):
+    after_import("inspect", lambda inspect: inspect.markcoroutinefunction(Engine.emit))
 else:  # 3.11: the marker asyncio.iscoroutinefunction reads, once asyncio is imported
     def _mark_emit(coroutines: ModuleType) -> None:
         Engine.emit._is_coroutine = coroutines._is_coroutine  # type: ignore[attr-defined]

@@ -13,7 +13,6 @@ names the file, the field and the fix.
 
 from __future__ import annotations
 
-import difflib
 import enum
 
 
@@ -65,6 +64,8 @@ class UnknownEventError(ConfigError):
     """An event name that is not in the catalog."""
 
     def __init__(self, name: str, known: list[str], **where: str | int | None) -> None:
+        import difflib  # here: loading the engine must not pay ~2 ms for a mistake's hint
+
         close = difflib.get_close_matches(name, known, n=1)
         fix = f"did you mean {close[0]!r}?" if close else "run `interlock events` for the list"
         super().__init__(f"unknown event {name!r}", fix=fix, **where)  # type: ignore[arg-type]

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import enum
-import inspect
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict
 
+import msgspec
+
 from interlock.engine.catalog import BY_NAME, COMMON, Kind
+from interlock.engine.coroutines import iscoroutinefunction
 from interlock.engine.errors import RegistrationError
 
 if TYPE_CHECKING:
@@ -132,8 +134,9 @@ def compile_matcher(pattern: str) -> re.Pattern[str] | None:
         raise RegistrationError(f"matcher {pattern!r} is not a valid pattern: {exc}") from None
 
 
-@dataclass(frozen=True, slots=True)
-class Matcher:
+# A frozen msgspec struct, not a frozen slotted dataclass: the engine defines it on
+# every import, and such a dataclass takes ~1 ms to define (docs/one-policy.md, Speed).
+class Matcher(msgspec.Struct, frozen=True):
     """A compiled matcher: one pattern on the event's subject and/or field patterns."""
 
     subject: re.Pattern[str] | None = None
@@ -250,7 +253,7 @@ class Hook:
                 spec(ev)  # raises a did-you-mean UnknownEventError
         if self.executor is not None:
             self.mode = Mode.EXECUTOR
-        elif inspect.iscoroutinefunction(self.fn) or inspect.iscoroutinefunction(
+        elif iscoroutinefunction(self.fn) or iscoroutinefunction(
             getattr(self.fn, "__call__", None)  # noqa: B004 - async callable objects
         ):
             self.mode = Mode.ASYNC

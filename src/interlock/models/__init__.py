@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from interlock.engine.errors import ConfigError
-from interlock.models.tooling import ModelProvider, ProviderFactory
+
+if TYPE_CHECKING:  # tooling builds the agent's contracts, which a config load does not need
+    from interlock.models.tooling import ModelProvider, ProviderFactory
 
 
 def resolve_model(spec: str | None, *, providers: Mapping[str, ProviderFactory] = (

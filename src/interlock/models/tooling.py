@@ -10,12 +10,11 @@ module instead of on each other.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Protocol
 
-import msgspec
+from interlock.models.permission import PermissionRule as PermissionRule
 
 ToolHandler = Callable[[dict[str, Any], Any], Any | Awaitable[Any]]
 """``handler(args, ctx)`` -> a JSON-able result; ``ctx`` is the agent's ToolContext."""
@@ -105,32 +104,3 @@ class ModelProvider(Protocol):
 
 ProviderFactory = Callable[[str], ModelProvider]
 """``factory(model_name)`` -> a provider; registered under a prefix such as ``openai``."""
-
-
-class PermissionRule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
-    """A declarative permission rule: the policy of non-interactive runs."""
-
-    tool: str
-    """Tool name, or a glob such as ``mcp__github__*``."""
-    action: Literal["allow", "ask", "deny"]
-    pattern: str = "*"
-    """A glob on the call's main argument (a terminal command, a path). On a
-    command line it is tried on each simple command
-    (:class:`interlock.agent.permissions.PermissionPolicy`)."""
-    source: str = ""
-    """Where it was declared (filled in by the loader)."""
-
-    @property
-    def any_argument(self) -> bool:
-        """True when the pattern matches every argument, even one that cannot be read."""
-        return self.pattern in ("", "*")
-
-    def matches_tool(self, tool_name: str) -> bool:
-        return fnmatch.fnmatchcase(tool_name, self.tool)
-
-    def matches(self, tool_name: str, argument: str | None = None) -> bool:
-        if not self.matches_tool(tool_name):
-            return False
-        if self.any_argument:
-            return True
-        return argument is not None and fnmatch.fnmatchcase(argument, self.pattern)

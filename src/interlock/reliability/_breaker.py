@@ -19,8 +19,9 @@ from __future__ import annotations
 import enum
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, NamedTuple
+
+import msgspec
 
 from interlock.reliability._policy import SYSTEM_CLOCK, Clock
 
@@ -53,8 +54,7 @@ Listener = Callable[["Breaker", BreakerState, BreakerState], None]
 """Called as ``listener(breaker, old, new)`` on every state change."""
 
 
-@dataclass(slots=True, eq=False)
-class Breaker:
+class Breaker(msgspec.Struct, eq=False):
     """The state of one hook definition's breaker. Change it only through the book."""
 
     key: BreakerKey

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import inspect
 import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from interlock.engine.catalog import BY_NAME, FailClosed, Kind
+from interlock.engine.coroutines import iscoroutinefunction
 from interlock.engine.errors import FailureMode, HookFailure
 from interlock.reliability._breaker import Breaker, BreakerBook, BreakerKey
 from interlock.reliability._policy import Clock, Policy
@@ -76,7 +76,7 @@ def _guarded_fn(hook: Hook, policy: Policy, book: BreakerBook) -> Any:
                 mode=FailureMode.BREAKER_OPEN, retryable=False)
         return breaker
 
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+    if iscoroutinefunction(fn) or iscoroutinefunction(
             getattr(fn, "__call__", None)):  # noqa: B004 - async callable objects
         async def guarded_async(event: Any) -> Any:
             breaker = admitted()

@@ -10,7 +10,6 @@ with ``Retry-After: 2`` is retryable after 2 s, a 400 is terminal.
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,8 @@ from interlock.engine.errors import FailureMode, HookCrash, HookFailure, HookTim
 from interlock.reliability._policy import Clock, Policy
 
 if TYPE_CHECKING:
+    import random
+
     from interlock.engine.decisions import Decision
     from interlock.engine.hooks import Executor, Invocation
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import random
 from typing import TYPE_CHECKING
 
 from interlock.engine.errors import FailureMode, HookFailure
@@ -12,6 +11,8 @@ from interlock.reliability._policy import SYSTEM_CLOCK, Clock, Policy
 from interlock.reliability._retry import run_with_retries
 
 if TYPE_CHECKING:
+    import random
+
     from interlock.engine.decisions import Decision
     from interlock.engine.hooks import Invocation
     from interlock.reliability.metrics import Metrics
@@ -35,7 +36,11 @@ class Reliable(Executor):
         self.clock = clock
         self.breakers = breakers
         self.metrics = metrics
-        self._rng = rng or random.Random()
+        if rng is None:
+            import random  # here: loading a config with no executor hook needs none
+
+            rng = random.Random()
+        self._rng = rng
 
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -24,8 +24,9 @@ import bisect
 import collections
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from interlock.engine.decisions import Verdict
 from interlock.engine.outcome import Status
@@ -47,17 +48,16 @@ _NO_BLOCK = frozenset({Status.SHADOW, Status.IGNORED, Status.QUEUED, Status.CANC
 _DRAIN_AT = 4096
 
 
-@dataclass(slots=True)
-class HookStats:
+class HookStats(msgspec.Struct):
     """Everything counted for one hook (qualified name)."""
 
     executions: int = 0
-    failures: dict[str, int] = field(default_factory=dict)
+    failures: dict[str, int] = msgspec.field(default_factory=dict)
     """By failure mode."""
     retries: int = 0
     blocks: int = 0
     breaker_opens: int = 0
-    buckets: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
+    buckets: list[int] = msgspec.field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
     latency_sum: float = 0.0
     """Seconds."""
     latency_count: int = 0

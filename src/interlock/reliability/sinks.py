@@ -12,8 +12,9 @@ thread; the store's writer thread batches the writes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from interlock.reliability.metrics import Metrics
 
@@ -72,8 +73,7 @@ class MetricsSink:
         self._failure(record)
 
 
-@dataclass
-class Attached:
+class Attached(msgspec.Struct):
     """What :func:`attach` added to an engine."""
 
     engine: Engine

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from helpers.imports import module_level_imports
+
 pytestmark = pytest.mark.e2e
 
 GUARD = ("from interlock import block\n\n"
@@ -354,7 +356,7 @@ def test_the_forwarding_call_imports_no_json_signal_re_or_enum(env: Env,
     assert "interlock.hosts.bridge._client" in imported  # it did take the fast path
     assert not imported & {"json", "signal", "re", "enum", "pkgutil", "interlock.host",
                            "interlock.hosts.bridge.claude", "asyncio", "hashlib",
-                           "pathlib"}, sorted(imported)
+                           "pathlib", "inspect", "sqlite3", "msgspec"}, sorted(imported)
 
 
 def test_an_in_process_call_for_a_toml_project_does_not_load_yaml(env: Env,
@@ -399,7 +401,41 @@ def test_a_first_call_with_python_hooks_imports_no_asyncio(env: Env, tmp_path: P
     again = imported({**env.vars, "INTERLOCK_BRIDGE_AUTOSTART": "0"})  # in process again
     assert "interlock.config.registry" in again
     assert not again & {"asyncio", "ssl", "concurrent.futures", "importlib.metadata",
-                        "logging"}, sorted(again)
+                        "logging", *UNNEEDED}, sorted(again)
+    from interlock import __file__ as package
+
+    # Nor does any Interlock module it loads import inspect when imported (it comes
+    # anyway, by msgspec and dataclasses, but no module of ours may need it).
+    here = Path(package).parent
+    files = [here.joinpath(*name.split(".")[1:]) for name in again
+             if name.startswith("interlock.")]
+    files = [f / "__init__.py" if f.is_dir() else f.with_suffix(".py") for f in files]
+    assert not [f for f in files if "inspect" in module_level_imports(str(f))]
+
+
+UNNEEDED = ("hashlib", "difflib", "traceback", "random", "interlock.models.tooling",
+            "interlock.executors.dialects.claude", "interlock.executors.command")
+"""What a call with plain Python hooks (no dialect, no executor) that approves nothing
+and logs nothing does not need:
+OpenSSL's hashlib (the builtin SHA-256 does), error hints, retries' jitter, the agent's
+tool contracts, every host's dialect table (docs/one-policy.md, Speed)."""
+
+
+def test_hooks_called_in_the_bridge_process_run_with_the_collector_on(
+        env: Env, tmp_path: Path) -> None:
+    """The call that loads the hooks itself turns the collector off while loading
+    and sets what it loaded aside (docs/one-policy.md, Speed); a hook is called
+    with it on again, so the cyclic garbage a hook makes is still collected."""
+    root = env.project(tmp_path / "p", hooks=False)
+    (root / ".interlock" / "config.toml").write_text("")
+    env.add_hook(root, "gc-state", (
+        "import gc\nfrom interlock import block\n\n"
+        "def handle(e):\n"
+        "    return block(f'collector on: {gc.isenabled()}, loaded set aside: '\n"
+        "                 f'{gc.get_freeze_count() > 0}')\n"))
+    for autostart in ("0", "1"):  # in process, and the first call that starts the server
+        result = env.call(root, env={**env.vars, "INTERLOCK_BRIDGE_AUTOSTART": autostart})
+        assert "collector on: True, loaded set aside: True" in result.stdout, result
 
 
 def test_the_fast_path_tables_match_the_host_modules() -> None:

@@ -10,7 +10,6 @@ never a silent pass.
 
 from __future__ import annotations
 
-import difflib
 from typing import TYPE_CHECKING, Protocol
 
 from interlock.engine.errors import ConfigError
@@ -61,17 +60,39 @@ def _load() -> dict[str, Dialect]:
                                 moltis.MOLTIS)}
 
 
-DIALECTS: dict[str, Dialect] = _load()
-"""Every dialect by name."""
+_loaded: dict[str, Dialect] | None = None
+
+if TYPE_CHECKING:
+    DIALECTS: dict[str, Dialect]
+    """Every dialect by name."""
+
+
+def __getattr__(name: str) -> object:
+    # DIALECTS is loaded on first use: a config with no dialect hook (what the
+    # first bridge call loads) must not import every host's table and the
+    # command executor (docs/one-policy.md, Speed).
+    if name == "DIALECTS":
+        return _dialects()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _dialects() -> dict[str, Dialect]:
+    global _loaded
+    if _loaded is None:
+        _loaded = _load()
+    return _loaded
 
 
 def get(name: str) -> Dialect:
     """The dialect called ``name``; a did-you-mean ConfigError otherwise."""
+    dialects = _dialects()
     try:
-        return DIALECTS[name]
+        return dialects[name]
     except KeyError:
-        close = difflib.get_close_matches(str(name), list(DIALECTS), n=1)
-        fix = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(DIALECTS)}"
+        import difflib
+
+        close = difflib.get_close_matches(str(name), list(dialects), n=1)
+        fix = f"did you mean {close[0]!r}?" if close else f"use one of {', '.join(dialects)}"
         raise ConfigError(f"unknown dialect {name!r}", field="dialect", fix=fix) from None
 
 

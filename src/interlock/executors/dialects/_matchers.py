@@ -11,7 +11,6 @@ nothing.
 
 from __future__ import annotations
 
-import difflib
 import re
 from typing import Any
 
@@ -81,6 +80,8 @@ def check(dialect: str | None, matcher: Any,
                         f"{table[name]!r}; it never matches here",
                         f"matcher = {table[name]!r}, or dialect = {system!r} for a "
                         f"{label} script")
+        import difflib  # only for a matcher that matches nothing
+
         close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
         if close:
             return f"no tool is called {name!r}", f"did you mean {close[0]!r}?"

@@ -22,6 +22,10 @@ if TYPE_CHECKING:
     from types import ModuleType
 
 HOSTS = ("claude", "codex", "gemini", "cursor", "hermes", "moltis")
+PROCESS_ENDS_WITH_ANSWER = False
+"""True in the bridge's own process (``python -m interlock.bridge``, set by its
+``__main__``), which ends once it has answered: only there may a call that loads
+the hooks change how the process collects garbage (interlock.hosts.bridge._core)."""
 
 
 def host(name: str) -> ModuleType:

@@ -27,7 +27,7 @@ def _folder() -> Path:
 
 
 def _key(system: str, payload: dict[str, Any], args: Any) -> str:
-    from hashlib import sha256
+    from interlock.engine.sha import sha256
 
     text = json.dumps([system, payload.get("session_id"), payload.get("tool_name"), args],
                       sort_keys=True, default=str)

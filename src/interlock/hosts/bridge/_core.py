@@ -10,6 +10,7 @@ threading is start-up time the bridge does not have.
 from __future__ import annotations
 
 import contextlib
+import gc
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
+    from interlock.events import Event
     from interlock.hosts.assembly import Host
     from interlock.hosts.bridge._fast import Unstarted
 
@@ -220,9 +222,30 @@ Damaged stores). A call that starts no server reads it whole."""
 
 def evaluate_local(system: str, payload: dict[str, Any], root: str, *,
                    check_up_to: int | None = None) -> dict[str, Any]:
+    from interlock.hosts import bridge
     from interlock.hosts.bridge._common import logs_off_stderr
 
     logs_off_stderr()  # hosts read stderr as the block reason
+    if not bridge.PROCESS_ENDS_WITH_ANSWER:
+        return _answer(*_load(system, payload, root), root, check_up_to)
+    # The bridge's own process: loading keeps what it makes (modules, classes,
+    # hooks), so the collector's ~35 passes over it find nothing to free, for
+    # about a tenth of the call. It is off while loading, and what loading made is
+    # set aside (gc.freeze) for the rest of the process, which ends with the
+    # answer; it is back on before any hook is called (docs/one-policy.md, Speed).
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        host, event = _load(system, payload, root)
+        if collecting:
+            gc.freeze()
+    finally:
+        if collecting:
+            gc.enable()
+    return _answer(host, event, root, check_up_to)
+
+
+def _load(system: str, payload: dict[str, Any], root: str) -> tuple[Host, Event]:
     try:
         from interlock.hosts.assembly import Host
     except ImportError as exc:
@@ -235,7 +258,10 @@ def evaluate_local(system: str, payload: dict[str, Any], root: str, *,
     # imported only when there are extensions to load.
     from pathlib import Path
 
-    host: Host = Host.open(Path(root), record=False, extensions=None)
+    return Host.open(Path(root), record=False, extensions=None), event
+
+
+def _answer(host: Host, event: Event, root: str, check_up_to: int | None) -> dict[str, Any]:
     try:
         if not host.engine.hooks:
             # A bridge never runs with no hooks: a host agent calling it expects a

@@ -44,10 +44,8 @@ def state_dir(project_root: Path | None = None) -> Path:
 
 
 def _sha256_hex(data: bytes) -> str:
-    try:  # the builtin module: hashlib's OpenSSL load costs the bridge ~2 ms
-        from _sha256 import sha256  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        from hashlib import sha256
+    from interlock.engine.sha import sha256  # not hashlib: its OpenSSL load costs ~4 ms
+
     digest: str = sha256(data).hexdigest()
     return digest
 
