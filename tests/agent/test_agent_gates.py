@@ -297,6 +297,28 @@ async def test_permission_request_hooks_decide_for_the_person_and_add_rules(eng,
     assert agent.policy.decide("terminal", {"command": "git log"}) == "allow"
 
 
+async def test_a_subagent_keeps_the_rules_its_session_added(eng, tmp_path):
+    """A deny rule a hook added to the session (permission_updates) binds the
+    subagents it delegates to, also ones started before it was added."""
+    eng.on("before_tool_call", lambda e: ask("check") if e.args.get("command") == "true"
+           else None)
+    eng.on("permission_request", lambda e: modify(permission_updates=[
+        {"tool": "terminal", "pattern": "touch *", "action": "deny"}]), modifies=True)
+    eng.on("permission_request", lambda e: approve("fine"))
+    steps = [{"tool_calls": [call("terminal", command="true")]},  # adds the deny
+             {"tool_calls": [call("delegate", task="make a file")]},
+             {"tool_calls": [call("terminal", command="touch child")]},
+             {"text": "child done"},
+             {"text": "ok"}]
+    agent, model = make_agent(eng, steps, tmp_path)
+    await agent.run("go")
+    assert not (tmp_path / "child").exists()
+    assert "permission rule" in json.loads(tool_messages(model, 3)[0]["content"])["reason"]
+    # the child's own additions stay its own: the parent's rules are unchanged
+    assert [(r.tool, r.pattern, r.action) for r in agent.policy.rules] == [
+        ("terminal", "touch *", "deny")]
+
+
 async def test_declarative_rules_are_the_policy_of_non_interactive_runs(eng, tmp_path):
     rules = [rule("terminal", "git *", "allow"),
              rule("terminal", "curl *", "deny"),

@@ -130,8 +130,17 @@ class Agent:
 
         install_reply_validator(engine)
         self.commands = commands or CommandRegistry()
-        self.policy = PermissionPolicy(options.permissions, live=options.live_permissions,
-                                       unmatched=options.unmatched_permission)
+        if parent is None:
+            self.policy = PermissionPolicy(options.permissions, live=options.live_permissions,
+                                           unmatched=options.unmatched_permission)
+        else:
+            # A subagent is bound by its session's rules as they stand at each
+            # call, including those hooks or people added to it; what it adds
+            # itself stays its own (docs/agent.md, Permissions).
+            session = parent.policy
+            self.policy = PermissionPolicy(
+                live=lambda: [*(session.live() if session.live else ()), *session.rules],
+                unmatched=session.unmatched)
         extra: list[str | Path] = [*options.protected]
         if store is not None and str(store.path) != ":memory:":
             extra.append(store.path)
