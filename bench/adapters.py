@@ -13,11 +13,16 @@ graph nodes).
 The machine may be busy, so no figure compares runs of different rounds.
 Each round times four scripted runs, bare and with the adapter, for a short
 run (SHORT turns) and a long one (LONG turns), REPEAT times in an order that
-alternates, and keeps the fastest time of each. From that round alone,
-``per_call`` is the long run's added time (adapter minus bare) less the
-short run's, over the difference of their tool calls, and ``per_run`` what
-is left of the short run's added time. The figures are the median over the
-rounds, with their spread (p10-p90); the target reads the median.
+alternates. On a shared machine the same run's CPU time varies by a factor of
+up to two with what the other processes do (they share the processor's
+caches and cores), and that load changes within a round: so each run with
+the adapter is paired with the bare run of the same length timed next to it,
+and a repeat's added time is that pair's ratio (less one) times the fastest
+bare run of the round (its time unslowed). From the round's median ratio of
+each length, ``per_call`` is the long run's added time less the short run's,
+over the difference of their tool calls, and ``per_run`` what is left of the
+short run's added time. The figures are the median over the rounds, with
+their spread (p10-p90); the target reads the median.
 
 The runs are not made longer instead: these frameworks' runs grow faster
 than their turns (each turn reads the whole conversation), so a long run's
@@ -181,11 +186,17 @@ async def rounds_of(run: Run, rounds: int) -> list[dict[str, float]]:
     out = []
     for i in range(rounds):
         times = dict.fromkeys(ORDER, float("inf"))
+        ratios: dict[int, list[float]] = {SHORT: [], LONG: []}
         for j in range(REPEAT):
+            took = {}
             for key in (ORDER if (i + j) % 2 == 0 else ORDER[::-1]):
-                times[key] = min(times[key], await timed(run, *key))
-        added_short = times[True, SHORT] - times[False, SHORT]
-        added_long = times[True, LONG] - times[False, LONG]
+                took[key] = await timed(run, *key)
+                times[key] = min(times[key], took[key])
+            for turns in (SHORT, LONG):  # each pair was timed side by side
+                ratios[turns].append(took[True, turns] / took[False, turns])
+        added_short, added_long = (
+            (statistics.median(ratios[turns]) - 1) * times[False, turns]
+            for turns in (SHORT, LONG))
         per_call = (added_long - added_short) / ((LONG - SHORT) * CALLS)
         out.append({"per_call": per_call * 1e6,
                     "per_run": (added_short - per_call * SHORT * CALLS) * 1e6,
