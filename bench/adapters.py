@@ -13,11 +13,16 @@ graph nodes).
 The machine may be busy, so no figure compares runs of different rounds.
 Each round times four scripted runs, bare and with the adapter, for a short
 run (SHORT turns) and a long one (LONG turns), REPEAT times in an order that
-alternates, and keeps the fastest time of each. From that round alone,
-``per_call`` is the long run's added time (adapter minus bare) less the
-short run's, over the difference of their tool calls, and ``per_run`` what
-is left of the short run's added time. The figures are the median over the
-rounds, with their spread (p10-p90); the target reads the median.
+alternates. On a shared machine the same run's CPU time varies by a factor of
+up to two with what the other processes do (they share the processor's
+caches and cores), and that load changes within a round: so each run with
+the adapter is paired with the bare run of the same length timed next to it,
+and a repeat's added time is that pair's ratio (less one) times the fastest
+bare run of the round (its time unslowed). From the round's median ratio of
+each length, ``per_call`` is the long run's added time less the short run's,
+over the difference of their tool calls, and ``per_run`` what is left of the
+short run's added time. The figures are the median over the rounds, with
+their spread (p10-p90); the target reads the median.
 
 The runs are not made longer instead: these frameworks' runs grow faster
 than their turns (each turn reads the whole conversation), so a long run's
@@ -30,7 +35,8 @@ from the run before.
 
 Of what an adapter adds, the part spent in the policy's own calls (its
 events, their dispatch, the hooks) is timed apart, last, by timing every
-call the adapter makes into its Policy (``instrument``); the rest is the
+call the adapter makes into its Policy (``instrument``), less what the timer
+counts of its own (``timer_us`` per call, shown beside it); the rest is the
 adapter's glue and what the framework charges for having hooks at all
 (``--baseline empty`` measures the latter for pydantic-ai and LangChain).
 
@@ -102,59 +108,95 @@ _SYNC = ("before_tool_sync", "after_tool_sync", "after_gated_sync", "start_run_s
 
 def instrument(p: Policy) -> list[float]:
     """Time every call the adapter makes into ``p`` (its events, and the engine's
-    dispatch of them): the returned list's one item adds up the seconds spent
-    there, outermost calls only, for as long as the policy lives. In this
-    thread's CPU time: a framework's worker threads (LangChain's tracing) hold
-    the GIL at times, which is theirs to count."""
-    spent, depth = [0.0], [0]
-
-    def timed_sync(fn: Callable[..., Any]) -> Callable[..., Any]:
-        def call(*args: Any, **kwargs: Any) -> Any:
-            depth[0] += 1
-            t0 = time.thread_time()
-            try:
-                return fn(*args, **kwargs)
-            finally:
-                depth[0] -= 1
-                if not depth[0]:
-                    spent[0] += time.thread_time() - t0
-        return call
-
-    def timed_async(fn: Callable[..., Awaitable[Any]]) -> Callable[..., Awaitable[Any]]:
-        async def call(*args: Any, **kwargs: Any) -> Any:
-            # The policy's hooks are plain sync ones: nothing here suspends, so no
-            # other task's time is counted.
-            depth[0] += 1
-            t0 = time.thread_time()
-            try:
-                return await fn(*args, **kwargs)
-            finally:
-                depth[0] -= 1
-                if not depth[0]:
-                    spent[0] += time.thread_time() - t0
-        return call
-
+    dispatch of them): the returned list adds up the seconds spent there and
+    the number of those calls, outermost calls only, for as long as the policy
+    lives. In this thread's CPU time: a framework's worker threads (LangChain's
+    tracing) hold the GIL at times, which is theirs to count."""
+    spent: list[float] = [0.0, 0]
+    depth = [0]  # one for all: a call inside another is the outer one's time
     for name in _ASYNC:
-        setattr(p, name, timed_async(getattr(p, name)))
+        setattr(p, name, _timed_async(getattr(p, name), spent, depth))
     for name in _SYNC:
-        setattr(p, name, timed_sync(getattr(p, name)))
+        setattr(p, name, _timed_sync(getattr(p, name), spent, depth))
     return spent
 
 
-async def interlock_us(framework: str, run: Run, rounds: int) -> float:
+def _timed_sync(fn: Callable[..., Any], spent: list[float],
+                depth: list[int]) -> Callable[..., Any]:
+    def call(*args: Any, **kwargs: Any) -> Any:
+        depth[0] += 1
+        t0 = time.thread_time()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                spent[0] += time.thread_time() - t0
+                spent[1] += 1
+    return call
+
+
+def _timed_async(fn: Callable[..., Awaitable[Any]], spent: list[float],
+                 depth: list[int]) -> Callable[..., Awaitable[Any]]:
+    async def call(*args: Any, **kwargs: Any) -> Any:
+        # The policy's hooks are plain sync ones: nothing here suspends, so no
+        # other task's time is counted.
+        depth[0] += 1
+        t0 = time.thread_time()
+        try:
+            return await fn(*args, **kwargs)
+        finally:
+            depth[0] -= 1
+            if not depth[0]:
+                spent[0] += time.thread_time() - t0
+                spent[1] += 1
+    return call
+
+
+async def timer_us(n: int = 20000) -> float:
+    """What ``instrument`` counts of its own per call: its wrapper and clock reads
+    around a call that does nothing (the fastest of a few loops, the mean of the
+    sync and async wrappers). Taken out of the policy's figure, which it would
+    otherwise inflate by this much per call (a lower bound: inside a
+    framework's run the timer's own code is out of the caches too)."""
+    async def nothing_async() -> None:
+        return None
+
+    sync, asynchronous = float("inf"), float("inf")
+    for _ in range(5):
+        spent: list[float] = [0.0, 0]
+        timed_sync = _timed_sync(lambda: None, spent, [0])
+        for _ in range(n):
+            timed_sync()
+        sync = min(sync, spent[0] / n)
+        spent = [0.0, 0]
+        timed_async = _timed_async(nothing_async, spent, [0])
+        for _ in range(n):
+            await timed_async()
+        asynchronous = min(asynchronous, spent[0] / n)
+    return (sync + asynchronous) / 2 * 1e6
+
+
+async def interlock_us(framework: str, run: Run, rounds: int) -> tuple[float, float]:
     """Of what the adapter adds per tool call, the time spent in the policy's own
     calls (events, dispatch, hooks): the median over ``rounds`` of the long run's
-    less the short run's, per tool call. Run last: it slows the adapter down."""
+    less the short run's, per tool call, less the timer's own part of it
+    (:func:`timer_us` per call); and that part. Run last: it slows the adapter
+    down."""
+    own = await timer_us()
     spent = instrument(POLICIES[framework.replace("_", "-")])
-    per_call = []
+    per_call, timer = [], []
+    tool_calls = (LONG - SHORT) * CALLS
     for _ in range(rounds):
-        before = spent[0]
+        seconds, calls = spent
         await run(True, SHORT)
-        short = spent[0] - before
-        before = spent[0]
+        short, short_calls = spent[0] - seconds, spent[1] - calls
+        seconds, calls = spent
         await run(True, LONG)
-        per_call.append((spent[0] - before - short) / ((LONG - SHORT) * CALLS) * 1e6)
-    return statistics.median(per_call)
+        made = spent[1] - calls - short_calls
+        timer.append(made * own / tool_calls)
+        per_call.append((spent[0] - seconds - short) / tool_calls * 1e6 - timer[-1])
+    return statistics.median(per_call), statistics.median(timer)
 
 
 Run = Callable[[bool, int], Awaitable[None]]
@@ -181,11 +223,17 @@ async def rounds_of(run: Run, rounds: int) -> list[dict[str, float]]:
     out = []
     for i in range(rounds):
         times = dict.fromkeys(ORDER, float("inf"))
+        ratios: dict[int, list[float]] = {SHORT: [], LONG: []}
         for j in range(REPEAT):
+            took = {}
             for key in (ORDER if (i + j) % 2 == 0 else ORDER[::-1]):
-                times[key] = min(times[key], await timed(run, *key))
-        added_short = times[True, SHORT] - times[False, SHORT]
-        added_long = times[True, LONG] - times[False, LONG]
+                took[key] = await timed(run, *key)
+                times[key] = min(times[key], took[key])
+            for turns in (SHORT, LONG):  # each pair was timed side by side
+                ratios[turns].append(took[True, turns] / took[False, turns])
+        added_short, added_long = (
+            (statistics.median(ratios[turns]) - 1) * times[False, turns]
+            for turns in (SHORT, LONG))
         per_call = (added_long - added_short) / ((LONG - SHORT) * CALLS)
         out.append({"per_call": per_call * 1e6,
                     "per_run": (added_short - per_call * SHORT * CALLS) * 1e6,
@@ -408,8 +456,9 @@ async def main(rounds: int, only: list[str]) -> dict[str, Any]:
             print(f"{name}: skipped ({exc})")
             continue
         measured = await rounds_of(run, rounds)
-        ours = (await interlock_us(name, run, rounds)
-                if name.replace("_", "-") in POLICIES and name != "claude_agent_sdk" else None)
+        ours, timer = ((await interlock_us(name, run, rounds))
+                       if name.replace("_", "-") in POLICIES and name != "claude_agent_sdk"
+                       else (None, 0.0))
         per_call, low, high = spread([r["per_call"] for r in measured])
         per_run = statistics.median(r["per_run"] for r in measured)
         bare = statistics.median(r["bare_ms"] for r in measured)
@@ -423,7 +472,8 @@ async def main(rounds: int, only: list[str]) -> dict[str, Any]:
         shown = ""
         if ours is not None:
             figures[f"{name}_policy_us_per_tool_call"] = round(ours, 1)
-            shown = f"; in the policy's calls {ours:.1f}"
+            figures[f"{name}_policy_timer_us_per_tool_call"] = round(timer, 1)
+            shown = f"; in the policy's calls {ours:.1f}, the timer's own {timer:.1f} taken out"
         print(f"{name:18} {LONG * CALLS} calls: bare {bare:7.2f} ms, with adapter "
               f"{governed:7.2f} ms; adds {per_call:6.1f} µs per tool call "
               f"(p10-p90 {low:.1f}-{high:.1f}; {verdict}{shown}) + {per_run:7.1f} µs per run")

@@ -112,6 +112,14 @@ async def test_a_deny_rule_blocks_even_over_a_hooks_approve():
     assert gate.action == "run"
 
 
+async def test_a_deny_rule_blocks_a_call_no_hook_said_anything_on():
+    """The quiet outcome's short way out still reads the rules, on both paths."""
+    policy = ruled(None, ("t", "*rm*", "deny"))
+    assert (await policy.before_tool("t", {"c": "rm x"})).action == "block"
+    assert policy.before_tool_sync("t", {"c": "rm x"}).action == "block"
+    assert policy.before_tool_sync("t", {"c": "ls"}).action == "run"
+
+
 async def test_an_ask_rule_asks_where_the_framework_can_and_blocks_where_it_cannot():
     from interlock import approve
 

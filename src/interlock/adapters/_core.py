@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal, Self
 from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
 from interlock.engine.logs import logger
+from interlock.events import EVENT_TYPES, AfterToolCall, BeforeToolCall, ToolResultPersist
 
 if TYPE_CHECKING:
     from interlock.agent.permissions import PermissionPolicy
@@ -177,8 +178,6 @@ class Policy:
         self._judged: tuple[PermissionRule, ...] = ()
         self._permissions: PermissionPolicy | None = None
         """The policy of the rules last judged by (built once per revision)."""
-        from interlock.events import EVENT_TYPES
-
         self._types = EVENT_TYPES
 
     @property
@@ -350,24 +349,32 @@ class Policy:
                         answer)
 
     # -- tool calls ---------------------------------------------------------------
+    # The tool events are built here directly, not through event(): they are the
+    # ones every tool call pays for (docs/adapters.md, Overhead).
     async def before_tool(self, name: str, args: dict[str, Any], call_id: str = "",
                           *, can_ask: bool = True) -> ToolGate:
-        outcome = await self.emit("before_tool_call", tool_call_id=call_id, tool_name=name,
-                                  args=args)
+        outcome = await self.engine.emit(BeforeToolCall(
+            session_id=self.session_id, platform=self.framework, cwd=self._cwd,
+            tool_call_id=call_id, tool_name=name, args=args))
         return self._gate(outcome, name, args, can_ask=can_ask)
 
     def before_tool_sync(self, name: str, args: dict[str, Any], call_id: str = "",
                          *, can_ask: bool = True) -> ToolGate:
-        outcome = self.emit_sync("before_tool_call", tool_call_id=call_id, tool_name=name,
-                                 args=args)
+        outcome = self.engine.emit_sync(BeforeToolCall(
+            session_id=self.session_id, platform=self.framework, cwd=self._cwd,
+            tool_call_id=call_id, tool_name=name, args=args))
         return self._gate(outcome, name, args, can_ask=can_ask)
 
     def _gate(self, outcome: Outcome, name: str, args: dict[str, Any], *,
               can_ask: bool) -> ToolGate:
+        verdict = outcome.verdict
+        # No hook said anything (the common case): only the rules are left.
+        if (verdict is _NONE and not outcome.changes and not outcome.contexts
+                and not self.rules()):
+            return ToolGate("run", args, None, None, "", outcome)
         self.apply(outcome, can=_TOOL_CAN if can_ask else _TOOL_CAN_NO_ASK, fix=_ASK_FIX)
         new_args: dict[str, Any] = getattr(outcome.payload, "args", args)
         context = outcome.context_text() if outcome.contexts else ""
-        verdict = outcome.verdict
         if verdict is Verdict.BLOCK:
             return ToolGate("block", new_args, outcome.tool_block_error(), outcome.reason,
                             context, outcome)
@@ -415,11 +422,13 @@ class Policy:
         """after_tool_call, then tool_result_persist on what it leaves (the result
         goes into the framework's history), as the reference agent runs them."""
         shown = _jsonable(result)
-        outcome = await self.emit("after_tool_call", tool_call_id=call_id, tool_name=name,
-                                  args=args, result=shown, status=status,
-                                  duration_ms=duration_ms)
+        engine = self.engine
+        outcome = await engine.emit(AfterToolCall(
+            session_id=self.session_id, platform=self.framework, cwd=self._cwd,
+            tool_call_id=call_id, tool_name=name, args=args, result=shown, status=status,
+            duration_ms=duration_ms))
         after = self._after(outcome, result)
-        if not self.listens("tool_result_persist"):
+        if not engine._has_hooks(ToolResultPersist):
             return after  # what the engine answers for an event with no hooks
         persist = await self.emit("tool_result_persist", tool_call_id=call_id, tool_name=name,
                                   result=shown if after.result is result
@@ -430,11 +439,13 @@ class Policy:
                         call_id: str = "", *, status: str = "ok",
                         duration_ms: float = 0.0) -> AfterTool:
         shown = _jsonable(result)
-        outcome = self.emit_sync("after_tool_call", tool_call_id=call_id, tool_name=name,
-                                 args=args, result=shown, status=status,
-                                 duration_ms=duration_ms)
+        engine = self.engine
+        outcome = engine.emit_sync(AfterToolCall(
+            session_id=self.session_id, platform=self.framework, cwd=self._cwd,
+            tool_call_id=call_id, tool_name=name, args=args, result=shown, status=status,
+            duration_ms=duration_ms))
         after = self._after(outcome, result)
-        if not self.listens("tool_result_persist"):
+        if not engine._has_hooks(ToolResultPersist):
             return after  # what the engine answers for an event with no hooks
         persist = self.emit_sync("tool_result_persist", tool_call_id=call_id, tool_name=name,
                                  result=shown if after.result is result
@@ -452,6 +463,8 @@ class Policy:
                                     status=_GATED_STATUS[gate.action])
 
     def _after(self, outcome: Outcome, result: Any) -> AfterTool:
+        if outcome.verdict is _NONE and not outcome.changes and not outcome.contexts:
+            return AfterTool(result, "")  # no hook said anything (the common case)
         self.apply(outcome, can=("block", "modify", "context"))
         if outcome.blocked:
             error = outcome.tool_block_error()

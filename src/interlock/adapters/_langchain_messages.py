@@ -14,6 +14,7 @@ from langchain_core.messages import (
     ToolMessage,
     convert_to_messages,
 )
+from langgraph.types import Command
 
 from interlock.adapters._core import as_text, with_context
 
@@ -33,8 +34,6 @@ def _tool_messages(result: Any) -> list[ToolMessage] | None:
     """The ToolMessages in a tool's result (a ToolMessage, a Command, or a list of
     them), their dict forms made messages in place; None for a shape the adapter
     cannot read."""
-    from langgraph.types import Command
-
     if isinstance(result, ToolMessage):
         return [result]
     if isinstance(result, list):
@@ -72,8 +71,6 @@ def _tool_messages(result: Any) -> list[ToolMessage] | None:
 
 def _rewrite(result: Any, rewritten: dict[int, ToolMessage]) -> Any:
     """``result`` with each judged ToolMessage replaced by its rewrite."""
-    from langgraph.types import Command
-
     if not rewritten:
         return result
     if isinstance(result, ToolMessage):
@@ -124,9 +121,9 @@ def _message(value: Any, name: str, call_id: str, status: str) -> ToolMessage:
 
 def _with_result(message: ToolMessage, content: Any, result: Any,
                  *contexts: str) -> ToolMessage:
+    if result is content and not any(contexts):
+        return message  # unchanged (the usual case)
     context = "\n".join(c for c in contexts if c)
-    if result is content and not context:
-        return message
     return _message(with_context(result, context), message.name or "", message.tool_call_id,
                     message.status)
 

@@ -33,8 +33,7 @@ Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from langchain.agents.middleware import (
@@ -87,6 +86,7 @@ from interlock.adapters._lifecycle import (
     status_code,
     tool_failure,
 )
+from interlock.engine.errors import InterlockError
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -160,7 +160,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
     def wrap_model_call(self, request: ModelRequest[Any],
                         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]]
                         ) -> ModelResponse[Any]:
-        with _through_langgraph():
+        try:
             policy = self.policy
             if policy.listens("model_select"):
                 request = self._select(policy.emit_sync("model_select", **_select_fields(request)),
@@ -171,9 +171,10 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             attempt = 1
             while True:
                 asked = request.override(messages=[*request.messages, *said]) if said else request
-                before = policy.emit_sync("before_llm_call", **_llm_fields(
-                    asked, policy.listens("before_llm_call")))
-                asked, answer = self._before_model(before, asked)
+                answer = None  # with no hook on before_llm_call, "no opinion"
+                if policy.listens("before_llm_call"):
+                    asked, answer = self._before_model(policy.emit_sync(
+                        "before_llm_call", **_llm_fields(asked)), asked)
                 if answer is None:
                     try:
                         response = handler(asked)
@@ -200,12 +201,14 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     return _with_said(said, response)
                 said += [*response.result, HumanMessage(instruction)]
                 attempt = 1
+        except (PolicyStopped, DecisionNotSupported) as e:
+            raise _through_langgraph(e)  # noqa: B904 - it keeps e as the cause
 
     async def awrap_model_call(self, request: ModelRequest[Any],
                                handler: Callable[[ModelRequest[Any]],
                                                  Awaitable[ModelResponse[Any]]]
                                ) -> ModelResponse[Any]:
-        with _through_langgraph():
+        try:
             policy = self.policy
             if policy.listens("model_select"):
                 request = self._select(await policy.emit("model_select", **_select_fields(request)),
@@ -214,9 +217,10 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             attempt = 1
             while True:
                 asked = request.override(messages=[*request.messages, *said]) if said else request
-                before = await policy.emit("before_llm_call", **_llm_fields(
-                    asked, policy.listens("before_llm_call")))
-                asked, answer = self._before_model(before, asked)
+                answer = None  # with no hook on before_llm_call, "no opinion"
+                if policy.listens("before_llm_call"):
+                    asked, answer = self._before_model(await policy.emit(
+                        "before_llm_call", **_llm_fields(asked)), asked)
                 if answer is None:
                     try:
                         response = await handler(asked)
@@ -243,6 +247,8 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     return _with_said(said, response)
                 said += [*response.result, HumanMessage(instruction)]
                 attempt = 1
+        except (PolicyStopped, DecisionNotSupported) as e:
+            raise _through_langgraph(e)  # noqa: B904 - it keeps e as the cause
 
     def _select(self, outcome: Outcome, request: ModelRequest[Any]) -> ModelRequest[Any]:
         """model_select's modify of ``model``: the call goes to that chat model."""
@@ -301,7 +307,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
     def wrap_tool_call(self, request: ToolCallRequest,
                        handler: Callable[[ToolCallRequest], ToolMessage | Command[Any]]
                        ) -> ToolMessage | Command[Any]:
-        with _through_langgraph():
+        try:
             policy = self.policy
             name, args, call_id = _call(request)
             attempt = 1
@@ -345,12 +351,14 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                                                           gate.context, after.context)
                 final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
                 return final
+        except (PolicyStopped, DecisionNotSupported) as e:
+            raise _through_langgraph(e)  # noqa: B904 - it keeps e as the cause
 
     async def awrap_tool_call(self, request: ToolCallRequest,
                               handler: Callable[[ToolCallRequest],
                                                 Awaitable[ToolMessage | Command[Any]]]
                               ) -> ToolMessage | Command[Any]:
-        with _through_langgraph():
+        try:
             policy = self.policy
             name, args, call_id = _call(request)
             attempt = 1
@@ -394,6 +402,8 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                                                           gate.context, after.context)
                 final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
                 return final
+        except (PolicyStopped, DecisionNotSupported) as e:
+            raise _through_langgraph(e)  # noqa: B904 - it keeps e as the cause
 
     def _results(self, result: Any, name: str) -> list[ToolMessage]:
         """The ToolMessages a tool's result gives the model: the message itself, or
@@ -442,18 +452,20 @@ class _NotSupported(DecisionNotSupported, GraphBubbleUp):
     """DecisionNotSupported, passed through LangGraph the same way."""
 
 
-@contextmanager
-def _through_langgraph() -> Iterator[None]:
-    """A stop or a decision the adapter cannot apply ends the run even when another
-    middleware wraps this one (docs/adapters.md, LangChain)."""
-    try:
-        yield
-    except (_Stopped, _NotSupported):
-        raise
-    except PolicyStopped as e:
-        raise _Stopped(e.event, e.reason, e.hook) from e
-    except DecisionNotSupported as e:
-        raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
+def _through_langgraph(error: PolicyStopped | DecisionNotSupported) -> InterlockError:
+    """``error`` as LangGraph's control flow, so a stop or a decision the adapter
+    cannot apply ends the run even when another middleware wraps this one
+    (docs/adapters.md, LangChain). (Raised from an ``except`` clause, not a context
+    manager: one wraps every model and tool call.)"""
+    if isinstance(error, (_Stopped, _NotSupported)):
+        return error
+    if isinstance(error, PolicyStopped):
+        converted: InterlockError = _Stopped(error.event, error.reason, error.hook)
+    else:
+        converted = _NotSupported(error.framework, error.event, error.decision, error.hook,
+                                  error.fix)
+    converted.__cause__ = error
+    return converted
 
 
 def _answered(gate: ToolGate, after: AfterTool, name: str, call_id: str) -> ToolMessage:
@@ -484,10 +496,6 @@ def _errored(result: Any) -> TypeGuard[ToolMessage]:
 def _tool_failure(error: Exception) -> bool:
     """Whether ``error`` is the tool's failure, not LangGraph's control flow (an
     interrupt) nor a policy's stop from a run inside the tool."""
-    from langgraph.errors import GraphBubbleUp
-
-    from interlock.engine.errors import InterlockError
-
     return not isinstance(error, (GraphBubbleUp, InterlockError))
 
 

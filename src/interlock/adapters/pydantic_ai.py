@@ -181,12 +181,24 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         if self.policy.listens("model_select"):
             await self._select(request_context)
         model = request_context.model.model_name
+        # With no hook on before_llm_call the engine's answer is "no opinion": skip it.
+        if self.policy.listens("before_llm_call"):
+            answer = await self._before_model(request_context, model)
+            if answer is not None:
+                return await self._after_model(answer, model, True)
+        response = await handler(request_context)
+        if self._failures and ctx.run_id is not None:
+            self._failures.pop(ctx.run_id, None)
+        return await self._after_model(response, model, False,
+                                       streamed=request_context.streaming)
+
+    async def _before_model(self, request_context: ModelRequestContext,
+                            model: str) -> ModelResponse | None:
+        """before_llm_call, applied to the request; a respond's reply, else None."""
         params = request_context.model_request_parameters
-        offered = [t.name for t in params.function_tools]
-        messages = (_messages(request_context.messages)
-                    if self.policy.listens("before_llm_call") else [])
-        before = await self.policy.emit("before_llm_call", model=model, messages=messages,
-                                        tools=offered)
+        before = await self.policy.emit("before_llm_call", model=model,
+                                        messages=_messages(request_context.messages),
+                                        tools=[t.name for t in params.function_tools])
         self.policy.apply(before, can=("block", "respond", "modify", "context"))
         if before.blocked:
             raise PolicyStopped(before.name, before.reason, hook_name(before))
@@ -202,15 +214,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             request_context.messages = [*request_context.messages, ModelRequest(
                 parts=[UserPromptPart(before.context_text())])]
         if before.verdict.value == "respond":
-            response = _response(before.value, model)
-            synthetic = True
-        else:
-            response = await handler(request_context)
-            synthetic = False
-            if self._failures and ctx.run_id is not None:
-                self._failures.pop(ctx.run_id, None)
-        return await self._after_model(response, model, synthetic,
-                                       streamed=request_context.streaming and not synthetic)
+            return _response(before.value, model)
+        return None
 
     async def _external_results(self, ctx: RunContext[Any],
                                 request_context: ModelRequestContext) -> None:
@@ -391,8 +396,12 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 status, result = "error", with_context({"error": failure.error},
                                                        failure.context)
             after = await policy.after_tool(name, gate.args, result, call_id, status=status)
-            context = "\n".join(c for c in (gate.context, after.context) if c)
-            return with_context(after.result, context)
+            return with_context(after.result, _joined(gate.context, after.context))
+
+
+def _joined(first: str, second: str) -> str:
+    """Two hook contexts, either of them '' (the usual case: both)."""
+    return f"{first}\n{second}" if first and second else first or second
 
 
 def _not_failures() -> tuple[type[Exception], ...]:

@@ -137,10 +137,10 @@ class Agent:
             # A subagent is bound by its session's rules as they stand at each
             # call, including those hooks or people added to it; what it adds
             # itself stays its own (docs/agent.md, Permissions).
-            session = parent.policy
+            inherited = parent.policy
             self.policy = PermissionPolicy(
-                live=lambda: [*(session.live() if session.live else ()), *session.rules],
-                unmatched=session.unmatched)
+                live=lambda: [*(inherited.live() if inherited.live else ()), *inherited.rules],
+                unmatched=inherited.unmatched)
         extra: list[str | Path] = [*options.protected]
         if store is not None and str(store.path) != ":memory:":
             extra.append(store.path)
