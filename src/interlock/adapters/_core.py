@@ -44,7 +44,7 @@ from interlock.engine.logs import logger
 from interlock.events import EVENT_TYPES, AfterToolCall, BeforeToolCall, ToolResultPersist
 
 if TYPE_CHECKING:
-    from interlock.agent.permissions import PermissionPolicy
+    from interlock.agent.permissions import RuleJudge
     from interlock.config.model import PermissionRule
     from interlock.engine.dispatch import Engine
     from interlock.engine.outcome import Outcome
@@ -175,9 +175,8 @@ class Policy:
         self._checked: tuple[int, frozenset[str]] | None = None
         self._session_started = False
         self._warned: set[tuple[str, str]] = set()
-        self._judged: tuple[PermissionRule, ...] = ()
-        self._permissions: PermissionPolicy | None = None
-        """The policy of the rules last judged by (built once per revision)."""
+        self._judge: RuleJudge | None = None
+        """Judges tool calls by the rules in force (built once per revision of them)."""
         self._types = EVENT_TYPES
 
     @property
@@ -383,38 +382,36 @@ class Policy:
                             outcome)
         # The name asked about, not outcome.event's: the shared outcome of an
         # event with no hooks holds no event (and no hook may rename a tool).
-        rule = self._rule(name, new_args)
-        if rule == "deny":
-            return ToolGate("block", new_args, _rule_block(name, "a permission rule denies it"),
-                            "a permission rule denies it", context, outcome)
-        if verdict is Verdict.ASK:
-            return ToolGate("ask", new_args, None, outcome.reason, context, outcome)
-        if rule == "ask" and verdict is not Verdict.APPROVE:
-            if not can_ask:
-                reason = (f"a permission rule asks for approval, and {self.framework} offers "
-                          "no way to ask a person here")
-                return ToolGate("block", new_args, _rule_block(name, reason), reason, context,
-                                outcome)
-            return ToolGate("ask", new_args, None, "a permission rule asks for approval",
-                            context, outcome)
-        return ToolGate("run", new_args, None, None, context, outcome)
+        ruled = self._ruled(verdict, name, new_args)
+        if ruled is None:
+            if verdict is Verdict.ASK:
+                return ToolGate("ask", new_args, None, outcome.reason, context, outcome)
+            return ToolGate("run", new_args, None, None, context, outcome)
+        from interlock.agent.permissions import RULE_ASKS, RULE_DENIES  # loaded by _ruled
 
-    def _rule(self, name: str, args: dict[str, Any]) -> str | None:
-        """``deny``, ``ask`` or ``allow`` from the rules matching this call; None
-        when there are no rules (the common case costs one list read)."""
+        if ruled == "block":
+            return ToolGate("block", new_args, _rule_block(name, RULE_DENIES), RULE_DENIES,
+                            context, outcome)
+        if not can_ask:
+            reason = f"{RULE_ASKS}, and {self.framework} offers no way to ask a person here"
+            return ToolGate("block", new_args, _rule_block(name, reason), reason, context,
+                            outcome)
+        return ToolGate("ask", new_args, None, RULE_ASKS, context, outcome)
+
+    def _ruled(self, verdict: Verdict, name: str, args: dict[str, Any]) -> str | None:
+        """``block`` or ``ask`` where the rules matching this call overrule the
+        hooks' ``verdict`` (interlock.agent.permissions.overrule, as the bridges
+        judge); None when the hooks' stands, or there are no rules (the common case
+        costs one list read)."""
         rules = self.rules()
         if not rules:
             return None
-        key = tuple(rules)
-        permissions = self._permissions
-        if permissions is None or key != self._judged:
-            # A new revision's rules (the same rules are the same objects).
-            from interlock.agent.permissions import PermissionPolicy
+        from interlock.agent.permissions import RuleJudge, overrule
 
-            permissions = self._permissions = PermissionPolicy(rules)
-            self._judged = key
-        action = permissions.decide(name, args)
-        return action.value if action is not None else None
+        judge = self._judge
+        if judge is None:
+            judge = self._judge = RuleJudge()
+        return overrule(verdict.value, judge.action(rules, name, args))
 
     async def after_tool(self, name: str, args: dict[str, Any], result: Any,
                          call_id: str = "", *, status: str = "ok",

@@ -19,6 +19,11 @@ and the outcome is answered in Claude's terms:
 - approve: ``allow``; context: ``additionalContext``; stop: ``continue:
   false``; a decision Claude cannot apply at that event is a deny naming it.
 
+The project's ``[[permissions]]`` rules then apply to a tool call as in every
+bridge (docs/adapters.md): a ``deny`` rule denies it, even over a hook's
+approve; an ``ask`` rule asks, unless a hook approved; an ``allow`` rule
+approves nothing on its own.
+
 Every matcher is registered with ``on_failure="block"``, so an exception in
 a callback (the project's config cannot be loaded, say) blocks the action.
 """
@@ -35,7 +40,8 @@ from claude_agent_sdk.types import HookEvent, HookInput, HookJSONOutput
 from interlock.adapters._core import GATEWAY_EVENTS, Policy
 from interlock.engine.decisions import Verdict
 from interlock.hosts.bridge import claude
-from interlock.hosts.bridge._common import Result, redact_reasons
+from interlock.hosts.bridge._common import Result
+from interlock.hosts.bridge._decide import decided
 from interlock.hosts.bridge._events import build_event
 
 __all__ = ["EVENTS", "FIRES", "interlock_hooks"]
@@ -80,10 +86,12 @@ async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
     policy.check_fired(FIRES, absent=GATEWAY_EVENTS)
     event = build_event(claude.SYSTEM, payload).replace(platform=policy.framework)
     outcome = await policy.engine.emit(event)
-    if outcome.verdict is Verdict.NONE and not outcome.changes and not outcome.contexts:
+    rules = policy.rules()
+    if (outcome.verdict is Verdict.NONE and not outcome.changes and not outcome.contexts
+            and not rules):
         return {}  # no opinion: what claude.answer gives for it at every event
-    record = outcome.to_dict(event)
-    redact_reasons(record)
+    # As the Claude bridge decides: the project's rules after the hooks.
+    record = decided(outcome, event, rules)
     reply = claude.answer(claude.host_event(payload), payload, Result.from_dict(record))
     body: dict[str, Any] = json.loads(reply.stdout) if reply.stdout else {}
     if reply.code == 2 and not body:  # exit 2 with no JSON: a block, in any version

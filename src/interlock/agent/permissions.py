@@ -17,6 +17,10 @@ is also split into its simple commands (:mod:`interlock.shell.split`):
   line only when each command matches one of them, and never a line that could
   not be read whole (a syntax error, a heredoc without the ``shell`` extra ...).
   An allow whose pattern is ``*`` still covers any line: it names no command.
+
+Hosts that run no agent of their own (the framework adapters, the bridges) judge
+a tool call with :class:`RuleJudge` after its hooks, and :func:`overrule` says
+what the rule's action makes of the hooks' decision (docs/agent.md, Permissions).
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from typing import Any
 import msgspec
 
 from interlock.engine.errors import ConfigError
-from interlock.models.tooling import PermissionRule
+from interlock.models.permission import PermissionRule
 from interlock.shell.split import CommandLine, split
 
-__all__ = ["Action", "PermissionPolicy", "PermissionRule", "rule", "rule_from_dict",
-           "subject_of"]
+__all__ = ["RULE_ASKS", "RULE_DENIES", "Action", "PermissionPolicy", "PermissionRule",
+           "RuleJudge", "overrule", "rule", "rule_from_dict", "subject_of"]
 
 
 class Action(enum.StrEnum):
@@ -182,3 +186,54 @@ def _covers(allows: list[PermissionRule], tool: str, subject: str,
     # than its commands show.
     return line.complete and all(any(r.matches(tool, text) for r in allows)
                                  for text in line.commands)
+
+
+RULE_DENIES = "a permission rule denies it"
+"""The reason of a tool call a ``deny`` rule refused."""
+RULE_ASKS = "a permission rule asks for approval"
+"""The reason of a tool call an ``ask`` rule sent to a person."""
+
+
+def overrule(decision: str, action: str | None) -> str | None:
+    """What a rule's ``action`` makes of the hooks' ``decision`` on a tool call:
+    ``"block"`` or ``"ask"`` in its place, or None when the hooks' stands
+    (docs/agent.md, Permissions). ``decision`` is a ``Verdict`` value, or
+    ``modify`` for a bare rewrite (as an outcome record has it).
+
+    - ``deny`` blocks the call, even over a hook's ``approve`` or ``ask``; a
+      hook's block, respond, skip or stop stands (the call does not run anyway).
+    - ``ask`` asks where no hook had an opinion (a rewrite is none); a hook's
+      ``approve`` is the approval it asks for, and a hook's ``ask`` keeps its reason.
+    - ``allow`` never decides: a call no hook approved goes on to the agent's
+      own permission step.
+    """
+    if action == "deny" and decision in _DENIABLE:
+        return "block"
+    if action == "ask" and decision in ("none", "modify"):
+        return "ask"
+    return None
+
+
+_DENIABLE = frozenset({"none", "modify", "approve", "ask", "retry"})
+
+
+class RuleJudge:
+    """What the rules in force say of one tool call (``deny``, ``ask``, ``allow``
+    or None), keeping the policy of the rules last judged by: a revision's rules
+    are built into a :class:`PermissionPolicy` once, not at every call."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: tuple[tuple[PermissionRule, ...], PermissionPolicy] | None = None
+
+    def action(self, rules: Iterable[PermissionRule], tool: str,
+               args: Mapping[str, Any]) -> str | None:
+        key = tuple(rules)
+        last = self._last
+        if last is None or last[0] != key:
+            # One assignment: a judge shared by threads never pairs one revision's
+            # rules with another's policy.
+            last = self._last = (key, PermissionPolicy(key))
+        found = last[1].decide(tool, args)
+        return found.value if found is not None else None

@@ -202,3 +202,93 @@ async def test_the_cli_calls_no_sdk_callback_on_session_start_or_end(claude_proj
              for name in ("SessionStart", "SessionEnd", "UserPromptSubmit")}
     await run(claude_project, "date", hooks=hooks)
     assert called == ["UserPromptSubmit"]
+
+
+# -- the project's [[permissions]] rules (docs/adapters.md) -----------------------------
+
+RULES = '''
+[[permissions]]
+tool = "terminal"
+pattern = "touch *"
+action = "deny"
+
+[[permissions]]
+tool = "terminal"
+pattern = "cat *"
+action = "ask"
+'''
+
+
+async def test_a_deny_rule_blocks_a_command_the_hooks_let_through(claude_project):
+    (claude_project / ".interlock" / "config.toml").write_text(CONFIG + RULES)
+    asked: list[str] = []
+
+    async def yes(tool: str, args: dict[str, Any],
+                  ctx: ToolPermissionContext) -> PermissionResultAllow:
+        asked.append(args["command"])
+        return PermissionResultAllow()
+
+    marker = claude_project / "ran"
+    s = await run(claude_project, f"touch {marker}", can_use_tool=yes)
+    assert not marker.exists()
+    assert asked == []  # denied before anyone is asked
+    assert "a permission rule denies it" in s.returned()
+
+
+async def test_an_ask_rule_goes_to_can_use_tool(claude_project):
+    (claude_project / ".interlock" / "config.toml").write_text(CONFIG + RULES)
+    asked: list[str] = []
+
+    async def refuse(tool: str, args: dict[str, Any],
+                     ctx: ToolPermissionContext) -> PermissionResultDeny:
+        asked.append(args["command"])
+        return PermissionResultDeny(message="not that file")
+
+    s = await run(claude_project, "cat notes.txt", can_use_tool=refuse)
+    assert asked == ["cat notes.txt"]
+    assert "not that file" in s.returned()
+
+
+def pre_tool_use(command: str) -> dict[str, Any]:
+    return {"session_id": "s", "cwd": "/tmp", "hook_event_name": "PreToolUse",
+            "tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": "t1"}
+
+
+async def test_a_hook_s_approve_does_not_override_a_deny_rule(project):
+    from interlock.adapters._core import Policy
+    from interlock.adapters.claude_agent_sdk import FRAMEWORK, answer
+
+    (project / ".interlock" / "approve.py").write_text(
+        "from interlock import approve\n\ndef handle(e):\n    return approve('fine')\n")
+    (project / ".interlock" / "config.toml").write_text(RULES + '''
+[[permissions]]
+tool = "terminal"
+pattern = "*"
+action = "allow"
+
+[[hooks]]
+name = "approve"
+events = ["before_tool_call"]
+handler = "approve.py"
+''')
+    policy = Policy(FRAMEWORK, project=project)
+    denied = (await answer(policy, pre_tool_use("touch x")))["hookSpecificOutput"]
+    assert denied["permissionDecision"] == "deny"
+    assert "a permission rule denies it" in denied["permissionDecisionReason"]
+    approved = (await answer(policy, pre_tool_use("cat x")))["hookSpecificOutput"]
+    assert approved["permissionDecision"] == "allow"  # the approval an ask rule wants
+
+
+async def test_an_allow_rule_approves_nothing_on_its_own(project):
+    from interlock.adapters._core import Policy
+    from interlock.adapters.claude_agent_sdk import FRAMEWORK, answer
+
+    (project / ".interlock" / "config.toml").write_text(CONFIG + '''
+[[permissions]]
+tool = "terminal"
+pattern = "*"
+action = "allow"
+''')
+    (project / ".interlock" / "policy.py").write_text(POLICY)
+    policy = Policy(FRAMEWORK, project=project)
+    assert await answer(policy, pre_tool_use("ls")) == {}

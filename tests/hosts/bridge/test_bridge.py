@@ -489,6 +489,7 @@ def _in_process(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[s
 
 class _NoRegistry:
     recorded = False
+    permissions: list[Any] = []  # no [[permissions]] rules
 
     def close(self) -> None:
         pass

@@ -262,17 +262,20 @@ def _load(system: str, payload: dict[str, Any], root: str) -> tuple[Host, Event]
 
 
 def _answer(host: Host, event: Event, root: str, check_up_to: int | None) -> dict[str, Any]:
+    from interlock.hosts.bridge._decide import decided, unguarded
+
     try:
-        if not host.engine.hooks:
-            # A bridge never runs with no hooks: a host agent calling it expects a
-            # policy, and an empty one would mean "allow everything".
-            raise BridgeError(f"no server is running and no hooks are configured for {root}; "
-                              "configure .interlock/config.toml or start `interlock serve`")
+        if unguarded(host):
+            # A bridge never runs with no policy: a host agent calling it expects
+            # one, and an empty one would mean "allow everything".
+            raise BridgeError(f"no server is running and no hooks are configured for {root} "
+                              "(nor a deny or ask rule); configure .interlock/config.toml or "
+                              "start `interlock serve`")
         # Recorded like any host, but only once there is something to record: the
         # store's rows are written in one transaction when the bridge exits.
         host.registry.record(check_up_to=check_up_to)
         outcome = host.engine.emit_sync(event)
-        out: dict[str, Any] = outcome.to_dict(event)
+        out = decided(outcome, event, host.rules)
     except BaseException:
         host.close()
         raise
@@ -281,9 +284,6 @@ def _answer(host: Host, event: Event, root: str, check_up_to: int | None) -> dic
     if not host.close(record_timeout=STRICT_AUDIT_S):
         raise BridgeError("the audit store is not committing, so this decision was not "
                           "recorded; see `interlock status`")
-    from interlock.hosts.bridge._common import redact_reasons
-
-    redact_reasons(out)
     return out
 
 

@@ -184,8 +184,8 @@ class Daemon:
         raw = await reader.readexactly(length)
         await self.catch_up()
         error = self.host.registry.last_error
-        reply = await host_reply(self.host.engine, agent, raw, settled=self.settled,
-                                 refused=error)
+        reply = await host_reply(self.host.engine, agent, raw, rules=self.host.rules,
+                                 settled=self.settled, refused=error)
         body, headers = encode(reply)
         return 200, body, headers
 
@@ -245,8 +245,10 @@ def main(argv: list[str]) -> int:
     except Exception as exc:  # the in-process bridge meets it again and denies
         return _fail(f"{type(exc).__name__}: {exc}")
     try:
-        if not host.engine.hooks:
-            return _fail(f"no hooks are configured for {root}")
+        from interlock.hosts.bridge._decide import unguarded
+
+        if unguarded(host):
+            return _fail(f"no hooks are configured for {root} (nor a deny or ask rule)")
         asyncio.run(Daemon(host, os.path.realpath(root), sock_path, idle, lock).serve())
     except Exception as exc:
         return _fail(f"{type(exc).__name__}: {exc}")

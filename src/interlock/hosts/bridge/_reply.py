@@ -10,27 +10,33 @@ bridge gives when it fails (``_core.failure``), never an allow.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from interlock.hosts.bridge import host
-from interlock.hosts.bridge._common import BridgeError, Reply, Result, redact_reasons
+from interlock.hosts.bridge._common import BridgeError, Reply, Result
 from interlock.hosts.bridge._core import failure
+
+if TYPE_CHECKING:
+    from interlock.models.permission import PermissionRule
 
 HEADER = "x-interlock-reply"
 """The request header asking for this reply (its value: ``host``)."""
 
 
 async def host_reply(engine: Any, agent: str, payload: Any, *,
+                     rules: Sequence[PermissionRule] = (),
                      settled: Callable[[], Awaitable[bool]] | None = None,
                      refused: Exception | None = None) -> Reply:
-    """The agent's reply to its hook input ``payload`` (raw or decoded), evaluated by ``engine``.
+    """The agent's reply to its hook input ``payload`` (raw or decoded), evaluated by
+    ``engine`` and the ``[[permissions]]`` ``rules`` in force (``_decide``).
 
     ``settled``: strict audit's wait for the decision's records to commit; a
     decision that cannot be recorded is not answered (a deny). ``refused``: why
     no decision is made at all (the config on disk is broken: the in-process
     bridge denies then, and so does this reply).
     """
+    from interlock.hosts.bridge._decide import decided
     from interlock.hosts.bridge._events import build_event
 
     mod = host(agent)
@@ -51,8 +57,7 @@ async def host_reply(engine: Any, agent: str, payload: Any, *,
         if settled is not None and not await settled():
             raise BridgeError("the audit store is not committing, so this decision was not "
                               "recorded; see `interlock status`")
-        record: dict[str, Any] = outcome.to_dict(event)
-        redact_reasons(record)
+        record = decided(outcome, event, rules)
         reply: Reply = mod.answer(host_event, payload, Result.from_dict(record))
     except Exception as exc:  # every failure is the bridge's deny
         reason = str(exc) if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"

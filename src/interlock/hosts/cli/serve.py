@@ -323,7 +323,8 @@ def register(app: typer.Typer) -> None:
                                  allowed_origins=allow_origin or [], gateway=gateway,
                                  metrics=registry.metrics, console=console, live=loaded,
                                  audit_gate=_audit_gate(registry, audit, audit_payloads),
-                                 ready=_ready(registry, shared))
+                                 ready=_ready(registry, shared),
+                                 rules=lambda: registry.permissions)
                 if repo is not None:
                     service = _policy_service(repo, kept, registry, policy_secret_file,
                                               policy_refresh,

@@ -60,6 +60,7 @@ from interlock.hosts.server.security import Guard
 if TYPE_CHECKING:
     from interlock.hosts.server.console import Console
     from interlock.hosts.server.gateway import Gateway
+    from interlock.models.permission import PermissionRule
 
 MAX_BODY = 1 << 20
 LOOPBACK_CLIENTS = frozenset({"127.0.0.1", "::1"})
@@ -195,8 +196,11 @@ class Api:
                  status: Callable[[], dict[str, Any]] | None, socket_path: Path | None,
                  max_body: int, metrics: Exposition | None = None,
                  audit_gate: AuditGate | None = None,
-                 ready: Callable[[], str | None] | None = None) -> None:
+                 ready: Callable[[], str | None] | None = None,
+                 rules: Callable[[], list[PermissionRule]] | None = None) -> None:
         self.engine = engine
+        self.rules = rules or list
+        """The ``[[permissions]]`` rules in force, read at each bridge call."""
         self.root = project_root.resolve()
         self.tokens = tokens
         self.reloader = reloader
@@ -292,7 +296,9 @@ class Api:
             chunks.append(chunk)
         return b"".join(chunks)
 
-    async def evaluate(self, event: Any, *, to_model: bool = False) -> JSON:
+    async def evaluate(self, event: Any, *, bridged: bool = False) -> JSON:
+        """The outcome of ``event``; ``bridged``: an agent's hook input, decided as
+        every bridge decides (the rules too, reasons redacted: hosts/bridge/_decide)."""
         outcome = await self.engine.emit(event)
         if self.audit_gate is not None and not await self.audit_gate():
             # Strict audit: no answer leaves before its audit record has committed.
@@ -300,11 +306,12 @@ class Api:
             return _error(503, f"the audit store is not committing{_why(self.audit_gate)}; "
                                "this decision was not recorded, so it is not answered "
                                "(strict audit, see `interlock status`)")
-        record = outcome.to_dict(event)
-        if to_model:
-            from interlock.hosts.bridge._common import redact_reasons
+        if bridged:
+            from interlock.hosts.bridge._decide import decided
 
-            redact_reasons(record)
+            record = decided(outcome, event, self.rules())
+        else:
+            record = outcome.to_dict(event)
         self.counters["evaluations"] += 1
         self.counters[f"decision.{record['decision']}"] += 1
         return JSON(record)
@@ -349,13 +356,14 @@ class Api:
             return _error(422, exc.render(), field=exc.field)
         except BridgeError as exc:
             return _error(422, str(exc))
-        return await self.evaluate(event, to_model=True)
+        return await self.evaluate(event, bridged=True)
 
     async def host_reply(self, agent: str, payload: bytes) -> Response:
         """The agent's reply, ready for the bridge to forward (interlock.hosts.bridge._reply)."""
         from interlock.hosts.bridge._reply import encode, host_reply
 
-        reply = await host_reply(self.engine, agent, payload, settled=self.audit_gate)
+        reply = await host_reply(self.engine, agent, payload, rules=self.rules(),
+                                 settled=self.audit_gate)
         self.counters["evaluations"] += 1
         body, headers = encode(reply)
         return Response(body, media_type="application/octet-stream", headers=headers)
@@ -476,6 +484,7 @@ def create_app(
     console: Console | None = None,
     live: Live | None = None,
     ready: Callable[[], str | None] | None = None,
+    rules: Callable[[], list[PermissionRule]] | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
@@ -487,6 +496,8 @@ def create_app(
     ``live``: watches the configuration while the app runs (its lifespan).
     ``ready``: None while the server can answer, else a short reason (``GET
     /v1/ready`` answers ``503`` with it); the hooks being loaded is checked here.
+    ``rules``: the ``[[permissions]]`` rules in force, which ``/v1/bridge`` applies
+    to tool calls after the hooks, as every bridge does (docs/one-policy.md).
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -498,7 +509,8 @@ def create_app(
 
     api = Api(engine, project_root=project_root, tokens=tokens, reloader=reloader,
               dead_letters=dead_letters, status=status, socket_path=socket_path,
-              max_body=max_body, metrics=metrics, audit_gate=audit_gate, ready=ready)
+              max_body=max_body, metrics=metrics, audit_gate=audit_gate, ready=ready,
+              rules=rules)
     spec = msgspec.json.encode(build_spec(HOSTS))
 
     async def openapi(request: Request) -> Response:
