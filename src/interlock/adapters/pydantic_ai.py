@@ -188,6 +188,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             await self._select(request_context)
         model = request_context.model.model_name
         params = request_context.model_request_parameters
+        if params.native_tools:
+            _refuse_native(params.native_tools)
         offered = [t.name for t in (*params.function_tools, *params.output_tools)]
         messages = (_messages(request_context.messages)
                     if self.policy.listens("before_llm_call") else [])
@@ -531,6 +533,18 @@ def _response(value: Any, model: str) -> ModelResponse:
     parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
               for c in data.get("tool_calls") or []]
     return ModelResponse(parts=parts or [TextPart("")], model_name=model)
+
+
+def _refuse_native(tools: Any) -> None:
+    """Provider-run tools: the provider runs their calls, which no hook or rule
+    ever sees, so an agent offering one does not run (docs/adapters.md, pydantic-ai)."""
+    from interlock.engine.errors import ConfigError
+
+    names = ", ".join(sorted({type(t).__name__ for t in tools}))
+    raise ConfigError(f"the agent offers native (provider-run) tools ({names}), whose calls "
+                      "the policy cannot gate", field="native_tools",
+                      fix="remove the NativeTool capabilities and native tools, or give the "
+                          "agent function tools that do the same")
 
 
 def _infer_model(name: str) -> Model:

@@ -15,6 +15,7 @@ pytest.importorskip("pydantic_ai")
 
 from adapter_project import session
 from pydantic_ai import Agent, ToolOutput
+from pydantic_ai.capabilities import NativeTool
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import (
     ModelMessage,
@@ -25,8 +26,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.native_tools import MCPServerTool
 
-from interlock import Engine, block, modify
+from interlock import ConfigError, Engine, block, modify
 from interlock.adapters import DecisionNotSupported, Policy
 from interlock.adapters.pydantic_ai import Interlock
 from interlock.agent.permissions import rule
@@ -115,6 +117,20 @@ def test_an_output_function_rewrite_is_refused(engine):
     with pytest.raises(DecisionNotSupported, match="output function"):
         agent.run_sync("go")
     assert [r for r in RAN if isinstance(r, str)] == []
+
+
+def test_native_tools_are_refused(engine):
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        RAN.append("model called")
+        return ModelResponse(parts=[TextPart("deleted")])
+
+    policy = Policy("pydantic-ai", engine=engine, session_id=session())
+    agent = Agent(FunctionModel(model), capabilities=[
+        NativeTool(MCPServerTool(id="github", url="https://example.invalid/mcp")),
+        Interlock(policy=policy)])
+    with pytest.raises(ConfigError, match="MCPServerTool"):
+        agent.run_sync("delete the prod repo")
+    assert RAN == []
 
 
 def test_a_tool_a_hook_took_off_the_offer_is_blocked_when_called(engine):
