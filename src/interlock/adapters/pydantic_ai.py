@@ -116,7 +116,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _inputs: dict[str, tuple[str, RunInput]] = field(repr=False)
     _answered: set[str] = field(repr=False)
     _failures: dict[str, int] = field(repr=False)
-    _deferred: set[str] = field(repr=False)
+    _deferred: set[tuple[str | None, str]] = field(repr=False)
     _offered: dict[str | None, set[str]] = field(repr=False)
     _judged: set[tuple[str | None, str]] = field(repr=False)
 
@@ -132,7 +132,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         self._failures = {}
         """A run's model calls that failed in a row (by run id), for llm_error's attempt."""
         self._deferred = set()
-        """Calls of function tools that deferred themselves after before_tool_call."""
+        """Calls (by run id and call id) of function tools that deferred themselves
+        after before_tool_call."""
         self._offered = {}
         """The tools a run's last model request offered, by run id, while a
         before_llm_call hook narrowed them: a call to any other is blocked."""
@@ -167,6 +168,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             raise
         finally:
             self._judged = {k for k in self._judged if k[0] != ctx.run_id}
+            self._deferred = {k for k in self._deferred if k[0] != ctx.run_id}
             self._offered.pop(ctx.run_id, None)
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
@@ -378,8 +380,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         answered: dict[str, Any] = {}
         offered = self._offered.get(ctx.run_id) if self._offered else None
         for call in requests.calls:
-            if call.tool_call_id in self._deferred:
-                self._deferred.discard(call.tool_call_id)
+            if (ctx.run_id, call.tool_call_id) in self._deferred:
+                self._deferred.discard((ctx.run_id, call.tool_call_id))
                 continue
             args = call.args_as_dict()
             if offered is not None and call.tool_name not in offered:
@@ -430,7 +432,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             try:
                 result = await handler(gate.args)
             except CallDeferred:
-                self._deferred.add(call_id)  # judged: handle_deferred_tool_calls skips it
+                # Judged: handle_deferred_tool_calls skips it.
+                self._deferred.add((ctx.run_id, call_id))
                 raise
             except Exception as exc:
                 if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):

@@ -6,6 +6,7 @@ with its FunctionModel."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +15,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from adapter_project import session
-from pydantic_ai import Agent, ToolOutput
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, ToolOutput
 from pydantic_ai.capabilities import NativeTool
 from pydantic_ai.exceptions import UnexpectedModelBehavior
 from pydantic_ai.messages import (
@@ -27,6 +28,8 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.native_tools import MCPServerTool
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import ExternalToolset
 
 from interlock import ConfigError, Engine, block, modify
 from interlock.adapters import DecisionNotSupported, Policy
@@ -158,3 +161,41 @@ def test_a_tool_a_hook_took_off_the_offer_is_blocked_when_called(engine):
     assert agent.run_sync("go").output == "done"
     assert RAN == []
     assert "not offered" in turns[1][0]
+
+
+def test_a_deferral_left_by_a_run_that_failed_lets_no_later_call_out_unchecked(engine):
+    turn = {"n": 0}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn["n"] += 1
+        if turn["n"] == 1:
+            return ModelResponse(parts=[ToolCallPart("later", {}, tool_call_id="x"),
+                                        ToolCallPart("boom", {}, tool_call_id="y")])
+        if turn["n"] > 2:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("wipe_disk", {"device": "/dev/sda"},
+                                                 tool_call_id="x")])
+
+    policy = Policy("pydantic-ai", engine=engine, session_id=session(),
+                    rules=[rule("wipe_disk", "*", "deny")])
+    external = ExternalToolset([ToolDefinition(name="wipe_disk", parameters_json_schema={
+        "type": "object", "properties": {"device": {"type": "string"}}})])
+    agent = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests],
+                  toolsets=[external], capabilities=[Interlock(policy=policy)])
+
+    @agent.tool_plain
+    async def later() -> str:
+        """Defers itself."""
+        raise CallDeferred()
+
+    @agent.tool_plain
+    async def boom() -> str:
+        """Fails, after later deferred itself."""
+        await asyncio.sleep(0.05)
+        raise RuntimeError("tool crashed")
+
+    with pytest.raises(RuntimeError, match="tool crashed"):
+        agent.run_sync("run 1")
+    result = agent.run_sync("run 2")
+    handed_out = result.output.calls if isinstance(result.output, DeferredToolRequests) else []
+    assert [c.tool_name for c in handed_out] == []
