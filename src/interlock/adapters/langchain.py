@@ -68,8 +68,11 @@ from interlock.adapters._langchain_messages import (
     _last_human,
     _last_text,
     _llm_fields,
+    _mark_offered,
     _message,
+    _offered,
     _prompt,
+    _refuse_provider_tools,
     _reply_fields,
     _rewrite,
     _streamed,
@@ -84,6 +87,7 @@ from interlock.adapters._lifecycle import (
     error_text,
     keep_working,
     llm_retry,
+    not_offered,
     status_code,
     tool_failure,
 )
@@ -162,6 +166,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                         ) -> ModelResponse[Any]:
         with _through_langgraph():
             policy = self.policy
+            _refuse_provider_tools(request.tools)
             if policy.listens("model_select"):
                 request = self._select(policy.emit_sync("model_select", **_select_fields(request)),
                                        request)
@@ -197,7 +202,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     instruction = keep_working(policy, policy.emit_sync(
                         "before_stop", **_stop_fields(asked, response)))
                 if instruction is None:
-                    return _with_said(said, response)
+                    return _with_said(said, _mark_offered(before.changes, asked, response))
                 said += [*response.result, HumanMessage(instruction)]
                 attempt = 1
 
@@ -207,6 +212,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                                ) -> ModelResponse[Any]:
         with _through_langgraph():
             policy = self.policy
+            _refuse_provider_tools(request.tools)
             if policy.listens("model_select"):
                 request = self._select(await policy.emit("model_select", **_select_fields(request)),
                                        request)
@@ -240,7 +246,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     instruction = keep_working(policy, await policy.emit(
                         "before_stop", **_stop_fields(asked, response)))
                 if instruction is None:
-                    return _with_said(said, response)
+                    return _with_said(said, _mark_offered(before.changes, asked, response))
                 said += [*response.result, HumanMessage(instruction)]
                 attempt = 1
 
@@ -304,6 +310,12 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         with _through_langgraph():
             policy = self.policy
             name, args, call_id = _call(request)
+            offered = _offered(request, call_id)
+            if offered is not None and name not in offered:  # docs/adapters.md, LangChain
+                after = policy.after_tool_sync(name, args, not_offered(name, offered), call_id,
+                                               status="blocked")
+                return _message(with_context(after.result, after.context), name, call_id,
+                                "error")
             attempt = 1
             while True:
                 gate = policy.before_tool_sync(name, args, call_id)
@@ -353,6 +365,12 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         with _through_langgraph():
             policy = self.policy
             name, args, call_id = _call(request)
+            offered = _offered(request, call_id)
+            if offered is not None and name not in offered:  # docs/adapters.md, LangChain
+                after = await policy.after_tool(name, args, not_offered(name, offered),
+                                                call_id, status="blocked")
+                return _message(with_context(after.result, after.context), name, call_id,
+                                "error")
             attempt = 1
             while True:
                 gate = await policy.before_tool(name, args, call_id)
