@@ -68,7 +68,7 @@ def _output_model(*paths: str, tool: str = "delete_everything") -> FunctionModel
     return FunctionModel(model)
 
 
-def test_an_output_function_passes_before_tool_call_and_a_block_is_a_retry(engine):
+async def test_an_output_function_passes_before_tool_call_and_a_block_is_a_retry(engine):
     seen: list[tuple[str, dict[str, Any]]] = []
 
     def hook(e: Any) -> Any:
@@ -80,7 +80,7 @@ def test_an_output_function_passes_before_tool_call_and_a_block_is_a_retry(engin
     agent = Agent(_output_model("/important", "/tmp/scratch"),
                   output_type=ToolOutput(delete_everything, name="delete_everything"),
                   capabilities=[Interlock(policy=policy)])
-    result = agent.run_sync("go")
+    result = await agent.run("go")
     assert result.output == "deleted /tmp/scratch"
     assert [r for r in RAN if isinstance(r, str)] == ["/tmp/scratch"]
     assert seen == [("delete_everything", {"path": "/important"}),
@@ -88,29 +88,29 @@ def test_an_output_function_passes_before_tool_call_and_a_block_is_a_retry(engin
     assert ("retries", 1) in RAN, "the model read the block's reason as a retry"
 
 
-def test_a_permission_rule_denies_an_output_function(engine):
+async def test_a_permission_rule_denies_an_output_function(engine):
     policy = Policy("pydantic-ai", engine=engine, session_id=session(),
                     rules=[rule("delete_everything", "*", "deny")])
     agent = Agent(_output_model("/important", "/important", "/important"),
                   output_type=ToolOutput(delete_everything, name="delete_everything"),
                   capabilities=[Interlock(policy=policy)])
     with pytest.raises(UnexpectedModelBehavior):
-        agent.run_sync("go")
+        await agent.run("go")
     assert [r for r in RAN if isinstance(r, str)] == []
 
 
-def test_an_output_function_a_hook_took_off_the_offer_does_not_run(engine):
+async def test_an_output_function_a_hook_took_off_the_offer_does_not_run(engine):
     engine.on("before_llm_call", lambda e: modify(tools=[]), name="no-tools", modifies=True)
     policy = Policy("pydantic-ai", engine=engine, session_id=session())
     agent = Agent(_output_model("prod", "prod", "prod", tool="wipe"),
                   output_type=ToolOutput(delete_everything, name="wipe"),
                   capabilities=[Interlock(policy=policy)])
     with pytest.raises(UnexpectedModelBehavior):
-        agent.run_sync("go")
+        await agent.run("go")
     assert [r for r in RAN if isinstance(r, str)] == []
 
 
-def test_an_output_function_rewrite_is_refused(engine):
+async def test_an_output_function_rewrite_is_refused(engine):
     engine.on("before_tool_call", lambda e: modify(args={"path": "/tmp"}), name="rewriter",
               modifies=True)
     policy = Policy("pydantic-ai", engine=engine, session_id=session())
@@ -118,11 +118,11 @@ def test_an_output_function_rewrite_is_refused(engine):
                   output_type=ToolOutput(delete_everything, name="delete_everything"),
                   capabilities=[Interlock(policy=policy)])
     with pytest.raises(DecisionNotSupported, match="output function"):
-        agent.run_sync("go")
+        await agent.run("go")
     assert [r for r in RAN if isinstance(r, str)] == []
 
 
-def test_native_tools_are_refused(engine):
+async def test_native_tools_are_refused(engine):
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         RAN.append("model called")
         return ModelResponse(parts=[TextPart("deleted")])
@@ -132,11 +132,11 @@ def test_native_tools_are_refused(engine):
         NativeTool(MCPServerTool(id="github", url="https://example.invalid/mcp")),
         Interlock(policy=policy)])
     with pytest.raises(ConfigError, match="MCPServerTool"):
-        agent.run_sync("delete the prod repo")
+        await agent.run("delete the prod repo")
     assert RAN == []
 
 
-def test_a_tool_a_hook_took_off_the_offer_is_blocked_when_called(engine):
+async def test_a_tool_a_hook_took_off_the_offer_is_blocked_when_called(engine):
     turns: list[list[str]] = []
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -158,12 +158,12 @@ def test_a_tool_a_hook_took_off_the_offer_is_blocked_when_called(engine):
         RAN.append(cmd)
         return "ok"
 
-    assert agent.run_sync("go").output == "done"
+    assert (await agent.run("go")).output == "done"
     assert RAN == []
     assert "not offered" in turns[1][0]
 
 
-def test_a_deferral_left_by_a_run_that_failed_lets_no_later_call_out_unchecked(engine):
+async def test_a_deferral_left_by_a_run_that_failed_lets_no_later_call_out_unchecked(engine):
     turn = {"n": 0}
 
     def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -195,7 +195,7 @@ def test_a_deferral_left_by_a_run_that_failed_lets_no_later_call_out_unchecked(e
         raise RuntimeError("tool crashed")
 
     with pytest.raises(RuntimeError, match="tool crashed"):
-        agent.run_sync("run 1")
-    result = agent.run_sync("run 2")
+        await agent.run("run 1")
+    result = await agent.run("run 2")
     handed_out = result.output.calls if isinstance(result.output, DeferredToolRequests) else []
     assert [c.tool_name for c in handed_out] == []
