@@ -4,6 +4,7 @@ LangChain middleware (``interlock.adapters.langchain``) reads and writes."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from langchain.agents.middleware import AgentState, ModelRequest, ModelResponse
@@ -214,3 +215,50 @@ def _ai_message(value: Any) -> AIMessage:
               "args": c.get("args") or {}, "type": "tool_call"}
              for i, c in enumerate(data.get("tool_calls") or [])]
     return AIMessage(content=data.get("text") or "", tool_calls=calls)
+
+
+_OFFERED = "interlock_offered"
+"""The ``response_metadata`` key of a reply's offered tools (docs/adapters.md, LangChain)."""
+
+
+def _refuse_provider_tools(tools: list[Any]) -> None:
+    """A dict tool is one the provider runs (LangChain's built-in tools): no hook or
+    rule would see its calls, so a model call offering one does not go out."""
+    provider = [t for t in tools if isinstance(t, dict)]
+    if not provider:
+        return
+    from interlock.engine.errors import ConfigError
+
+    names = ", ".join(str(t.get("name") or t.get("server_label") or t.get("type") or "?")
+                      for t in provider)
+    raise ConfigError(f"the agent offers provider-run tools ({names}), whose calls the "
+                      "policy cannot gate", field="tools",
+                      fix="give create_agent tools that run in the process (BaseTool or "
+                          "functions) instead of dict tools (docs/adapters.md, LangChain)")
+
+
+def _mark_offered(changes: Mapping[str, Any], request: ModelRequest[Any],
+                  response: ModelResponse[Any]) -> ModelResponse[Any]:
+    """A reply to a model call whose tools a before_llm_call hook narrowed keeps the
+    names it was offered, in the state, for the tool calls it makes."""
+    if "tools" not in changes:
+        return response
+    names = [_tool_name(t) for t in request.tools]
+    for message in response.result:
+        if isinstance(message, AIMessage) and message.tool_calls:
+            message.response_metadata[_OFFERED] = names
+    return response
+
+
+def _offered(request: ToolCallRequest, call_id: str) -> list[str] | None:
+    """The tools offered to the model call whose reply made this call, when a hook
+    narrowed them; None when it offered every tool (or the reply is not found)."""
+    state = request.state
+    messages = (state.get("messages", []) if isinstance(state, dict)
+                else getattr(state, "messages", []))
+    for message in reversed(messages or []):
+        if isinstance(message, AIMessage) and any(c.get("id") == call_id
+                                                  for c in message.tool_calls):
+            offered = message.response_metadata.get(_OFFERED)
+            return list(offered) if offered is not None else None
+    return None

@@ -10,7 +10,7 @@ there pays nothing per call.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -21,8 +21,9 @@ if TYPE_CHECKING:
     from interlock.adapters._core import Policy
     from interlock.engine.outcome import Outcome
 
-__all__ = ["LLM_RETRY_CAP", "TOOL_RETRY_CAP", "ToolFailure", "chosen_model", "error_text",
-           "keep_working", "llm_retry", "status_code", "tool_failure"]
+__all__ = ["LLM_RETRY_CAP", "NOT_OFFERED", "TOOL_RETRY_CAP", "ToolFailure", "chosen_model",
+           "error_text", "keep_working", "llm_retry", "not_offered", "status_code",
+           "tool_failure"]
 
 TOOL_RETRY_CAP = 2
 """Retries of one tool call a tool_error hook may ask for, as in the reference agent."""
@@ -125,3 +126,17 @@ def chosen_model(policy: Policy, outcome: Outcome, current: str, models: Mapping
             f"{cannot} of {name!r} ({error_text(exc)}); name a 'provider:model' it can "
             f"make, or pass the model as {option}(models={{{name!r}: model}}) "
             f"(docs/adapters.md, {section})") from exc
+
+
+NOT_OFFERED = "engine.active-tools"
+"""The ``hook`` of the block a call to a tool the model was not offered gets, as the
+reference agent names its refusal (docs/adapters.md, Which policy applies)."""
+
+
+def not_offered(name: str, offered: Iterable[str]) -> dict[str, Any]:
+    """The structured block the model reads for a call to ``name``, a tool a
+    before_llm_call hook took off this model call's offer."""
+    return {"error": "tool call blocked", "tool_name": name,
+            "reason": f"tool {name!r} was not offered to the model; the offered tools are: "
+                      f"{', '.join(sorted(offered)) or 'none'}",
+            "hint": "use one of the offered tools", "hook": NOT_OFFERED}

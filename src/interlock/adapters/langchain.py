@@ -67,8 +67,11 @@ from interlock.adapters._langchain_messages import (
     _last_human,
     _last_text,
     _llm_fields,
+    _mark_offered,
     _message,
+    _offered,
     _prompt,
+    _refuse_provider_tools,
     _reply_fields,
     _rewrite,
     _streamed,
@@ -83,6 +86,7 @@ from interlock.adapters._lifecycle import (
     error_text,
     keep_working,
     llm_retry,
+    not_offered,
     status_code,
     tool_failure,
 )
@@ -162,6 +166,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                         ) -> ModelResponse[Any]:
         try:
             policy = self.policy
+            _refuse_provider_tools(request.tools)
             if policy.listens("model_select"):
                 request = self._select(policy.emit_sync("model_select", **_select_fields(request)),
                                        request)
@@ -172,9 +177,11 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             while True:
                 asked = request.override(messages=[*request.messages, *said]) if said else request
                 answer = None  # with no hook on before_llm_call, "no opinion"
+                narrowed: Mapping[str, Any] = {}  # and no hook took a tool off the offer
                 if policy.listens("before_llm_call"):
-                    asked, answer = self._before_model(policy.emit_sync(
-                        "before_llm_call", **_llm_fields(asked)), asked)
+                    before = policy.emit_sync("before_llm_call", **_llm_fields(asked))
+                    asked, answer = self._before_model(before, asked)
+                    narrowed = before.changes
                 if answer is None:
                     try:
                         response = handler(asked)
@@ -198,7 +205,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     instruction = keep_working(policy, policy.emit_sync(
                         "before_stop", **_stop_fields(asked, response)))
                 if instruction is None:
-                    return _with_said(said, response)
+                    return _with_said(said, _mark_offered(narrowed, asked, response))
                 said += [*response.result, HumanMessage(instruction)]
                 attempt = 1
         except (PolicyStopped, DecisionNotSupported) as e:
@@ -210,6 +217,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                                ) -> ModelResponse[Any]:
         try:
             policy = self.policy
+            _refuse_provider_tools(request.tools)
             if policy.listens("model_select"):
                 request = self._select(await policy.emit("model_select", **_select_fields(request)),
                                        request)
@@ -218,9 +226,11 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             while True:
                 asked = request.override(messages=[*request.messages, *said]) if said else request
                 answer = None  # with no hook on before_llm_call, "no opinion"
+                narrowed: Mapping[str, Any] = {}  # and no hook took a tool off the offer
                 if policy.listens("before_llm_call"):
-                    asked, answer = self._before_model(await policy.emit(
-                        "before_llm_call", **_llm_fields(asked)), asked)
+                    before = await policy.emit("before_llm_call", **_llm_fields(asked))
+                    asked, answer = self._before_model(before, asked)
+                    narrowed = before.changes
                 if answer is None:
                     try:
                         response = await handler(asked)
@@ -244,7 +254,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     instruction = keep_working(policy, await policy.emit(
                         "before_stop", **_stop_fields(asked, response)))
                 if instruction is None:
-                    return _with_said(said, response)
+                    return _with_said(said, _mark_offered(narrowed, asked, response))
                 said += [*response.result, HumanMessage(instruction)]
                 attempt = 1
         except (PolicyStopped, DecisionNotSupported) as e:
@@ -310,6 +320,12 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         try:
             policy = self.policy
             name, args, call_id = _call(request)
+            offered = _offered(request, call_id)
+            if offered is not None and name not in offered:  # docs/adapters.md, LangChain
+                after = policy.after_tool_sync(name, args, not_offered(name, offered), call_id,
+                                               status="blocked")
+                return _message(with_context(after.result, after.context), name, call_id,
+                                "error")
             attempt = 1
             while True:
                 gate = policy.before_tool_sync(name, args, call_id)
@@ -361,6 +377,12 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         try:
             policy = self.policy
             name, args, call_id = _call(request)
+            offered = _offered(request, call_id)
+            if offered is not None and name not in offered:  # docs/adapters.md, LangChain
+                after = await policy.after_tool(name, args, not_offered(name, offered),
+                                                call_id, status="blocked")
+                return _message(with_context(after.result, after.context), name, call_id,
+                                "error")
             attempt = 1
             while True:
                 gate = await policy.before_tool(name, args, call_id)

@@ -31,7 +31,8 @@ apply every tool decision; the run hooks (``hooks=interlock``) carry the rest
   :class:`~interlock.adapters.PolicyStopped`; a run the policy ends by
   raising fires ``agent_end`` (``stopped``) itself;
 - ``on_handoff``: ``subagent_stop`` of a handed-off agent handing on, then
-  ``subagent_start`` (block/stop end the run);
+  ``subagent_start`` (block/stop end the run); a ``Handoff`` given through
+  :meth:`Interlock.handoffs` asks them before its own callback runs;
 - ``on_llm_start``/``on_llm_end``: ``before_llm_call``/``after_llm_call``
   (block/stop end the run; the SDK's hooks cannot change a model call, so
   modify, respond or context there end it too, with
@@ -51,7 +52,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, AgentsException, FunctionTool, RunContextWrapper, RunHooks, Tool
+from agents import Agent, AgentsException, FunctionTool, Handoff, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse
 from agents.run_config import CallModelData, ModelInputData
 from agents.tool import (
@@ -70,6 +71,7 @@ from interlock.adapters._core import (
     as_text,
     with_context,
 )
+from interlock.adapters._openai_agents_governed import MARK, check_governed, governed_handoff
 from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
 from interlock.engine.redact import redact
@@ -146,6 +148,14 @@ class Interlock(SessionEnd, RunHooks[Any]):
             out.append(self._wrap(tool))
         return out
 
+    def handoffs(self, handoffs: Iterable[Agent[Any] | Handoff[Any, Any]]
+                 ) -> list[Agent[Any] | Handoff[Any, Any]]:
+        """``handoffs`` with each ``Handoff`` asking subagent_start before its own
+        callback (``on_handoff``) runs; an agent is kept as it is (its handoff
+        runs no code of yours)."""
+        return [h if isinstance(h, Agent) else governed_handoff(h, self._handing_off)
+                for h in handoffs]
+
     def _wrap(self, tool: FunctionTool) -> FunctionTool:
         # The copy's invoker is bound to the copy (FunctionTool.__copy__), so its
         # failure handling asks the copy's formatter: tool_error's, which hands
@@ -179,7 +189,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         on_invoke.__annotations__ = {"ctx": ToolContext, "raw": str, "return": Any}
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
-        setattr(governed, _MARK, True)
+        setattr(governed, MARK, True)
         return governed
 
     async def _invoke(self, tool: FunctionTool,
@@ -286,8 +296,9 @@ class Interlock(SessionEnd, RunHooks[Any]):
         return self._runs.get(id(context.usage))
 
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
-        _check_governed(agent)
-        if self._run_of(context) is not None:  # a handoff within the run
+        check_governed(agent)
+        if (current := self._run_of(context)) is not None:  # a handoff within the run
+            current.agent = agent
             return
         key = id(context.usage)
         run = self._runs[key] = _Run(agent)
@@ -327,11 +338,23 @@ class Interlock(SessionEnd, RunHooks[Any]):
     async def on_handoff(self, context: RunContextWrapper[Any], from_agent: Agent[Any],
                          to_agent: Agent[Any]) -> None:
         run = self._run_of(context) or _Run(from_agent)
+        if run.handed is to_agent:  # its interlock.handoffs wrapper asked
+            run.handed = None
+            return
         if from_agent is not run.first:
             await self._subagent_stop(run, from_agent, None)  # a handed-off agent hands on
         outcome = await self.policy.emit("subagent_start", task=f"handoff to {to_agent.name}",
                                          child_session_id=to_agent.name)
         self._end_on(run, outcome, can=("block",))
+
+    async def _handing_off(self, context: RunContextWrapper[Any], to: Agent[Any]) -> None:
+        """on_handoff, asked before a governed handoff's callback runs (a nested run
+        with no run hooks has no run here, and no agent to tell subagent_stop of)."""
+        run = self._run_of(context)
+        with self._through_the_sdk(context):
+            await self.on_handoff(context, run.agent if run else to, to)
+        if run is not None:
+            run.handed = to
 
     async def model_input(self, data: CallModelData[Any]) -> ModelInputData:
         """``RunConfig(call_model_input_filter=interlock.model_input)``: every model
@@ -442,9 +465,6 @@ class Interlock(SessionEnd, RunHooks[Any]):
             raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
-_MARK = "_interlock_governed"
-
-
 class _Call:
     """A tool call that a tool_error hook may judge, or that failed."""
 
@@ -482,11 +502,14 @@ class _Input:
 class _Run:
     """One run's state: its first agent, its input, whether its agent started."""
 
-    __slots__ = ("begun", "first", "input", "prompt")
+    __slots__ = ("agent", "begun", "first", "handed", "input", "prompt")
 
     def __init__(self, first: Agent[Any]) -> None:
-        self.first = first
-        """The run's first agent: any other that ends was handed off to."""
+        self.first = self.agent = first
+        """The run's first agent: any other that ends was handed off to; and the
+        agent running now."""
+        self.handed: Agent[Any] | None = None
+        """The agent a governed handoff's wrapper asked subagent_start about."""
         self.prompt = ""
         self.input: _Input | None = None
         """The input as the policy changed it, for model_input to apply."""
@@ -539,24 +562,6 @@ class _Stopped(PolicyStopped, AgentsException):
 
 class _NotSupported(DecisionNotSupported, AgentsException):
     """DecisionNotSupported, re-raised by the SDK's tool runner as it is."""
-
-
-def _check_governed(agent: Agent[Any]) -> None:
-    """Refuse to run an agent (the first, or one handed off to) holding a tool that
-    would run around the policy: forgetting ``interlock.tools`` fails loudly."""
-    from interlock.engine.errors import ConfigError
-
-    for tool in agent.tools:
-        if not getattr(tool, _MARK, False):
-            raise ConfigError(f"agent {agent.name!r} has the tool "
-                              f"{getattr(tool, 'name', tool)!r}, which the policy does not "
-                              "govern", field="tools",
-                              fix="build the agent with tools=interlock.tools([...])")
-    if agent.mcp_servers:
-        raise ConfigError(f"agent {agent.name!r} has MCP servers, whose tools this adapter "
-                          "does not govern", field="mcp_servers",
-                          fix="give the agent function tools only, or gate the servers' "
-                              "tools where they run (docs/adapters.md)")
 
 
 def _args(raw: str) -> dict[str, Any]:

@@ -80,6 +80,7 @@ from interlock.adapters._lifecycle import (
     error_text,
     keep_working,
     llm_retry,
+    not_offered,
     status_code,
     tool_failure,
 )
@@ -115,7 +116,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _inputs: dict[str, tuple[str, RunInput]] = field(repr=False)
     _answered: set[str] = field(repr=False)
     _failures: dict[str, int] = field(repr=False)
-    _deferred: set[str] = field(repr=False)
+    _deferred: set[tuple[str | None, str]] = field(repr=False)
+    _offered: dict[str | None, set[str]] = field(repr=False)
     _judged: set[tuple[str | None, str]] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
@@ -130,7 +132,11 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         self._failures = {}
         """A run's model calls that failed in a row (by run id), for llm_error's attempt."""
         self._deferred = set()
-        """Calls of function tools that deferred themselves after before_tool_call."""
+        """Calls (by run id and call id) of function tools that deferred themselves
+        after before_tool_call."""
+        self._offered = {}
+        """The tools a run's last model request offered, by run id, while a
+        before_llm_call hook narrowed them: a call to any other is blocked."""
         self._judged = set()
         """External tools' calls (by run id and call id) whose result after_tool_call saw."""
 
@@ -162,6 +168,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             raise
         finally:
             self._judged = {k for k in self._judged if k[0] != ctx.run_id}
+            self._deferred = {k for k in self._deferred if k[0] != ctx.run_id}
+            self._offered.pop(ctx.run_id, None)
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
                 self._answered.discard(ctx.run_id)
@@ -181,24 +189,31 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         if self.policy.listens("model_select"):
             await self._select(request_context)
         model = request_context.model.model_name
-        # With no hook on before_llm_call the engine's answer is "no opinion": skip it.
+        params = request_context.model_request_parameters
+        if params.native_tools:
+            _refuse_native(params.native_tools)
+        # With no hook on before_llm_call the engine's answer is "no opinion": skip it
+        # (and no hook took a tool off this request's offer).
         if self.policy.listens("before_llm_call"):
-            answer = await self._before_model(request_context, model)
+            answer = await self._before_model(ctx, request_context, model)
             if answer is not None:
                 return await self._after_model(answer, model, True)
+        elif self._offered:
+            self._offered.pop(ctx.run_id, None)
         response = await handler(request_context)
         if self._failures and ctx.run_id is not None:
             self._failures.pop(ctx.run_id, None)
         return await self._after_model(response, model, False,
                                        streamed=request_context.streaming)
 
-    async def _before_model(self, request_context: ModelRequestContext,
+    async def _before_model(self, ctx: RunContext[Any], request_context: ModelRequestContext,
                             model: str) -> ModelResponse | None:
         """before_llm_call, applied to the request; a respond's reply, else None."""
         params = request_context.model_request_parameters
+        offered = [t.name for t in (*params.function_tools, *params.output_tools)]
         before = await self.policy.emit("before_llm_call", model=model,
                                         messages=_messages(request_context.messages),
-                                        tools=[t.name for t in params.function_tools])
+                                        tools=offered)
         self.policy.apply(before, can=("block", "respond", "modify", "context"))
         if before.blocked:
             raise PolicyStopped(before.name, before.reason, hook_name(before))
@@ -208,8 +223,12 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                        f"pydantic-ai's adapter changes only 'tools' here, "
                                        f"not {sorted(unsupported)}")
         if "tools" in before.changes:
-            kept = set(before.changes["tools"])
+            kept = set(before.changes["tools"]) & set(offered)
             params.function_tools = [t for t in params.function_tools if t.name in kept]
+            params.output_tools = [t for t in params.output_tools if t.name in kept]
+            self._offered[ctx.run_id] = kept
+        elif self._offered:
+            self._offered.pop(ctx.run_id, None)
         if before.contexts:
             request_context.messages = [*request_context.messages, ModelRequest(
                 parts=[UserPromptPart(before.context_text())])]
@@ -287,7 +306,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     async def before_output_process(self, ctx: RunContext[Any], *,
                                     output_context: OutputContext, output: Any) -> Any:
         """before_stop on the run's final output: a block is pydantic-ai's
-        ``ModelRetry``, whose message (the reason) the model reads."""
+        ``ModelRetry``, whose message (the reason) the model reads. An output
+        function is a tool call first (:meth:`_gate_output`)."""
+        if output_context.has_function:
+            await self._gate_output(ctx, output_context, output)
         if (ctx.partial_output or isinstance(output, DeferredToolRequests)
                 or ctx.run_id in self._answered or not self.policy.listens("before_stop")):
             return output
@@ -298,6 +320,34 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         if instruction is not None:
             raise ModelRetry(instruction)
         return output
+
+    async def _gate_output(self, ctx: RunContext[Any], output_context: OutputContext,
+                           output: Any) -> None:
+        """An output function runs with the model's arguments, and pydantic-ai runs
+        no tool hook on it: before_tool_call and the rules judge it here, each time
+        it would run (a streamed run's partial outputs too). A block (or a tool
+        taken off the offer) is a ``ModelRetry`` the model reads; the function
+        does not run."""
+        call = output_context.tool_call
+        name = call.tool_name if call else output_context.function_name or "output_function"
+        call_id = call.tool_call_id if call else ""
+        args = (call.args_as_dict() if call else output if isinstance(output, dict)
+                else {"output": output})
+        offered = self._offered.get(ctx.run_id) if self._offered else None
+        if call is not None and offered is not None and name not in offered:
+            raise ModelRetry(as_text(not_offered(name, offered)))
+        gate = await self.policy.before_tool(name, args, call_id, can_ask=False)
+        if gate.action == "block":
+            await self.policy.after_gated(gate, name, call_id)
+            raise ModelRetry(as_text(gate.value))
+        if gate.action != "run" or gate.args != args or gate.context:
+            decision = gate.action if gate.action != "run" else (
+                "modify" if gate.args != args else "context")
+            raise DecisionNotSupported(
+                FRAMEWORK, "before_tool_call", decision, hook_name(gate.outcome),
+                f"the output function {name!r} runs with the model's arguments and its "
+                "result is the run's output; block it, or change the arguments in the "
+                "function (docs/adapters.md, pydantic-ai)")
 
     async def _after_model(self, response: ModelResponse, model: str, synthetic: bool,
                            *, streamed: bool = False) -> ModelResponse:
@@ -338,11 +388,19 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         and a block or respond is the result the model reads. A function tool that
         deferred itself passed before_tool_call in wrap_tool_execute already."""
         answered: dict[str, Any] = {}
+        offered = self._offered.get(ctx.run_id) if self._offered else None
         for call in requests.calls:
-            if call.tool_call_id in self._deferred:
-                self._deferred.discard(call.tool_call_id)
+            if (ctx.run_id, call.tool_call_id) in self._deferred:
+                self._deferred.discard((ctx.run_id, call.tool_call_id))
                 continue
             args = call.args_as_dict()
+            if offered is not None and call.tool_name not in offered:
+                after = await self.policy.after_tool(
+                    call.tool_name, args, not_offered(call.tool_name, offered),
+                    call.tool_call_id, status="blocked")
+                answered[call.tool_call_id] = with_context(after.result, after.context)
+                self._judged.add((ctx.run_id, call.tool_call_id))
+                continue
             gate = await self.policy.before_tool(call.tool_name, args, call.tool_call_id,
                                                  can_ask=False)
             if gate.action in ("block", "respond"):
@@ -362,6 +420,12 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                 tool_def: ToolDefinition, args: dict[str, Any],
                                 handler: WrapToolExecuteHandler) -> Any:
         policy, name, call_id = self.policy, call.tool_name, call.tool_call_id
+        offered = self._offered.get(ctx.run_id) if self._offered else None
+        if offered is not None and name not in offered:
+            # A before_llm_call hook took it off the offer (docs/adapters.md, pydantic-ai).
+            after = await policy.after_tool(name, args, not_offered(name, offered), call_id,
+                                            status="blocked")
+            return with_context(after.result, after.context)
         attempt = 1
         while True:
             gate = await policy.before_tool(name, args, call_id)
@@ -378,7 +442,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             try:
                 result = await handler(gate.args)
             except CallDeferred:
-                self._deferred.add(call_id)  # judged: handle_deferred_tool_calls skips it
+                # Judged: handle_deferred_tool_calls skips it.
+                self._deferred.add((ctx.run_id, call_id))
                 raise
             except Exception as exc:
                 if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):
@@ -485,6 +550,18 @@ def _response(value: Any, model: str) -> ModelResponse:
     parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
               for c in data.get("tool_calls") or []]
     return ModelResponse(parts=parts or [TextPart("")], model_name=model)
+
+
+def _refuse_native(tools: Any) -> None:
+    """Provider-run tools: the provider runs their calls, which no hook or rule
+    ever sees, so an agent offering one does not run (docs/adapters.md, pydantic-ai)."""
+    from interlock.engine.errors import ConfigError
+
+    names = ", ".join(sorted({type(t).__name__ for t in tools}))
+    raise ConfigError(f"the agent offers native (provider-run) tools ({names}), whose calls "
+                      "the policy cannot gate", field="native_tools",
+                      fix="remove the NativeTool capabilities and native tools, or give the "
+                          "agent function tools that do the same")
 
 
 def _infer_model(name: str) -> Model:

@@ -1,0 +1,201 @@
+"""What pydantic-ai runs besides function tools, under the policy: output functions
+are gated as tool calls, provider-run (native) tools are refused, a tool a hook took
+off the offer is not run, and a deferral of one run never lets another's call out
+unchecked (docs/adapters.md, pydantic-ai). Each runs through the agent's own loop
+with its FunctionModel."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai")
+
+from adapter_project import session
+from pydantic_ai import Agent, CallDeferred, DeferredToolRequests, ToolOutput
+from pydantic_ai.capabilities import NativeTool
+from pydantic_ai.exceptions import UnexpectedModelBehavior
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.native_tools import MCPServerTool
+from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import ExternalToolset
+
+from interlock import ConfigError, Engine, block, modify
+from interlock.adapters import DecisionNotSupported, Policy
+from interlock.adapters.pydantic_ai import Interlock
+from interlock.agent.permissions import rule
+
+RAN: list[Any] = []
+
+
+@pytest.fixture
+def engine() -> Iterator[Engine]:
+    RAN.clear()
+    engine = Engine()
+    yield engine
+    engine.close(timeout=2)
+
+
+def delete_everything(path: str) -> str:
+    """Delete a path."""
+    RAN.append(path)
+    return f"deleted {path}"
+
+
+def _output_model(*paths: str, tool: str = "delete_everything") -> FunctionModel:
+    """Calls the output tool with each path in turn (offered or not); records the
+    retry prompts it reads."""
+    queue = list(paths)
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        retries = [p for m in messages for p in getattr(m, "parts", [])
+                   if isinstance(p, (RetryPromptPart, ToolReturnPart))
+                   and "tool call blocked" in str(p.content)]
+        RAN.append(("retries", len(retries)))
+        return ModelResponse(parts=[ToolCallPart(tool, {"path": queue.pop(0)}, tool_call_id="o1")])
+
+    return FunctionModel(model)
+
+
+async def test_an_output_function_passes_before_tool_call_and_a_block_is_a_retry(engine):
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    def hook(e: Any) -> Any:
+        seen.append((e.tool_name, dict(e.args)))
+        return block("not that path") if e.args.get("path") == "/important" else None
+
+    engine.on("before_tool_call", hook, name="no-important")
+    policy = Policy("pydantic-ai", engine=engine, session_id=session())
+    agent = Agent(_output_model("/important", "/tmp/scratch"),
+                  output_type=ToolOutput(delete_everything, name="delete_everything"),
+                  capabilities=[Interlock(policy=policy)])
+    result = await agent.run("go")
+    assert result.output == "deleted /tmp/scratch"
+    assert [r for r in RAN if isinstance(r, str)] == ["/tmp/scratch"]
+    assert seen == [("delete_everything", {"path": "/important"}),
+                    ("delete_everything", {"path": "/tmp/scratch"})]
+    assert ("retries", 1) in RAN, "the model read the block's reason as a retry"
+
+
+async def test_a_permission_rule_denies_an_output_function(engine):
+    policy = Policy("pydantic-ai", engine=engine, session_id=session(),
+                    rules=[rule("delete_everything", "*", "deny")])
+    agent = Agent(_output_model("/important", "/important", "/important"),
+                  output_type=ToolOutput(delete_everything, name="delete_everything"),
+                  capabilities=[Interlock(policy=policy)])
+    with pytest.raises(UnexpectedModelBehavior):
+        await agent.run("go")
+    assert [r for r in RAN if isinstance(r, str)] == []
+
+
+async def test_an_output_function_a_hook_took_off_the_offer_does_not_run(engine):
+    engine.on("before_llm_call", lambda e: modify(tools=[]), name="no-tools", modifies=True)
+    policy = Policy("pydantic-ai", engine=engine, session_id=session())
+    agent = Agent(_output_model("prod", "prod", "prod", tool="wipe"),
+                  output_type=ToolOutput(delete_everything, name="wipe"),
+                  capabilities=[Interlock(policy=policy)])
+    with pytest.raises(UnexpectedModelBehavior):
+        await agent.run("go")
+    assert [r for r in RAN if isinstance(r, str)] == []
+
+
+async def test_an_output_function_rewrite_is_refused(engine):
+    engine.on("before_tool_call", lambda e: modify(args={"path": "/tmp"}), name="rewriter",
+              modifies=True)
+    policy = Policy("pydantic-ai", engine=engine, session_id=session())
+    agent = Agent(_output_model("/important"),
+                  output_type=ToolOutput(delete_everything, name="delete_everything"),
+                  capabilities=[Interlock(policy=policy)])
+    with pytest.raises(DecisionNotSupported, match="output function"):
+        await agent.run("go")
+    assert [r for r in RAN if isinstance(r, str)] == []
+
+
+async def test_native_tools_are_refused(engine):
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        RAN.append("model called")
+        return ModelResponse(parts=[TextPart("deleted")])
+
+    policy = Policy("pydantic-ai", engine=engine, session_id=session())
+    agent = Agent(FunctionModel(model), capabilities=[
+        NativeTool(MCPServerTool(id="github", url="https://example.invalid/mcp")),
+        Interlock(policy=policy)])
+    with pytest.raises(ConfigError, match="MCPServerTool"):
+        await agent.run("delete the prod repo")
+    assert RAN == []
+
+
+async def test_a_tool_a_hook_took_off_the_offer_is_blocked_when_called(engine):
+    turns: list[list[str]] = []
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turns.append([str(p.content) for m in messages for p in getattr(m, "parts", [])
+                      if isinstance(p, ToolReturnPart)])
+        if len(turns) == 1:
+            return ModelResponse(parts=[ToolCallPart("shell", {"cmd": "rm -rf /srv"},
+                                                     tool_call_id="c1")])
+        return ModelResponse(parts=[TextPart("done")])
+
+    engine.on("before_llm_call", lambda e: modify(tools=[t for t in e.tools if t != "shell"]),
+              name="no-shell-here", modifies=True)
+    agent = Agent(FunctionModel(model), capabilities=[
+        Interlock(policy=Policy("pydantic-ai", engine=engine, session_id=session()))])
+
+    @agent.tool_plain
+    def shell(cmd: str) -> str:
+        """Run a shell command."""
+        RAN.append(cmd)
+        return "ok"
+
+    assert (await agent.run("go")).output == "done"
+    assert RAN == []
+    assert "not offered" in turns[1][0]
+
+
+async def test_a_deferral_left_by_a_run_that_failed_lets_no_later_call_out_unchecked(engine):
+    turn = {"n": 0}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        turn["n"] += 1
+        if turn["n"] == 1:
+            return ModelResponse(parts=[ToolCallPart("later", {}, tool_call_id="x"),
+                                        ToolCallPart("boom", {}, tool_call_id="y")])
+        if turn["n"] > 2:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=[ToolCallPart("wipe_disk", {"device": "/dev/sda"},
+                                                 tool_call_id="x")])
+
+    policy = Policy("pydantic-ai", engine=engine, session_id=session(),
+                    rules=[rule("wipe_disk", "*", "deny")])
+    external = ExternalToolset([ToolDefinition(name="wipe_disk", parameters_json_schema={
+        "type": "object", "properties": {"device": {"type": "string"}}})])
+    agent = Agent(FunctionModel(model), output_type=[str, DeferredToolRequests],
+                  toolsets=[external], capabilities=[Interlock(policy=policy)])
+
+    @agent.tool_plain
+    async def later() -> str:
+        """Defers itself."""
+        raise CallDeferred()
+
+    @agent.tool_plain
+    async def boom() -> str:
+        """Fails, after later deferred itself."""
+        await asyncio.sleep(0.05)
+        raise RuntimeError("tool crashed")
+
+    with pytest.raises(RuntimeError, match="tool crashed"):
+        await agent.run("run 1")
+    result = await agent.run("run 2")
+    handed_out = result.output.calls if isinstance(result.output, DeferredToolRequests) else []
+    assert [c.tool_name for c in handed_out] == []
