@@ -332,9 +332,10 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                 if gate.action in ("block", "respond"):
                     return _answered(gate, policy.after_gated_sync(gate, name, call_id), name,
                                      call_id)
-                early = self._asked(gate, name, call_id)
-                if early is not None:
-                    return early
+                refused = self._asked(gate, name, call_id)
+                if refused is not None:
+                    return _answered(refused, policy.after_gated_sync(refused, name, call_id),
+                                     name, call_id)
                 try:
                     result = handler(_with_args(request, args, gate.args))
                 except Exception as exc:
@@ -389,9 +390,10 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                 if gate.action in ("block", "respond"):
                     return _answered(gate, await policy.after_gated(gate, name, call_id), name,
                                      call_id)
-                early = self._asked(gate, name, call_id)
-                if early is not None:
-                    return early
+                refused = self._asked(gate, name, call_id)
+                if refused is not None:
+                    return _answered(refused, await policy.after_gated(refused, name, call_id),
+                                     name, call_id)
                 try:
                     result = await handler(_with_args(request, args, gate.args))
                 except Exception as exc:
@@ -445,8 +447,9 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
             return []
         return found
 
-    def _asked(self, gate: ToolGate, name: str, call_id: str) -> ToolMessage | None:
-        """The refusal to answer with instead of running the tool, if a person refused."""
+    def _asked(self, gate: ToolGate, name: str, call_id: str) -> ToolGate | None:
+        """The call as a block, if a person refused it: its refusal is the result,
+        and after_tool_call sees it as it sees every call."""
         if gate.action == "ask":
             from langgraph.types import interrupt
 
@@ -457,9 +460,9 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                                 "reason": gate.reason, "hook": hook_name(gate.outcome)})
             approved, why = _approval(answer)
             if not approved:
-                refusal = {"error": "tool call refused", "tool_name": name,
-                           "reason": why or "a person refused the call"}
-                return _message(refusal, name, call_id, "error")
+                reason = why or "a person refused the call"
+                refusal = {"error": "tool call refused", "tool_name": name, "reason": reason}
+                return ToolGate("block", gate.args, refusal, reason, gate.context, gate.outcome)
         return None
 
 

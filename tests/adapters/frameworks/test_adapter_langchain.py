@@ -144,12 +144,16 @@ def test_ask_pauses_the_graph_and_a_person_answers(project):
 
 
 def test_a_refusal_is_returned_to_the_model(project):
+    """A person's refusal is the call's result, and after_tool_call sees it, as
+    it sees every call (the reference agent's rule)."""
     config = {"configurable": {"thread_id": "t2"}}
-    a = agent("deploy", {"env": "prod"}, session(), checkpointer=InMemorySaver())
+    sid = session()
+    a = agent("deploy", {"env": "prod"}, sid, checkpointer=InMemorySaver())
     a.invoke({"messages": [{"role": "user", "content": "deploy"}]}, config)
     done = a.invoke(Command(resume={"approved": False, "reason": "not on a Friday"}), config)
     assert RAN == []
     assert json.loads(tool_message(done).content)["reason"] == "not on a Friday"
+    assert any(e == "after_tool_call" and s == "deploy" for e, _v, s, _h in audit(sid, want=3))
 
 
 def test_a_crashing_fail_closed_hook_blocks_the_call(project):
