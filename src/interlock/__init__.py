@@ -13,6 +13,8 @@
     outcome = engine.emit_sync(BeforeToolCall(tool_name="terminal", args={"command": "rm -rf /"}))
 """
 
+from interlock.engine import lazy as _lazy
+
 # Not `typing.TYPE_CHECKING`: importing typing costs the bridges ~3 ms; mypy
 # treats any name TYPE_CHECKING as true.
 _TYPE_CHECKING = False
@@ -67,18 +69,11 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'interlock' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy.attribute(globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return _lazy.names(globals(), _LAZY)
 
 
 __all__ = [

@@ -9,6 +9,8 @@
     result = await Agent(Engine(), model).run("list the files")
 """
 
+from interlock.engine import lazy as _lazy
+
 # Names are imported on first use (PEP 562), as in `interlock` itself: the bridge
 # judges a call by the project's rules with interlock.agent.permissions alone, and
 # must not pay ~300 ms for the agent's loop to do so (docs/one-policy.md, Speed).
@@ -56,15 +58,8 @@ _LAZY: dict[str, str] = {
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'interlock.agent' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy.attribute(globals(), _LAZY, name)
 
 
 def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+    return _lazy.names(globals(), _LAZY)

@@ -9,6 +9,8 @@ Names load on first use (PEP 562): the bridges read ``executors.toolnames`` on
 every hook call and must not pay for asyncio and the process executors.
 """
 
+from interlock.engine import lazy as _lazy
+
 _TYPE_CHECKING = False
 if _TYPE_CHECKING:
     from interlock.executors._process import Completed
@@ -21,14 +23,7 @@ _LAZY = {"Completed": "interlock.executors._process",
 
 
 def __getattr__(name: str) -> object:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'interlock.executors' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    return _lazy.attribute(globals(), _LAZY, name)
 
 
 __all__ = ["CommandExecutor", "Completed", "WorkerExecutor"]
