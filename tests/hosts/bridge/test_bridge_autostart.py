@@ -14,7 +14,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,14 +22,6 @@ from helpers.bridges import Env, pre, wait_for
 from helpers.imports import module_level_imports
 
 pytestmark = pytest.mark.e2e
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    made = Env(tmp_path)
-    yield made
-    for pid in made.servers():
-        os.kill(pid, signal.SIGKILL)
 
 
 def blocked(result: subprocess.CompletedProcess[str], reason: str = "no rm here") -> bool:

@@ -17,7 +17,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,14 +46,6 @@ CODEX_PRE = {"session_id": "019a", "turn_id": "turn-1", "cwd": "/repo",
              "tool_input": {"command": "ls"}, "tool_use_id": "call_abc"}
 GEMINI_BEFORE = {"session_id": "abc123", "cwd": "/repo", "hook_event_name": "BeforeTool",
                  "tool_name": "run_shell_command", "tool_input": {"command": "ls"}}
-
-
-@pytest.fixture
-def env(tmp_path: Path) -> Iterator[Env]:
-    made = Env(tmp_path)
-    yield made
-    for pid in made.servers():
-        os.kill(pid, signal.SIGKILL)
 
 
 def project(env: Env, base: Path, rules: str, *hooks: tuple[str, str]) -> Path:
