@@ -494,8 +494,10 @@ def _for_platform(hook: Any, framework: str) -> bool:
 
 def _rule_block(tool: str, reason: str) -> dict[str, Any]:
     """The structured error a call refused by a permission rule returns to the model."""
+    from interlock.agent.permissions import RULES_HOOK  # loaded by _ruled
+
     return {"error": "tool call blocked", "tool_name": tool, "reason": reason, "hint": None,
-            "hook": "permissions"}
+            "hook": RULES_HOOK}
 
 
 def with_context(result: Any, context: str) -> Any:

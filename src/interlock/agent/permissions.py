@@ -36,7 +36,7 @@ from interlock.engine.errors import ConfigError
 from interlock.models.permission import PermissionRule
 from interlock.shell.split import CommandLine, split
 
-__all__ = ["RULE_ASKS", "RULE_DENIES", "Action", "PermissionPolicy", "PermissionRule",
+__all__ = ["RULES_HOOK", "RULE_ASKS", "RULE_DENIES", "Action", "PermissionPolicy", "PermissionRule",
            "RuleJudge", "overrule", "rule", "rule_from_dict", "subject_of"]
 
 
@@ -192,6 +192,8 @@ RULE_DENIES = "a permission rule denies it"
 """The reason of a tool call a ``deny`` rule refused."""
 RULE_ASKS = "a permission rule asks for approval"
 """The reason of a tool call an ``ask`` rule sent to a person."""
+RULES_HOOK = "permissions"
+"""The ``hook`` named by a decision the rules made, wherever they are judged."""
 
 
 def overrule(decision: str, action: str | None) -> str | None:

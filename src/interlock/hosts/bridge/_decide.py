@@ -28,9 +28,6 @@ if TYPE_CHECKING:
     from interlock.hosts.assembly import Host
     from interlock.models.permission import PermissionRule
 
-RULES_HOOK = "permissions"
-"""The ``hook`` of a decision a rule made (as the adapters name it)."""
-
 _judge: RuleJudge | None = None
 """One per process: a process serves one project, so one revision of rules at a time."""
 
@@ -47,7 +44,13 @@ def decided(outcome: Outcome, event: Event, rules: Sequence[PermissionRule]) -> 
 
 def _apply_rules(record: dict[str, Any], call: Any, rules: Sequence[PermissionRule]) -> None:
     global _judge
-    from interlock.agent.permissions import RULE_ASKS, RULE_DENIES, RuleJudge, overrule
+    from interlock.agent.permissions import (
+        RULE_ASKS,
+        RULE_DENIES,
+        RULES_HOOK,
+        RuleJudge,
+        overrule,
+    )
 
     if _judge is None:
         _judge = RuleJudge()

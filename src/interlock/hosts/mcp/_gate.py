@@ -91,14 +91,19 @@ class Gate:
         return {"session_id": self.session_id, "platform": self.platform, "cwd": self.cwd}
 
     def _rule(self, name: str, args: Mapping[str, Any]) -> Refusal | None:
-        from interlock.agent.permissions import Action, PermissionPolicy
+        from interlock.agent.permissions import (
+            RULE_DENIES,
+            RULES_HOOK,
+            Action,
+            PermissionPolicy,
+        )
 
         action = PermissionPolicy(self.rules()).decide(name, args)
         if action is Action.DENY:
-            return Refusal("a permission rule denies it", by="permissions")
+            return Refusal(RULE_DENIES, by=RULES_HOOK)
         if action is Action.ASK:
             return Refusal("a permission rule asks, and no one can answer through MCP",
-                           by="permissions")
+                           by=RULES_HOOK)
         return None
 
     def hidden(self, tool: str) -> bool:
