@@ -176,6 +176,11 @@ def test_a_store_file_deleted_while_open_makes_the_store_fail(tmp_path: Path) ->
         store.submit_action(who="ops", action="approve", target="call-2")
         assert not store.flush(1)  # never acknowledged into a deleted file
         assert str(path) in (store.last_error or "")
+        # No retry can write into a deleted file, so closing does not wait for one.
+        # Before: close() waited its whole 30 s flush deadline (a server's exit, too).
+        started = time.monotonic()
+        assert not store.close()
+        assert time.monotonic() - started < 10
     finally:
         store.close()
 
@@ -193,6 +198,9 @@ def test_a_store_file_replaced_while_open_makes_the_store_fail(tmp_path: Path) -
         health = store.health()
         assert not health["ok"]
         assert any("replaced" in p and "restart" in p for p in health["problems"])
+        started = time.monotonic()
+        assert not store.close()
+        assert time.monotonic() - started < 10
     finally:
         store.close()
 

@@ -86,6 +86,7 @@ class Store:
         self._lock = threading.Lock()
         self._wake = threading.Event()
         self._closed = False
+        self._stop = threading.Event()  # cuts a retry's backoff short at close
         self.dropped = 0
         """Records refused because ``max_pending`` were already waiting (logged)."""
         self.write_errors = 0
@@ -283,10 +284,13 @@ class Store:
                 future.get_loop().call_soon_threadsafe(_resolve, future)
 
     def close(self, timeout: float = 30.0) -> bool:
-        """Flush (with a deadline), stop the writer and close the backend."""
-        ok = self.flush(timeout)
+        """Flush (with a deadline), stop the writer and close the backend. A store whose
+        file was deleted or replaced takes nothing more until a restart, so closing
+        does not wait for it (docs/reliability.md, "The store")."""
+        ok = self.flush(0 if self.backend.file_problem() else timeout)
         self._closed = True
         self._wake.set()
+        self._stop.set()
         self._thread.join(timeout)
         self.backend.close()
         left = self.backlog
@@ -339,7 +343,7 @@ class Store:
                     if permanent or failures % ISOLATE_AFTER == 0:
                         pending = self._isolate(pending)
                     if pending:
-                        time.sleep(backoff)
+                        self._stop.wait(backoff)
                         backoff = min(backoff * 2, 5.0)
                         continue
                     failures = 0
