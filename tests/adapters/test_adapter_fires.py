@@ -11,6 +11,8 @@ import pytest
 
 from interlock.engine.catalog import BY_NAME
 
+pytestmark = pytest.mark.slow  # each case imports an agent framework: about a second
+
 ROOT = Path(__file__).resolve().parents[2]
 COLUMNS = {"pydantic-ai": "interlock.adapters.pydantic_ai",
            "LangChain": "interlock.adapters.langchain",

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from interlock.engine import loop_thread
 from interlock.engine.loop_thread import LoopThread
 
 
@@ -47,7 +48,10 @@ def test_close_cancels_what_is_still_running_and_waits_for_its_cleanup(
     assert "destroyed but it is pending" not in noise(capsys, caplog)
 
 
-def test_close_does_not_wait_for_ever_on_a_task_that_ignores_cancellation() -> None:
+def test_close_does_not_wait_for_ever_on_a_task_that_ignores_cancellation(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # The bound, not its size, is under test: 2 s of drain would be 2 s of waiting.
+    monkeypatch.setattr(loop_thread, "DRAIN_SECONDS", 0.1)
     thread = LoopThread()
     started = threading.Event()
     release = threading.Event()

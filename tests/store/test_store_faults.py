@@ -133,7 +133,7 @@ def test_a_record_that_cannot_be_kept_as_a_dead_letter_either_waits(
     try:
         fire(engine, "before_tool_call", tool_name="t", args={}, session_id="x\ud800")
         fire(engine, "before_tool_call", tool_name="t", args={}, session_id="after")
-        assert not store.flush(1.5)
+        assert not store.flush(0.5)
         assert store.health()["unwritable"] == 0
         outage[0] = False
         assert store.flush(30)
@@ -174,7 +174,7 @@ def test_a_store_file_deleted_while_open_makes_the_store_fail(tmp_path: Path) ->
         assert not health["ok"]
         assert any(str(path) in p and "deleted" in p for p in health["problems"])
         store.submit_action(who="ops", action="approve", target="call-2")
-        assert not store.flush(1)  # never acknowledged into a deleted file
+        assert not store.flush(0.3)  # never acknowledged into a deleted file
         assert str(path) in (store.last_error or "")
         # No retry can write into a deleted file, so closing does not wait for one.
         # Before: close() waited its whole 30 s flush deadline (a server's exit, too).
@@ -194,7 +194,7 @@ def test_a_store_file_replaced_while_open_makes_the_store_fail(tmp_path: Path) -
         _ledger.forget(path)
         open_store(str(path)).close()  # a new store in its place
         store.submit_action(who="ops", action="approve", target="call-1")
-        assert not store.flush(1)
+        assert not store.flush(0.3)
         health = store.health()
         assert not health["ok"]
         assert any("replaced" in p and "restart" in p for p in health["problems"])
@@ -221,9 +221,13 @@ def test_store_repair_refuses_a_store_in_use(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
-def test_health_fails_as_soon_as_strict_audit_would_refuse(tmp_path: Path) -> None:
+def test_health_fails_as_soon_as_strict_audit_would_refuse(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
+    from interlock.store import _store
+
+    monkeypatch.setattr(_store, "STRICT_WAIT", 0.5)  # the rule, not its 5 s of waiting
     path = str(tmp_path / "state" / "interlock.db")
     store = open_store(path, interval=0.01)
     store.audit_mode = "strict"
@@ -237,7 +241,7 @@ def test_health_fails_as_soon_as_strict_audit_would_refuse(tmp_path: Path) -> No
         health = store.health()
         assert not health["ok"]
         assert any("refused" in p for p in health["problems"])
-        wait_for(lambda: store.health()["oldest_unwritten_age_s"] > 5.5, timeout=30,
+        wait_for(lambda: store.health()["oldest_unwritten_age_s"] > 0.6, timeout=30,
                  what="the oldest record to pass the strict wait")
         assert any("oldest unwritten" in p for p in store.health()["problems"])
         lock.rollback()
