@@ -228,6 +228,21 @@ def test_interlock_serve_applies_its_rules_to_bridge_calls(tmp_path: Path) -> No
             conn.close()
         assert (answer["decision"], answer["reason"], answer["hook"]) == \
             ("block", DENIED, "permissions")
+        # A client of the generic endpoint is an agent too: the same rules bind it.
+        # Before: /v1/events answered the hooks' allow, and `rm -rf x` ran.
+        for command, expected in (("rm -rf x", "block"), ("ls", "none")):
+            conn = UnixHTTPConnection(str(sock))
+            try:
+                conn.request("POST", "/v1/events/before_tool_call",
+                             body=json.dumps({"tool_name": "terminal",
+                                              "args": {"command": command}}),
+                             headers={"Content-Type": "application/json"})
+                answer = json.loads(conn.getresponse().read())
+            finally:
+                conn.close()
+            assert answer["decision"] == expected, (command, answer)
+            if expected == "block":
+                assert (answer["reason"], answer["hook"]) == (DENIED, "permissions")
     engine.close()
 
 

@@ -32,13 +32,17 @@ _judge: RuleJudge | None = None
 """One per process: a process serves one project, so one revision of rules at a time."""
 
 
-def decided(outcome: Outcome, event: Event, rules: Sequence[PermissionRule]) -> dict[str, Any]:
+def decided(outcome: Outcome, event: Event, rules: Sequence[PermissionRule], *,
+            redact: bool = True) -> dict[str, Any]:
     """``outcome`` (of ``event``) as the dict a bridge answers from, with ``rules``
-    applied to a ``before_tool_call`` and the reasons headed for the model redacted."""
+    applied to a ``before_tool_call`` and (``redact``) the reasons headed for the
+    model redacted. ``interlock serve``'s ``/v1/events`` answers with it unredacted:
+    its client is an agent too, bound by the same rules."""
     record: dict[str, Any] = outcome.to_dict(event)
     if rules and record["event"] == "before_tool_call":
         _apply_rules(record, outcome.final(event), rules)
-    redact_reasons(record)
+    if redact:
+        redact_reasons(record)
     return record
 
 

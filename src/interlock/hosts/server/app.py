@@ -297,8 +297,9 @@ class Api:
         return b"".join(chunks)
 
     async def evaluate(self, event: Any, *, bridged: bool = False) -> JSON:
-        """The outcome of ``event``; ``bridged``: an agent's hook input, decided as
-        every bridge decides (the rules too, reasons redacted: hosts/bridge/_decide)."""
+        """The outcome of ``event`` with the project's rules applied to a tool call
+        (hosts/bridge/_decide); ``bridged``: an agent's hook input, whose reasons are
+        redacted as every bridge redacts them."""
         outcome = await self.engine.emit(event)
         if self.audit_gate is not None and not await self.audit_gate():
             # Strict audit: no answer leaves before its audit record has committed.
@@ -306,12 +307,11 @@ class Api:
             return _error(503, f"the audit store is not committing{_why(self.audit_gate)}; "
                                "this decision was not recorded, so it is not answered "
                                "(strict audit, see `interlock status`)")
-        if bridged:
-            from interlock.hosts.bridge._decide import decided
+        from interlock.hosts.bridge._decide import decided
 
-            record = decided(outcome, event, self.rules())
-        else:
-            record = outcome.to_dict(event)
+        # Rules bind every agent's tool calls, a /v1/events client's too; only an
+        # agent's bridged input has its reasons redacted for the model.
+        record = decided(outcome, event, self.rules(), redact=bridged)
         self.counters["evaluations"] += 1
         self.counters[f"decision.{record['decision']}"] += 1
         return JSON(record)
