@@ -54,7 +54,38 @@ def test_a_server_without_hooks_is_not_ready() -> None:
     with Serving(app, port=0).running() as serving:
         status, body = get_ready(serving)
     assert status == 503
-    assert body == {"ready": False, "reason": "no hooks are loaded"}
+    assert body == {"ready": False, "reason": "no hooks are loaded (nor a deny or ask rule)"}
+    engine.close()
+
+
+def test_a_project_whose_only_policy_is_a_deny_rule_is_served(tmp_path: Path) -> None:
+    """As the bridge runs one (docs/one-policy.md, Permission rules). Before: serve
+    refused to start ("no hooks are configured"), and the agents behind it fell back
+    to no policy at all."""
+    from helpers.serve import Serve
+
+    served = Serve(tmp_path, '[[permissions]]\ntool = "terminal"\npattern = "rm *"\n'
+                             'action = "deny"\n').start()
+    try:
+        assert served.request("GET", "/v1/ready", token=None) == (200, {"ready": True})
+        said = served.event({"tool_name": "terminal", "args": {"command": "rm -rf /"}})
+        assert (said["decision"], said["hook"]) == ("block", "permissions")
+        assert served.event({"tool_name": "terminal", "args": {"command": "ls"}})[
+            "decision"] == "none"
+    finally:
+        served.stop()
+
+
+def test_a_server_with_only_allow_rules_is_not_ready() -> None:
+    from interlock.agent.permissions import rule
+
+    engine = Engine()
+    app = create_app(engine, project_root=Path("/"), tokens=TokenStore(),
+                     rules=lambda: [rule("terminal", "*", "allow")])
+    with Serving(app, port=0).running() as serving:
+        status, body = get_ready(serving)
+    assert status == 503
+    assert body == {"ready": False, "reason": "no hooks are loaded (nor a deny or ask rule)"}
     engine.close()
 
 

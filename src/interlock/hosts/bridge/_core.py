@@ -265,7 +265,7 @@ def _answer(host: Host, event: Event, root: str, check_up_to: int | None) -> dic
     from interlock.hosts.bridge._decide import decided, unguarded
 
     try:
-        if unguarded(host):
+        if unguarded(host.engine.hooks, host.rules):
             # A bridge never runs with no policy: a host agent calling it expects
             # one, and an empty one would mean "allow everything".
             raise BridgeError(f"no server is running and no hooks are configured for {root} "

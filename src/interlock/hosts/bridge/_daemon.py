@@ -247,7 +247,7 @@ def main(argv: list[str]) -> int:
     try:
         from interlock.hosts.bridge._decide import unguarded
 
-        if unguarded(host):
+        if unguarded(host.engine.hooks, host.rules):
             return _fail(f"no hooks are configured for {root} (nor a deny or ask rule)")
         asyncio.run(Daemon(host, os.path.realpath(root), sock_path, idle, lock).serve())
     except Exception as exc:

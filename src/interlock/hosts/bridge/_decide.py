@@ -25,7 +25,6 @@ if TYPE_CHECKING:
     from interlock.agent.permissions import RuleJudge
     from interlock.engine.outcome import Outcome
     from interlock.events import Event
-    from interlock.hosts.assembly import Host
     from interlock.models.permission import PermissionRule
 
 _judge: RuleJudge | None = None
@@ -69,7 +68,8 @@ def _apply_rules(record: dict[str, Any], call: Any, rules: Sequence[PermissionRu
         record["changes"] = {}
 
 
-def unguarded(host: Host) -> bool:
-    """No hook and no rule that could refuse a call: a bridge answering for this
-    project would allow everything, so it denies instead (docs/one-policy.md)."""
-    return not host.engine.hooks and all(r.action == "allow" for r in host.rules)
+def unguarded(hooks: Sequence[Any], rules: Sequence[PermissionRule]) -> bool:
+    """No hook and no rule that could refuse a call: a bridge (or ``interlock serve``)
+    answering for this project would allow everything, so it denies instead, or is
+    not ready (docs/one-policy.md)."""
+    return not hooks and all(r.action == "allow" for r in rules)

@@ -36,14 +36,17 @@ def _load(project: Any, store: str | None = None,
     hooks survive a reload)."""
     from interlock.engine.errors import ConfigError
     from interlock.hosts.assembly import Host
+    from interlock.hosts.bridge._decide import unguarded
 
     host = Host.open(project, record=True, store=store, accept_hooks=accept_hooks)
-    if not host.engine.hooks:
-        # A server with no hooks would answer "allow" to everything (docs/serve.md:
-        # hosts never run with no hooks). Extension hooks count.
+    if unguarded(host.engine.hooks, host.rules):
+        # A server with no hooks and no deny or ask rule would answer "allow" to
+        # everything (docs/serve.md: hosts never run with no policy). Extension
+        # hooks count; a project whose only policy is a deny rule is served, as
+        # the bridge runs it (docs/one-policy.md, Permission rules).
         host.close()
         raise ConfigError(f"no hooks are configured for {host.project.root} "
-                          f"({host.project.describe()})",
+                          f"(nor a deny or ask rule; {host.project.describe()})",
                           fix="add hooks to .interlock/config.toml, enable a bundled hook "
                               "with `interlock hooks enable NAME`, or add an extension")
     registry = host.registry

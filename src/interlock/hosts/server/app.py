@@ -396,7 +396,10 @@ class Api:
 
     async def ready(self, request: Request) -> Response:
         # Open to a balancer that holds no token, so only ok/not-ok and a short reason.
-        reason = None if self.engine.hooks else "no hooks are loaded"
+        from interlock.hosts.bridge._decide import unguarded
+
+        reason = ("no hooks are loaded (nor a deny or ask rule)"
+                  if unguarded(self.engine.hooks, self.rules()) else None)
         if reason is None and self.ready_fn is not None:
             reason = self.ready_fn()
         if reason:
