@@ -8,6 +8,7 @@ scanner alone, which must be as safe.
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import pytest
@@ -135,3 +136,127 @@ def test_a_redirection_after_a_list_is_a_command_of_its_own_for_the_parser():
     pytest.importorskip("tree_sitter_bash")
     assert "> out" in split_parsed("git status && git diff > out").commands
     assert decide([("allow", "git *")], "git status && git diff > out") is None
+
+
+# -- commands run through other commands -----------------------------------------
+
+THROUGH = [
+    "bash -c 'rm -rf /'",
+    'sh -c "rm -rf x"',
+    "sudo rm -rf /",
+    "sudo -u root rm -rf /",
+    "env FOO=1 rm -rf /",
+    "FOO=1 rm -rf /",
+    "nohup rm -rf / &",
+    "timeout 5 rm -rf /",
+    "ls | xargs rm -rf",
+    "xargs rm -rf < list",
+    "find . -exec rm -rf {} \\;",
+    "find . -name x -execdir sh -c 'rm -rf \"$1\"' _ {} +",
+    "eval 'rm -rf /'",
+    "command rm -rf /",
+    "/bin/rm -rf /",
+    "/usr/bin/rm -rf /",
+    "sudo /usr/bin/rm -rf /",
+    "sudo bash -c \"xargs rm\"",
+    "git status && sudo sh -c 'cd /; eval \"nohup rm -rf x\"'",
+    "echo $(sudo rm -rf ~)",
+    "r''m -rf /",
+    "\\rm -rf /",
+]
+
+
+@pytest.mark.parametrize("command", THROUGH)
+def test_a_deny_rule_sees_through_wrappers_and_shell_strings(command):
+    assert decide([("deny", "rm *")], command) == "deny"
+    assert decide([("allow", "*"), ("deny", "rm *")], command) == "deny"
+    assert decide([("allow", "sudo *"), ("allow", "bash *"), ("allow", "sh *"),
+                   ("allow", "find *"), ("allow", "xargs *"), ("deny", "rm *")],
+                  command) == "deny"
+
+
+@pytest.mark.parametrize("command", ["sudo rm -rf /", "bash -c 'rm -rf /'",
+                                     "ls | xargs rm -rf", "find . -exec rm {} +"])
+def test_an_ask_rule_sees_through_them_too(command):
+    assert decide([("ask", "rm *")], command) == "ask"
+    assert decide([("allow", "*"), ("ask", "rm *")], command) == "ask"
+
+
+def test_the_inner_command_is_normalised_before_the_glob():
+    # Its name is the basename and its wrappers' options are gone: `rm -rf /*`
+    # names what runs, whoever runs it.
+    for command in ("sudo -u root /usr/bin/rm -rf /", "env -u X timeout -s 9 5 rm -rf /",
+                    "bash -c 'rm   -rf   /'"):
+        assert decide([("deny", "rm -rf /*")], command) == "deny"
+    # A pattern on the path as written still matches it.
+    assert decide([("deny", "/bin/rm *")], "/bin/rm -rf /") == "deny"
+    assert decide([("deny", "git push*")], "sudo git push --force") == "deny"
+    assert decide([("deny", "git commit -m 'a b'")], "bash -c 'git commit -m \"a b\"'") == "deny"
+
+
+@pytest.mark.parametrize("command", [
+    "echo rm -rf /",
+    "echo 'rm -rf /'",
+    "echo \"bash -c 'rm -rf /'\"",
+    "grep -r 'sudo rm' .",
+    "git commit -m 'rm -rf /'",
+    "sudo ls /",
+    "bash -c 'echo rm -rf /'",
+    "find . -name rm",
+    "printf '%s' \"eval 'rm -rf /'\"",
+])
+def test_text_that_only_names_a_command_is_not_that_command(command):
+    assert decide([("deny", "rm *")], command) is None
+    assert decide([("allow", "*"), ("deny", "rm *")], command) == "allow"
+
+
+@pytest.mark.parametrize("command", ["sudo rm -rf /", "bash -c 'git status; rm x'",
+                                     "sudo git status", "nohup git status"])
+def test_allow_rules_still_read_the_commands_as_written(command):
+    # `git *` does not cover `sudo git status`: seeing through a wrapper never
+    # widens an allow rule.
+    assert decide([("allow", "git *")], command) is None
+    assert decide([("allow", "git *"), ("deny", "rm *")], command) in (None, "deny")
+
+
+def test_an_inner_deny_beats_the_allow_that_covers_the_line_as_written():
+    rules = [("allow", "sudo *"), ("allow", "bash -c *"), ("deny", "rm *")]
+    assert decide(rules, "sudo ls") == "allow"
+    assert decide(rules, "bash -c 'git status'") == "allow"
+    assert decide(rules, "sudo rm -rf /") == "deny"
+    assert decide(rules, "bash -c 'git status; rm -rf /'") == "deny"
+
+
+@pytest.mark.parametrize("command", [
+    "bash -c 'git status \"x'",
+    "bash -c \"$SCRIPT\"",
+    "eval \"$CMD\"",
+    "sudo $CMD",
+])
+def test_a_shell_string_that_cannot_be_read_leaves_the_line_unallowed(command):
+    # Only while a deny or ask rule could be looking: it might hide in there.
+    assert decide([("allow", "bash *"), ("allow", "eval *"), ("allow", "sudo *")],
+                  command) == "allow"
+    assert decide([("allow", "bash *"), ("allow", "eval *"), ("allow", "sudo *"),
+                   ("deny", "rm *")], command) is None
+
+
+def test_shell_strings_nested_past_the_cap_leave_the_line_unallowed():
+    line = "rm -rf /"
+    for _ in range(12):
+        line = f"bash -c {shlex.quote(line)}"
+    rules = [("allow", "bash *"), ("deny", "git push*")]
+    assert decide(rules, line) is None  # the rm past the cap might have been a push
+    assert decide(rules, "bash -c 'bash -c \"ls\"'") == "allow"
+    assert decide([("deny", "rm *")], "bash -c \"sh -c 'eval \\\"rm -rf /\\\"'\"") == "deny"
+
+
+@pytest.mark.parametrize("reader", ["parser"], indirect=True)  # the parser only
+@pytest.mark.parametrize("command", [
+    "echo 'rm -rf /' | sh",
+    "bash <<EOF\nrm -rf /\nEOF",
+    "X=rm; $X -rf /",
+])
+def test_the_parser_also_sees_scripts_fed_to_a_shell_and_known_variables(command):
+    pytest.importorskip("tree_sitter_bash")
+    assert decide([("deny", "rm *")], command) == "deny"

@@ -18,6 +18,14 @@ is also split into its simple commands (:mod:`interlock.shell.split`):
   not be read whole (a syntax error, a heredoc without the ``shell`` extra ...).
   An allow whose pattern is ``*`` still covers any line: it names no command.
 
+A deny or ask rule also sees what a command runs through another
+(:mod:`interlock.shell.inner`): ``sudo rm``, ``bash -c 'rm ...'``, ``eval``,
+``xargs rm``, ``find -exec rm``, ``/bin/rm``, as the inner command's words
+(``rm -rf /``). Allow rules do not: they read the commands as written, and a
+line whose inner commands cannot all be read is covered by none of them while
+a deny or ask rule is looking. Scripts in files, aliases from startup files
+and other languages' ``system()`` stay out of reach (docs/agent.md, Permissions).
+
 Hosts that run no agent of their own (the framework adapters, the bridges) judge
 a tool call with :class:`RuleJudge` after its hooks, and :func:`overrule` says
 what the rule's action makes of the hooks' decision (docs/agent.md, Permissions).
@@ -34,6 +42,7 @@ import msgspec
 
 from interlock.engine.errors import ConfigError
 from interlock.models.permission import PermissionRule
+from interlock.shell.inner import inner_commands, runs_others
 from interlock.shell.split import CommandLine, split
 
 __all__ = ["RULES_HOOK", "RULE_ASKS", "RULE_DENIES", "Action", "PermissionPolicy", "PermissionRule",
@@ -159,6 +168,15 @@ class PermissionPolicy:
                 and any(not r.any_argument for r in mine) else None)
         each, anywhere = _subjects(args)
         texts = anywhere if line is None else [*anywhere, *line.commands]
+        if line is not None and isinstance(command, str) and runs_others(line.commands) \
+                and any(r.action != "allow" and not r.any_argument for r in mine):
+            # What runs through a wrapper or a shell string is for deny and
+            # ask rules only; allow rules read the commands as written. A run
+            # command that cannot be read leaves the line unread for them too.
+            inner = inner_commands(command)
+            texts.extend(inner.commands)
+            if not inner.complete:
+                line = CommandLine(line.commands, complete=False)
         best: Action | None = None
         allows: list[PermissionRule] = []
         for r in mine:

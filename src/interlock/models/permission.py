@@ -22,8 +22,9 @@ class PermissionRule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     action: Literal["allow", "ask", "deny"]
     pattern: str = "*"
     """A glob on the call's main argument (a terminal command, a path). On a
-    command line it is tried on each simple command
-    (:class:`interlock.agent.permissions.PermissionPolicy`)."""
+    command line it is tried on each simple command and, for deny and ask
+    rules, on what each runs through a wrapper or shell string (``sudo rm`` is
+    ``rm``; :class:`interlock.agent.permissions.PermissionPolicy`)."""
     source: str = ""
     """Where it was declared (filled in by the loader)."""
 

@@ -112,6 +112,17 @@ def test_a_deny_rule_denies_the_call_and_lets_the_others_through(
         assert env.servers() == []
 
 
+def test_a_deny_rule_sees_through_a_shell_string_and_a_wrapper(env: Env, call: Caller,
+                                                               tmp_path: Path) -> None:
+    root = project(env, tmp_path / "p", DENY_RM + ALLOW_ALL)
+    call.ready(root)
+    for command in ("bash -c 'rm -rf /'", "sudo rm -rf /"):
+        code, said, reason = decision(call(root, command))
+        assert (code, said) == (2, "deny")
+        assert DENIED in reason
+    assert decision(call(root, "bash -c 'echo rm -rf /'")) == (0, None, "")
+
+
 def test_a_hook_s_approve_does_not_override_a_deny_rule(env: Env, call: Caller,
                                                        tmp_path: Path) -> None:
     root = project(env, tmp_path / "p", DENY_RM, ("approver", APPROVE_ALL))
