@@ -101,6 +101,35 @@ async def test_a_deny_rule_blocks_with_no_hook_on_the_event():
     assert policy.before_tool_sync("t", {"c": "ls"}).action == "run"
 
 
+async def test_a_rule_s_decision_is_recorded_as_a_dispatch_of_its_own():
+    """The audit log and metrics see what the rule decided, not only the hooks'
+    "none" (docs/agent.md, Permissions). Before: nothing recorded the deny."""
+    from interlock.agent.permissions import rule
+    from interlock.testing import RecordingSink
+
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink])
+    ENGINES.append(engine)
+    engine.on("before_tool_call", lambda e: None, name="quiet")
+    policy = Policy("testing", engine=engine,
+                    rules=[rule("t", "*rm*", "deny"), rule("t", "*push*", "ask")])
+    assert (await policy.before_tool("t", {"c": "rm x"}, "c1")).action == "block"
+    assert policy.before_tool_sync("t", {"c": "git push"}, "c2", can_ask=False).action == "block"
+    assert policy.before_tool_sync("t", {"c": "ls"}, "c3").action == "run"
+    ruled = [o for o in sink.outcomes if o.hook is not None and o.hook.name == "permissions"]
+    assert [(o.verdict.value, o.reason, o.event.tool_call_id, o.event.args)  # type: ignore[union-attr]
+            for o in ruled] == [
+        ("block", "a permission rule denies it", "c1", {"c": "rm x"}),
+        ("block", "a permission rule asks for approval, and testing offers no way to ask a "
+                  "person here", "c2", {"c": "git push"})]
+    # One row each, by the rules' own name, as the audit log writes them.
+    assert [v for v in sink.verdicts() if v[1] == "code:permissions"] == [
+        ("before_tool_call", "code:permissions", "block"),
+        ("before_tool_call", "code:permissions", "block")]
+    gate = await policy.before_tool("t", {"c": "git push"}, "c4")  # where a person can answer
+    assert (gate.action, sink.outcomes[-1].verdict.value) == ("ask", "ask")
+
+
 async def test_a_deny_rule_blocks_even_over_a_hooks_approve():
     from interlock import approve
 

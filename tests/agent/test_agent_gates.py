@@ -336,6 +336,27 @@ async def test_declarative_rules_are_the_policy_of_non_interactive_runs(eng, tmp
     assert not (tmp_path / "a.txt").exists()
 
 
+async def test_a_rule_s_refusal_is_recorded_as_a_dispatch_of_its_own(eng, tmp_path):
+    """The audit log and metrics see what a rule refused, as behind the bridges and
+    adapters (docs/agent.md, Permissions). Before: no row said so."""
+    from interlock.testing import RecordingSink
+
+    sink = RecordingSink()
+    eng.add_sink(sink)
+    rules = [rule("terminal", "curl *", "deny"), rule("write_file", "*", "ask")]
+    steps = [{"tool_calls": [call("terminal", command="curl example.com"),
+                             call("write_file", path="a.txt", content="x"),
+                             call("terminal", command="true")]}, {"text": "ok"}]
+    agent, _ = make_agent(eng, steps, tmp_path, permissions=rules)
+    await agent.run("go")
+    ruled = [(o.event.tool_name, o.verdict.value, o.reason) for o in sink.outcomes
+             if o.hook is not None and o.hook.qualified_name == "code:permissions"]
+    assert ruled == [
+        ("terminal", "block", "denied by a permission rule"),
+        ("write_file", "block", "a permission rule asks; no person can answer in a "
+                                "non-interactive run")]
+
+
 async def test_an_allow_rule_covers_a_command_line_only_command_by_command(eng, tmp_path):
     rules = [rule("terminal", "git *", "allow"), rule("terminal", "touch *", "deny")]
     eng.on("before_tool_call", lambda e: ask("hook asks"), matcher="terminal")

@@ -352,20 +352,18 @@ class Policy:
     # ones every tool call pays for (docs/adapters.md, Overhead).
     async def before_tool(self, name: str, args: dict[str, Any], call_id: str = "",
                           *, can_ask: bool = True) -> ToolGate:
-        outcome = await self.engine.emit(BeforeToolCall(
-            session_id=self.session_id, platform=self.framework, cwd=self._cwd,
-            tool_call_id=call_id, tool_name=name, args=args))
-        return self._gate(outcome, name, args, can_ask=can_ask)
+        event = BeforeToolCall(session_id=self.session_id, platform=self.framework,
+                               cwd=self._cwd, tool_call_id=call_id, tool_name=name, args=args)
+        return self._gate(await self.engine.emit(event), event, can_ask=can_ask)
 
     def before_tool_sync(self, name: str, args: dict[str, Any], call_id: str = "",
                          *, can_ask: bool = True) -> ToolGate:
-        outcome = self.engine.emit_sync(BeforeToolCall(
-            session_id=self.session_id, platform=self.framework, cwd=self._cwd,
-            tool_call_id=call_id, tool_name=name, args=args))
-        return self._gate(outcome, name, args, can_ask=can_ask)
+        event = BeforeToolCall(session_id=self.session_id, platform=self.framework,
+                               cwd=self._cwd, tool_call_id=call_id, tool_name=name, args=args)
+        return self._gate(self.engine.emit_sync(event), event, can_ask=can_ask)
 
-    def _gate(self, outcome: Outcome, name: str, args: dict[str, Any], *,
-              can_ask: bool) -> ToolGate:
+    def _gate(self, outcome: Outcome, event: BeforeToolCall, *, can_ask: bool) -> ToolGate:
+        name, args = event.tool_name, event.args
         verdict = outcome.verdict
         # No hook said anything (the common case): only the rules are left.
         if (verdict is _NONE and not outcome.changes and not outcome.contexts
@@ -387,16 +385,19 @@ class Policy:
             if verdict is Verdict.ASK:
                 return ToolGate("ask", new_args, None, outcome.reason, context, outcome)
             return ToolGate("run", new_args, None, None, context, outcome)
-        from interlock.agent.permissions import RULE_ASKS, RULE_DENIES  # loaded by _ruled
+        # Loaded by _ruled.
+        from interlock.agent.permissions import RULE_ASKS, RULE_DENIES, rule_outcome
 
+        reason = RULE_DENIES if ruled == "block" else RULE_ASKS
+        if ruled == "ask" and not can_ask:
+            ruled, reason = "block", f"{reason}, and {self.framework} offers no way to ask " \
+                                     "a person here"
+        # The audit log and metrics get what the rule decided (docs/agent.md, Permissions).
+        self.engine.record(rule_outcome(outcome.final(event), ruled, reason, outcome.revision))
         if ruled == "block":
-            return ToolGate("block", new_args, _rule_block(name, RULE_DENIES), RULE_DENIES,
-                            context, outcome)
-        if not can_ask:
-            reason = f"{RULE_ASKS}, and {self.framework} offers no way to ask a person here"
             return ToolGate("block", new_args, _rule_block(name, reason), reason, context,
                             outcome)
-        return ToolGate("ask", new_args, None, RULE_ASKS, context, outcome)
+        return ToolGate("ask", new_args, None, reason, context, outcome)
 
     def _ruled(self, verdict: Verdict, name: str, args: dict[str, Any]) -> str | None:
         """``block`` or ``ask`` where the rules matching this call overrule the

@@ -91,7 +91,7 @@ async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
             and not rules):
         return {}  # no opinion: what claude.answer gives for it at every event
     # As the Claude bridge decides: the project's rules after the hooks.
-    record = decided(outcome, event, rules)
+    record = decided(outcome, event, rules, engine=policy.engine)
     reply = claude.answer(claude.host_event(payload), payload, Result.from_dict(record))
     body: dict[str, Any] = json.loads(reply.stdout) if reply.stdout else {}
     if reply.code == 2 and not body:  # exit 2 with no JSON: a block, in any version

@@ -41,12 +41,16 @@ from typing import Any
 
 import msgspec
 
+from interlock.engine.decisions import Decision, Verdict
 from interlock.engine.errors import ConfigError
+from interlock.engine.events import Event
+from interlock.engine.hooks import Hook, Source
+from interlock.engine.outcome import HookResult, Outcome, Status
 from interlock.models.permission import PermissionRule
 from interlock.shell.split import CommandLine, split
 
 __all__ = ["RULES_HOOK", "RULE_ASKS", "RULE_DENIES", "Action", "PermissionPolicy", "PermissionRule",
-           "RuleJudge", "overrule", "rule", "rule_from_dict", "subject_of"]
+           "RuleJudge", "overrule", "rule", "rule_from_dict", "rule_outcome", "subject_of"]
 
 
 class Action(enum.StrEnum):
@@ -244,6 +248,26 @@ def overrule(decision: str, action: str | None) -> str | None:
 
 
 _DENIABLE = frozenset({"none", "modify", "approve", "ask", "retry"})
+
+
+def _never(event: Event) -> None:
+    raise AssertionError("the rules' stand-in hook is never called")  # pragma: no cover
+
+
+_RULES = Hook(name=RULES_HOOK, events=("before_tool_call",), fn=_never, source=Source.CODE)
+"""Who a rule's decision is by in the audit log and metrics (``code:permissions``)."""
+
+
+def rule_outcome(call: Event, ruled: str, reason: str, revision: int = 0) -> Outcome:
+    """What the rules decided of the tool ``call`` (``"block"`` or ``"ask"``, from
+    :func:`overrule`) as an outcome of its own, for ``Engine.record``: after the
+    hooks' dispatch of the call, the audit log has one row by ``code:permissions``
+    saying what the rule made of it (docs/agent.md, Permissions)."""
+    verdict = Verdict(ruled)
+    decision = Decision(verdict=verdict, reason=reason)
+    return Outcome(name=call.name, event=call, verdict=verdict, reason=reason, hook=_RULES,
+                   revision=revision, _raw=(HookResult(_RULES, decision, None, 0,
+                                                       Status.APPLIED),))
 
 
 class RuleJudge:

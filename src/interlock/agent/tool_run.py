@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from interlock.agent.loop import Gate, RunStopped
 from interlock.agent.options import PermissionPrompt
-from interlock.agent.permissions import Action, PermissionPolicy
+from interlock.agent.permissions import Action, PermissionPolicy, rule_outcome
 from interlock.agent.tools import ToolContext, ToolError, call_handler
 from interlock.engine.decisions import Verdict
 from interlock.engine.redact import redact, redact_data
@@ -219,7 +219,8 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
     decision does here)."""
     rule = agent.policy.decide(call.name, args)
     if rule is Action.DENY:
-        return await _denied(agent, call, args, "denied by a permission rule")
+        return await _denied(agent, call, args, _ruled(agent, gate, args,
+                                                       "denied by a permission rule"))
     if gate.verdict is Verdict.APPROVE:
         return None
     asked = gate.verdict is Verdict.ASK
@@ -249,8 +250,10 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
         if tentative.decide(call.name, args) is Action.ALLOW and rule is not Action.ASK:
             _apply_updates(agent, updates)  # they are what allowed it
             return None
-        return await _denied(agent, call, args,
-                             f"{reason}; no person can answer in a non-interactive run")
+        reason = f"{reason}; no person can answer in a non-interactive run"
+        if rule is Action.ASK and not asked:
+            _ruled(agent, gate, args, reason)
+        return await _denied(agent, call, args, reason)
     await agent.observe("notification", kind="permission_prompt",
                         message=f"{call.name} needs permission: {redact(reason or '')}")
     answer = ask_person(PermissionPrompt(call.name, dict(args), reason, agent.session.id))
@@ -264,6 +267,16 @@ async def _permit(agent: Agent, call: ToolCall, tool: ToolSpec, args: dict[str, 
         _apply_updates(agent, updates)
         return None
     return await _denied(agent, call, args, "denied by the user")
+
+
+def _ruled(agent: Agent, gate: Gate, args: dict[str, Any], reason: str) -> str:
+    """Record that a rule refused the call of ``gate`` (its audit row by
+    ``code:permissions``, docs/agent.md, Permissions); returns ``reason``."""
+    call = gate.payload
+    if call.args is not args:
+        call = call.replace(args=args)
+    agent.engine.record(rule_outcome(call, "block", reason, gate.outcome.revision))
+    return reason
 
 
 def _valid_updates(agent: Agent, updates: Any) -> list[PermissionRule]:

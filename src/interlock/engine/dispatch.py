@@ -149,6 +149,13 @@ class Engine(DispatchLoop):
             self._timed = True
             self._install(self._set)  # the timed loop, which hands outcomes to sinks
 
+    def record(self, outcome: Outcome) -> None:
+        """Hand ``outcome``, a decision made outside the hooks (a permission rule's,
+        docs/agent.md, Permissions), to the sinks as a dispatch of its own: the
+        audit log and the metrics count it as they count the hooks'."""
+        if self._sinks:
+            self._dispatched(outcome)
+
     def remove_sink(self, sink: Sink) -> None:
         with self._lock:
             self._sinks = tuple(s for s in self._sinks if s is not sink)

@@ -108,6 +108,17 @@ def test_a_deny_rule_denies_the_call_and_lets_the_others_through(
     assert (code, said) == (2, "deny")
     assert DENIED in reason
     assert decision(call(root, "ls")) == (0, None, "")
+    # The audit log says what the rule decided (strict audit: committed before the
+    # answer). Before: only the hooks' rows, which said "none".
+    from interlock.store import AuditQuery, open_store
+
+    store = open_store(env.vars["INTERLOCK_STORE"])
+    try:
+        rows = store.audit(AuditQuery(hook="permissions"))
+    finally:
+        store.close()
+    assert [(r.event, r.subject, r.verdict, r.reason, r.outcome) for r in rows] == [
+        ("before_tool_call", "terminal", "block", DENIED, "block")]
     if call.mode == "in process":
         assert env.servers() == []
 

@@ -275,7 +275,7 @@ def _answer(host: Host, event: Event, root: str, check_up_to: int | None) -> dic
         # store's rows are written in one transaction when the bridge exits.
         host.registry.record(check_up_to=check_up_to)
         outcome = host.engine.emit_sync(event)
-        out = decided(outcome, event, host.rules)
+        out = decided(outcome, event, host.rules, engine=host.engine)
     except BaseException:
         host.close()
         raise

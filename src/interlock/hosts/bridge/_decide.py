@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from interlock.agent.permissions import RuleJudge
+    from interlock.engine.dispatch import Engine
     from interlock.engine.outcome import Outcome
     from interlock.events import Event
     from interlock.models.permission import PermissionRule
@@ -32,20 +33,24 @@ _judge: RuleJudge | None = None
 
 
 def decided(outcome: Outcome, event: Event, rules: Sequence[PermissionRule], *,
-            redact: bool = True) -> dict[str, Any]:
-    """``outcome`` (of ``event``) as the dict a bridge answers from, with ``rules``
-    applied to a ``before_tool_call`` and (``redact``) the reasons headed for the
-    model redacted. ``interlock serve``'s ``/v1/events`` answers with it unredacted:
-    its client is an agent too, bound by the same rules."""
+            engine: Engine, redact: bool = True) -> dict[str, Any]:
+    """``outcome`` (of ``event``, by ``engine``) as the dict a bridge answers from,
+    with ``rules`` applied to a ``before_tool_call`` and (``redact``) the reasons
+    headed for the model redacted. A rule's decision is recorded through
+    ``engine`` (its audit row, docs/agent.md, Permissions) before this returns, so
+    strict audit's wait that follows covers it. ``interlock serve``'s
+    ``/v1/events`` answers with it unredacted: its client is an agent too, bound
+    by the same rules."""
     record: dict[str, Any] = outcome.to_dict(event)
     if rules and record["event"] == "before_tool_call":
-        _apply_rules(record, outcome.final(event), rules)
+        _apply_rules(record, outcome, outcome.final(event), rules, engine)
     if redact:
         redact_reasons(record)
     return record
 
 
-def _apply_rules(record: dict[str, Any], call: Any, rules: Sequence[PermissionRule]) -> None:
+def _apply_rules(record: dict[str, Any], outcome: Outcome, call: Any,
+                 rules: Sequence[PermissionRule], engine: Engine) -> None:
     global _judge
     from interlock.agent.permissions import (
         RULE_ASKS,
@@ -53,6 +58,7 @@ def _apply_rules(record: dict[str, Any], call: Any, rules: Sequence[PermissionRu
         RULES_HOOK,
         RuleJudge,
         overrule,
+        rule_outcome,
     )
 
     if _judge is None:
@@ -60,8 +66,9 @@ def _apply_rules(record: dict[str, Any], call: Any, rules: Sequence[PermissionRu
     ruled = overrule(record["decision"], _judge.action(rules, call.tool_name, call.args))
     if ruled is None:
         return
-    record.update(decision=ruled, reason=RULE_DENIES if ruled == "block" else RULE_ASKS,
-                  hint=None, hook=RULES_HOOK)
+    reason = RULE_DENIES if ruled == "block" else RULE_ASKS
+    record.update(decision=ruled, reason=reason, hint=None, hook=RULES_HOOK)
+    engine.record(rule_outcome(call, ruled, reason, outcome.revision))
     if ruled == "block":
         # The call does not run: a rewrite of it is moot, and must not turn the
         # deny into another (an agent that cannot apply the rewrite denies too).

@@ -54,10 +54,10 @@ async def host_reply(engine: Any, agent: str, payload: Any, *,
             raise refused
         event = build_event(agent, payload)
         outcome = await engine.emit(event)
+        record = decided(outcome, event, rules, engine=engine)  # a rule's row, too
         if settled is not None and not await settled():
             raise BridgeError("the audit store is not committing, so this decision was not "
                               "recorded; see `interlock status`")
-        record = decided(outcome, event, rules)
         reply: Reply = mod.answer(host_event, payload, Result.from_dict(record))
     except Exception as exc:  # every failure is the bridge's deny
         reason = str(exc) if isinstance(exc, BridgeError) else f"{type(exc).__name__}: {exc}"

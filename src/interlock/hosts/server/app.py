@@ -300,18 +300,19 @@ class Api:
         """The outcome of ``event`` with the project's rules applied to a tool call
         (hosts/bridge/_decide); ``bridged``: an agent's hook input, whose reasons are
         redacted as every bridge redacts them."""
+        from interlock.hosts.bridge._decide import decided
+
         outcome = await self.engine.emit(event)
+        # Rules bind every agent's tool calls, a /v1/events client's too; only an
+        # agent's bridged input has its reasons redacted for the model. A rule's
+        # decision is recorded here, before strict audit's wait.
+        record = decided(outcome, event, self.rules(), engine=self.engine, redact=bridged)
         if self.audit_gate is not None and not await self.audit_gate():
             # Strict audit: no answer leaves before its audit record has committed.
             self.counters["unaudited"] += 1
             return _error(503, f"the audit store is not committing{_why(self.audit_gate)}; "
                                "this decision was not recorded, so it is not answered "
                                "(strict audit, see `interlock status`)")
-        from interlock.hosts.bridge._decide import decided
-
-        # Rules bind every agent's tool calls, a /v1/events client's too; only an
-        # agent's bridged input has its reasons redacted for the model.
-        record = decided(outcome, event, self.rules(), redact=bridged)
         self.counters["evaluations"] += 1
         self.counters[f"decision.{record['decision']}"] += 1
         return JSON(record)
