@@ -94,3 +94,22 @@ def test_the_hooks_that_did_not_run_say_why(world: World) -> None:
     assert "    project:term: matcher 'terminal' does not match 'read_file'" in out
     assert "project:prompt" not in out  # other events are a count in text
     assert "other hook(s) listen to other events" in out
+
+
+def test_the_project_s_permission_rules_apply_after_the_hooks(world: World) -> None:
+    """What every host answers (docs/one-policy.md, Permission rules). Before: a call
+    a deny rule refuses everywhere showed `none` here, as if nothing guarded it."""
+    world.config(world.project, '[[permissions]]\ntool = "terminal"\npattern = "rm *"\n'
+                                'action = "deny"\n')
+    payload = world.write(world.root / "p.json", json.dumps(
+        {"tool_name": "terminal", "args": {"command": "bash -c 'rm -rf build'"}}))
+    code, out, _ = run(world, "test", "before_tool_call", "--payload-file", str(payload))
+    assert code == 0
+    assert out.splitlines()[0] == "before_tool_call: block by permissions: " \
+                                  "a permission rule denies it"
+    code, out, _ = run(world, "test", "before_tool_call", "--payload-file", str(payload),
+                       "--json")
+    assert (json.loads(out)["decision"], json.loads(out)["hook"]) == ("block", "permissions")
+    payload.write_text(json.dumps({"tool_name": "terminal", "args": {"command": "ls"}}))
+    code, out, _ = run(world, "test", "before_tool_call", "--payload-file", str(payload))
+    assert out.splitlines()[0] == "before_tool_call: none"

@@ -185,14 +185,18 @@ def try_cmd(
         # The extensions `run` and `serve` load apply here too.
         host = _open(where, config, accept=accept, lenient=True, extensions=None)
     try:
+        from interlock.hosts.bridge._decide import decided
+
         outcome = host.engine.emit_sync(ev)
-        data = outcome.to_dict(ev)
+        # The project's [[permissions]] rules after the hooks, as every host that
+        # runs no agent of its own applies them (docs/one-policy.md, Permission rules).
+        data = decided(outcome, ev, host.rules, engine=host.engine, redact=False)
         skipped = not_run(host, ev, {h["hook"] for h in data.get("hooks") or []})
         if as_json:
             print_json({**data, "not_run": [{"hook": n, "why": w} for n, w in skipped],
                         "project_root": str(host.project.root)})
         else:
-            _print_outcome(outcome, ev)
+            _print_outcome(data)
             _print_not_run(skipped, ev.spec.name)
             typer.echo(host.project.describe(), err=True)
     finally:
@@ -492,8 +496,7 @@ def _print_not_run(skipped: list[tuple[str, str]], event: str) -> None:
                    "--json lists them)")
 
 
-def _print_outcome(outcome: Any, event: Any) -> None:
-    data = outcome.to_dict(event)
+def _print_outcome(data: dict[str, Any]) -> None:
     line = f"{data['event']}: {data['decision']}"
     if data.get("hook"):
         line += f" by {data['hook']}"
