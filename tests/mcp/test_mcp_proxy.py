@@ -111,6 +111,10 @@ async def test_proxy_over_stdio(tmp_path: Path) -> None:
         assert after.is_error, "with the server gone, a call is refused"
     rows = _audited(tmp_path)
     assert any("deleting everything" in json.dumps(r) for r in rows), rows
+    # The rule's refusal has its own row, as in every host (docs/agent.md, Permissions).
+    assert [(r["hook"], r["reason"]) for r in rows if r["subject"] == "mcp__demo__secret"
+            and r["event"] == "before_tool_call"] == [
+        ("code:permissions", "a permission rule denies it")], rows
 
 
 @pytest.fixture(scope="module")
