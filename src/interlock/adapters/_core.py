@@ -19,7 +19,9 @@ The rules every adapter keeps:
 - A hook that can decide on an event the framework never fires is refused at
   a run's start (:meth:`Policy.check_fired`), not left silently unasked.
 - after_tool_call and tool_result_persist run for every tool call, a blocked
-  or answered one too, as in the reference agent.
+  or answered one too, as in the reference agent; a call a person refused at
+  the framework's approval step is a blocked one, after permission_denied
+  (:meth:`Policy.refused`).
 - The project's ``[[permissions]]`` rules apply after before_tool_call, as in
   the reference agent (docs/agent.md, Permissions): a ``deny`` rule blocks
   (even over a hook's approve), an ``ask`` rule asks where the framework can,
@@ -51,8 +53,8 @@ if TYPE_CHECKING:
     from interlock.events import Event
     from interlock.hosts.assembly import Host
 
-__all__ = ["GATEWAY_EVENTS", "NOT_IN_FRAMEWORKS", "AfterTool", "DecisionNotSupported", "Policy",
-           "PolicyStopped", "RunInput", "SessionEnd", "ToolGate"]
+__all__ = ["DENIED", "GATEWAY_EVENTS", "NOT_IN_FRAMEWORKS", "AfterTool", "DecisionNotSupported",
+           "Policy", "PolicyStopped", "RunInput", "SessionEnd", "ToolGate"]
 
 
 class PolicyStopped(InterlockError):
@@ -460,6 +462,23 @@ class Policy:
         return self.after_tool_sync(name, gate.args, gate.value, call_id,
                                     status=_GATED_STATUS[gate.action])
 
+    async def refused(self, name: str, args: dict[str, Any], result: Any, call_id: str = "",
+                      *, reason: str | None = None) -> AfterTool:
+        """A call a person refused at the framework's approval step, as the reference
+        agent has it: permission_denied (``reason``, else :data:`DENIED`), then
+        after_tool_call (and tool_result_persist) as a blocked call whose result is
+        ``result``, the refusal the model reads. permission_denied's hooks have run
+        when after_tool_call's start, as there."""
+        await self.emit("permission_denied", tool_call_id=call_id, tool_name=name, args=args,
+                        reason=reason or DENIED)
+        return await self.after_tool(name, args, result, call_id, status="blocked")
+
+    def refused_sync(self, name: str, args: dict[str, Any], result: Any, call_id: str = "",
+                     *, reason: str | None = None) -> AfterTool:
+        self.emit_sync("permission_denied", tool_call_id=call_id, tool_name=name, args=args,
+                       reason=reason or DENIED)
+        return self.after_tool_sync(name, args, result, call_id, status="blocked")
+
     def _after(self, outcome: Outcome, result: Any) -> AfterTool:
         if outcome.verdict is _NONE and not outcome.changes and not outcome.contexts:
             return AfterTool(result, "")  # no hook said anything (the common case)
@@ -533,6 +552,9 @@ def hook_name(outcome: Outcome) -> str | None:
 
 
 _NONE = Verdict.NONE
+DENIED = "denied by the user"
+"""permission_denied's reason when a person's refusal gives none (the reference
+agent's words)."""
 _GATED_STATUS = {"block": "blocked", "respond": "responded"}
 _TOOL_CAN_NO_ASK = ("block", "respond", "approve", "modify", "context")
 _TOOL_CAN = (*_TOOL_CAN_NO_ASK, "ask")

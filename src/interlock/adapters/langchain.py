@@ -21,7 +21,8 @@ What maps where (docs/adapters.md, LangChain):
   reason as the ``ToolMessage``; modify changes the args; respond returns a
   result without running the tool; ask pauses the graph with LangGraph's
   ``interrupt``, so a checkpointer is needed, and the run resumes with
-  ``Command(resume=True)`` or ``{"approved": False, "reason": ...}``),
+  ``Command(resume=True)`` or ``{"approved": False, "reason": ...}``, a
+  refusal that fires ``permission_denied`` and is a blocked call),
   ``tool_error`` (retry runs the call again; a rewrite or context gives the
   model the error) and ``after_tool_call`` (modify or block of the result;
   context beside it).
@@ -47,6 +48,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMes
 from langgraph.errors import GraphBubbleUp
 
 from interlock.adapters._core import (
+    DENIED,
     AfterTool,
     DecisionNotSupported,
     Policy,
@@ -107,7 +109,7 @@ FRAMEWORK = "langchain"
 FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
                    "session_end", "model_select", "before_llm_call", "llm_error",
                    "after_llm_call", "before_stop", "before_tool_call", "tool_error",
-                   "after_tool_call", "tool_result_persist"})
+                   "after_tool_call", "tool_result_persist", "permission_denied"})
 """The catalog events this middleware fires (docs/adapters.md, Events each adapter fires)."""
 _INPUT_CAN = ("block", "modify", "context", "respond")
 
@@ -333,9 +335,10 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     return _answered(gate, policy.after_gated_sync(gate, name, call_id), name,
                                      call_id)
                 refused = self._asked(gate, name, call_id)
-                if refused is not None:
-                    return _answered(refused, policy.after_gated_sync(refused, name, call_id),
-                                     name, call_id)
+                if refused is not None:  # permission_denied, then a blocked call
+                    return _answered(refused, policy.refused_sync(
+                        name, refused.args, refused.value, call_id, reason=refused.reason),
+                        name, call_id)
                 try:
                     result = handler(_with_args(request, args, gate.args))
                 except Exception as exc:
@@ -391,9 +394,10 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     return _answered(gate, await policy.after_gated(gate, name, call_id), name,
                                      call_id)
                 refused = self._asked(gate, name, call_id)
-                if refused is not None:
-                    return _answered(refused, await policy.after_gated(refused, name, call_id),
-                                     name, call_id)
+                if refused is not None:  # permission_denied, then a blocked call
+                    return _answered(refused, await policy.refused(
+                        name, refused.args, refused.value, call_id, reason=refused.reason),
+                        name, call_id)
                 try:
                     result = await handler(_with_args(request, args, gate.args))
                 except Exception as exc:
@@ -449,7 +453,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
 
     def _asked(self, gate: ToolGate, name: str, call_id: str) -> ToolGate | None:
         """The call as a block, if a person refused it: its refusal is the result,
-        and after_tool_call sees it as it sees every call."""
+        and permission_denied then after_tool_call see it, as in the reference agent."""
         if gate.action == "ask":
             from langgraph.types import interrupt
 
@@ -460,7 +464,7 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                                 "reason": gate.reason, "hook": hook_name(gate.outcome)})
             approved, why = _approval(answer)
             if not approved:
-                reason = why or "a person refused the call"
+                reason = why or DENIED
                 refusal = {"error": "tool call refused", "tool_name": name, "reason": reason}
                 return ToolGate("block", gate.args, refusal, reason, gate.context, gate.outcome)
         return None

@@ -14,8 +14,9 @@ apply every tool decision; the run hooks (``hooks=interlock``) carry the rest
   structured reason as the tool's output; modify changes the arguments;
   respond returns an output without running the tool; ask becomes the SDK's
   ``needs_approval``, so the run ends with ``result.interruptions`` and
-  resumes after ``state.approve(...)``) and ``after_tool_call`` (modify or
-  block of the output; context beside it); when the tool raises,
+  resumes after ``state.approve(...)``, or ``reject``: ``permission_denied``)
+  and ``after_tool_call`` (modify or block of the output, a rejection's at the
+  next model call; context beside it); when the tool raises,
   ``tool_error`` (retry runs it again, back through ``before_tool_call``;
   modify of ``error`` is what the model reads; context beside it);
 - ``on_agent_start`` of the first agent: ``session_start`` (the Policy's
@@ -52,7 +53,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from agents import Agent, AgentsException, FunctionTool, Handoff, RunContextWrapper, RunHooks, Tool
+from agents import Agent, FunctionTool, Handoff, RunContextWrapper, RunHooks, Tool
 from agents.items import ModelResponse
 from agents.run_config import CallModelData, ModelInputData
 from agents.tool import (
@@ -72,6 +73,7 @@ from interlock.adapters._core import (
     with_context,
 )
 from interlock.adapters._openai_agents_governed import MARK, check_governed, governed_handoff
+from interlock.adapters._openai_agents_refused import Asked, NotSupported, Stopped
 from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
 from interlock.engine.redact import redact
@@ -88,7 +90,7 @@ FRAMEWORK = "openai-agents"
 FIRES = frozenset({"session_start", "session_end", "user_input", "before_agent_start",
                    "before_stop", "agent_end", "subagent_start", "subagent_stop",
                    "before_llm_call", "after_llm_call", "before_tool_call", "after_tool_call",
-                   "tool_error", "tool_result_persist"})
+                   "tool_error", "tool_result_persist", "permission_denied"})
 """The catalog events these hooks and tools fire (docs/adapters.md, Events each adapter
 fires)."""
 _LLM_FIX = ("the OpenAI Agents SDK's run hooks observe model calls; decide on tool calls "
@@ -128,6 +130,8 @@ class Interlock(SessionEnd, RunHooks[Any]):
         self._calls: dict[tuple[int, str], _Call] = {}
         """Tool calls running now that tool_error may judge (or that failed), by run
         and id."""
+        self._asked = Asked()
+        """Calls at the SDK's approval step, until they run or a model call reads a no."""
         self._filtered: ContextVar[_Input | object | None] = ContextVar(
             "interlock_model_input", default=None)
         """The input model_input applied for the model call about to go out in this
@@ -174,11 +178,11 @@ class Interlock(SessionEnd, RunHooks[Any]):
             with self._through_the_sdk(ctx):
                 gate = await self.policy.before_tool(tool.name, args, call_id)
             self._gates[(id(ctx.usage), call_id)] = gate
-            if gate.action == "ask":
-                return True
-            if callable(own_approval):
-                return await own_approval(ctx, args, call_id)
-            return bool(own_approval)
+            asks = gate.action == "ask" or (await own_approval(ctx, args, call_id)
+                                            if callable(own_approval) else bool(own_approval))
+            if asks:
+                self._asked.add(call_id, tool.name, gate.args)
+            return asks
 
         async def on_invoke(ctx: ToolContext[Any], raw: str) -> Any:
             with self._through_the_sdk(ctx):
@@ -199,6 +203,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         key = (id(ctx.usage), call_id)
         args = _args(raw)
         gate = self._gates.pop(key, None)
+        self._asked.ran(call_id)
         if gate is None:  # a resumed run: the approval check ran before it was saved
             gate = await self.policy.before_tool(name, args, call_id)
         if self.policy.listens("tool_error"):  # nothing kept per call otherwise
@@ -309,9 +314,9 @@ class Interlock(SessionEnd, RunHooks[Any]):
         run.prompt = given.text
         if given.text != text or given.context:
             if sum(_is_user(i, text) for i in context.turn_input) != 1:
-                raise _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
-                                    "give the run its input as one text message, where "
-                                    "model_input can change it")
+                raise NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                   "give the run its input as one text message, where "
+                                   "model_input can change it")
             run.input = _Input(text, given.text, given.context)
         outcome = await self.policy.emit("before_agent_start", prompt=given.text,
                                          system_prompt=_instructions(agent))
@@ -364,6 +369,8 @@ class Interlock(SessionEnd, RunHooks[Any]):
         The filter is not told which run calls it: the run is the one whose input
         the model input holds, and on_llm_start checks it was this call's own."""
         items = data.model_data.input
+        if self._asked:  # calls a person rejected: docs/adapters.md, OpenAI Agents SDK
+            items = data.model_data.input = await self._asked.refused(self.policy, items)
         runs = [r for r in self._runs.values() if r.input]
         found = _pending(items, [r.input for r in runs if r.input]) if runs else None
         self._filtered.set(_RAN if found is None else found[0])
@@ -373,8 +380,8 @@ class Interlock(SessionEnd, RunHooks[Any]):
                 if run.input and any(run.input.text in text for text in texts):
                     # The input is there in another shape (a nested handoff history, a
                     # handoff input filter's): the model would read it unchanged.
-                    error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
-                                          _NESTED_FIX)
+                    error = NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                         _NESTED_FIX)
                     self._ended(run, error)
                     raise error
             return data.model_data  # no change, or a server-kept conversation sent it
@@ -391,6 +398,9 @@ class Interlock(SessionEnd, RunHooks[Any]):
         run = self._run_of(context)
         applied = self._filtered.get()
         self._filtered.set(None)
+        if self._asked:  # no model_input ran to find them
+            with self._through_the_sdk(context):
+                await self._asked.refused(self.policy, input_items, applied=False)
         if run is not None and run.input is not None:
             own = run.input
             if applied is own or (isinstance(applied, _Input) and applied.same(own)):
@@ -398,10 +408,10 @@ class Interlock(SessionEnd, RunHooks[Any]):
             elif applied is not _RAN or not own.sent:
                 # No filter, or one that gave this call no input of this run's: a
                 # server-kept conversation sends it once, with the first call.
-                error = _NotSupported(FRAMEWORK, "user_input", "modify or context", None,
-                                      _FILTER_FIX if applied is None else
-                                      "the model input no longer holds the run's input "
-                                      "as one text message; apply this filter last")
+                error = NotSupported(FRAMEWORK, "user_input", "modify or context", None,
+                                     _FILTER_FIX if applied is None else
+                                     "the model input no longer holds the run's input "
+                                     "as one text message; apply this filter last")
                 self._ended(run, error)
                 raise error
         messages: list[dict[str, Any]] = []
@@ -454,15 +464,15 @@ class Interlock(SessionEnd, RunHooks[Any]):
         a tool call, as the adapters promise (docs/adapters.md)."""
         try:
             yield
-        except (_Stopped, _NotSupported) as e:
+        except (Stopped, NotSupported) as e:
             self._ended(self._run_of(ctx), e)
             raise
         except PolicyStopped as e:
             self._ended(self._run_of(ctx), e)
-            raise _Stopped(e.event, e.reason, e.hook) from e
+            raise Stopped(e.event, e.reason, e.hook) from e
         except DecisionNotSupported as e:
             self._ended(self._run_of(ctx), e)
-            raise _NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
+            raise NotSupported(e.framework, e.event, e.decision, e.hook, e.fix) from e
 
 
 class _Call:
@@ -553,15 +563,6 @@ def _contexts(call: _Call | None) -> list[str]:
 
 def _joined(*contexts: str) -> str:
     return "\n".join(c for c in contexts if c)
-
-
-class _Stopped(PolicyStopped, AgentsException):
-    """PolicyStopped that the SDK's tool runner re-raises as it is: it wraps any
-    other exception from a tool in its own ``UserError``."""
-
-
-class _NotSupported(DecisionNotSupported, AgentsException):
-    """DecisionNotSupported, re-raised by the SDK's tool runner as it is."""
 
 
 def _args(raw: str) -> dict[str, Any]:

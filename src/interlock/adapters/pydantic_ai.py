@@ -20,7 +20,8 @@ What maps where (docs/adapters.md, pydantic-ai):
   reason as the tool result; modify changes the args; respond returns a
   result without running the tool; ask raises pydantic-ai's
   ``ApprovalRequired``, so the run ends with ``DeferredToolRequests`` and a
-  person approves with ``DeferredToolResults``), ``tool_error`` (retry runs
+  person answers with ``DeferredToolResults``; a denial fires
+  ``permission_denied`` and is a blocked call), ``tool_error`` (retry runs
   the call again; a rewrite or context gives the model the error) and
   ``after_tool_call`` (modify or block of the result; context beside it);
 - the final output: ``before_stop`` (block sends its reason to the model as a
@@ -43,6 +44,7 @@ from pydantic_ai import (
     DeferredToolResults,
     ModelRetry,
     RunContext,
+    ToolDenied,
 )
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.capabilities.abstract import (
@@ -92,10 +94,10 @@ FRAMEWORK = "pydantic-ai"
 FIRES = frozenset({"session_start", "user_input", "before_agent_start", "agent_end",
                    "session_end", "model_select", "before_llm_call", "llm_error",
                    "after_llm_call", "before_stop", "before_tool_call", "tool_error",
-                   "after_tool_call", "tool_result_persist"})
+                   "after_tool_call", "tool_result_persist", "permission_denied"})
 """The catalog events this capability fires (docs/adapters.md, Events each adapter fires)."""
 REALTIME_FIRES = FIRES - {"user_input", "model_select", "before_llm_call", "llm_error",
-                          "after_llm_call", "before_stop"}
+                          "after_llm_call", "before_stop", "permission_denied"}
 """What it fires in a realtime session (``agent.realtime(...).session()``), which calls
 no model-request or output hook, and whose user turns are no run prompt."""
 
@@ -138,7 +140,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         """The tools a run's last model request offered, by run id, while a
         before_llm_call hook narrowed them: a call to any other is blocked."""
         self._judged = set()
-        """External tools' calls (by run id and call id) whose result after_tool_call saw."""
+        """External tools' and denied calls (by run id and call id) that after_tool_call
+        saw."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -185,7 +188,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             _apply_input(request_context, original, given)
             if given.respond is not None:
                 return self._answer(ctx, request_context, given.respond)
-        await self._external_results(ctx, request_context)
+        await self._unhooked_returns(ctx, request_context)
         if self.policy.listens("model_select"):
             await self._select(request_context)
         model = request_context.model.model_name
@@ -236,27 +239,42 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             return _response(before.value, model)
         return None
 
-    async def _external_results(self, ctx: RunContext[Any],
-                                request_context: ModelRequestContext) -> None:
-        """after_tool_call (and tool_result_persist) on what the application gave back
-        for an external tool's call (``DeferredToolResults(calls=...)``), before the
-        model reads it: pydantic-ai runs no tool hook on it."""
-        external = {t.name for t in request_context.model_request_parameters.function_tools
-                    if t.kind == "external"}
+    async def _unhooked_returns(self, ctx: RunContext[Any],
+                               request_context: ModelRequestContext) -> None:
+        """after_tool_call (and tool_result_persist), before the model reads it, on
+        what pydantic-ai gives the model without a tool hook: what the application
+        gave back for an external tool's call (``DeferredToolResults(calls=...)``),
+        and a person's denial of a call that asked (``approvals={id: False}`` or
+        ``ToolDenied``), a blocked call that fires permission_denied first."""
         messages = request_context.messages
-        if not external or not messages or not isinstance(messages[-1], ModelRequest):
+        if not messages or not isinstance(messages[-1], ModelRequest):
             return
+        external: set[str] | None = None
         for part in messages[-1].parts:
-            key = (ctx.run_id, getattr(part, "tool_call_id", ""))
-            if not isinstance(part, ToolReturnPart) or part.tool_name not in external \
-                    or key in self._judged:
+            if not isinstance(part, ToolReturnPart):
+                continue
+            denied = part.outcome == "denied"
+            if not denied:
+                if external is None:
+                    external = {t.name for t in
+                                request_context.model_request_parameters.function_tools
+                                if t.kind == "external"}
+                if part.tool_name not in external:
+                    continue
+            key = (ctx.run_id, part.tool_call_id)
+            if key in self._judged:
                 continue
             self._judged.add(key)
             args = next((p.args_as_dict() for m in messages if isinstance(m, ModelResponse)
                          for p in m.parts if isinstance(p, ToolCallPart)
                          and p.tool_call_id == part.tool_call_id), {})
-            after = await self.policy.after_tool(part.tool_name, args, part.content,
-                                                 part.tool_call_id)
+            if denied:  # the reason: a message the person gave, not pydantic-ai's default
+                after = await self.policy.refused(
+                    part.tool_name, args, part.content, part.tool_call_id,
+                    reason=None if part.content == _DENIED else as_text(part.content))
+            else:
+                after = await self.policy.after_tool(part.tool_name, args, part.content,
+                                                     part.tool_call_id)
             if after.result is not part.content or after.context:
                 part.content = with_context(after.result, after.context)
 
@@ -462,6 +480,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                                        failure.context)
             after = await policy.after_tool(name, gate.args, result, call_id, status=status)
             return with_context(after.result, _joined(gate.context, after.context))
+
+
+_DENIED = ToolDenied().message
+"""What the model reads of a denial that gives no message (``approvals={id: False}``)."""
 
 
 def _joined(first: str, second: str) -> str:

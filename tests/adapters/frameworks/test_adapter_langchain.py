@@ -156,6 +156,30 @@ def test_a_refusal_is_returned_to_the_model(project):
     assert any(e == "after_tool_call" and s == "deploy" for e, _v, s, _h in audit(sid, want=3))
 
 
+@pytest.mark.parametrize(("answer", "reason"), [
+    (False, "denied by the user"),
+    ({"approved": False, "reason": "not on a Friday"}, "not on a Friday")])
+def test_a_refusal_is_denied_and_blocked(project, answer, reason):
+    """A person's refusal fires permission_denied, then after_tool_call as a blocked
+    call, once, as the reference agent does."""
+    config = {"configurable": {"thread_id": "t3"}}
+    sid = session()
+    p = Policy("langchain", session_id=sid)
+    seen: list[tuple[str, str, dict[str, Any], str]] = []
+    p.engine.on("permission_denied",
+                lambda e: seen.append((e.name, e.tool_name, e.args, e.reason)))
+    p.engine.on("after_tool_call",
+                lambda e: seen.append((e.name, e.tool_name, e.args, e.status)))
+    a = agent("deploy", {"env": "prod"}, sid, checkpointer=InMemorySaver())
+    a.invoke({"messages": [{"role": "user", "content": "deploy"}]}, config)
+    done = a.invoke(Command(resume=answer), config)
+    assert RAN == []
+    assert json.loads(tool_message(done).content)["reason"] == reason
+    assert p.engine.drain()
+    assert seen == [("permission_denied", "deploy", {"env": "prod"}, reason),
+                    ("after_tool_call", "deploy", {"env": "prod"}, "blocked")]
+
+
 def test_a_crashing_fail_closed_hook_blocks_the_call(project):
     sid = session()
     result = agent("explode", {}, sid).invoke({"messages": [{"role": "user", "content": "go"}]})

@@ -11,12 +11,12 @@ import pytest
 pytest.importorskip("agents")
 
 from adapter_project import audit, session
-from agents import Agent, Runner, function_tool, set_tracing_disabled
+from agents import Agent, RunConfig, Runner, function_tool, set_tracing_disabled
 from agents.items import ToolCallOutputItem
 from agents.testing.model import ScriptedModel, assistant_message, function_call
 
-from interlock import ConfigError, block, stop
-from interlock.adapters import Policy, PolicyStopped
+from interlock import ConfigError, block, modify, stop
+from interlock.adapters import DecisionNotSupported, Policy, PolicyStopped
 from interlock.adapters.openai_agents import Interlock
 
 # Tests never reach the internet: the SDK's tracing would export to OpenAI.
@@ -142,6 +142,70 @@ async def test_a_rejected_call_does_not_run(project):
     state = first.to_state()
     state.reject(first.interruptions[0])
     await Runner.run(agent, state, hooks=interlock)
+    assert RAN == []
+
+
+def watch(p: Policy) -> list[tuple[str, str, dict[str, Any], str]]:
+    """(event, tool, args, reason or status) of each permission_denied and
+    after_tool_call the policy fires."""
+    seen: list[tuple[str, str, dict[str, Any], str]] = []
+    p.engine.on("permission_denied",
+                lambda e: seen.append((e.name, e.tool_name, e.args, e.reason)))
+    p.engine.on("after_tool_call",
+                lambda e: seen.append((e.name, e.tool_name, e.args, e.status)))
+    return seen
+
+
+@pytest.mark.parametrize(("message", "reason"), [(None, "denied by the user"),
+                                                 ("not on a Friday", "not on a Friday")])
+async def test_a_rejected_call_is_denied_and_blocked(project, message, reason):
+    """A person's rejection fires permission_denied, then after_tool_call as a
+    blocked call, once, as the reference agent does; a re-run of the same state
+    fires them no more."""
+    p = Policy("openai-agents", session_id=session())
+    seen = watch(p)
+    model = ScriptedModel([[function_call("deploy", {"env": "prod"}, call_id="call-1")],
+                           [assistant_message("done")], [assistant_message("again")]])
+    interlock = Interlock(policy=p)
+    agent = Agent(name="assistant", model=model, tools=interlock.tools(TOOLS))
+    first = await Runner.run(agent, "deploy", hooks=interlock)
+    state = first.to_state()
+    state.reject(first.interruptions[0], rejection_message=message)
+    result = await Runner.run(agent, state, hooks=interlock)
+    assert RAN == []
+    assert result.final_output == "done"
+    await Runner.run(agent, state, hooks=interlock)
+    assert p.engine.drain()
+    assert seen == [("permission_denied", "deploy", {"env": "prod"}, reason),
+                    ("after_tool_call", "deploy", {"env": "prod"}, "blocked")]
+
+
+async def rejected_run(p: Policy, **options: Any) -> tuple[Any, ScriptedModel]:
+    model = ScriptedModel([[function_call("deploy", {"env": "prod"}, call_id="call-1")],
+                           [assistant_message("done")]])
+    interlock = Interlock(policy=p)
+    agent = Agent(name="assistant", model=model, tools=interlock.tools(TOOLS))
+    first = await Runner.run(agent, "deploy", hooks=interlock)
+    state = first.to_state()
+    state.reject(first.interruptions[0])
+    run_config = RunConfig(call_model_input_filter=interlock.model_input) if options else None
+    return await Runner.run(agent, state, hooks=interlock, run_config=run_config), model
+
+
+async def test_model_input_gives_the_model_a_rejection_as_after_tool_call_left_it(project):
+    p = Policy("openai-agents", session_id=session())
+    p.engine.on("after_tool_call", lambda e: modify(result=f"refused: {e.result}"),
+                modifies=True)
+    _, model = await rejected_run(p, filtered=True)
+    sent = json.dumps(model.last_call.input, default=str)
+    assert "refused: Tool execution was not approved." in sent
+
+
+async def test_a_rewritten_rejection_without_model_input_ends_the_run(project):
+    p = Policy("openai-agents", session_id=session())
+    p.engine.on("after_tool_call", lambda e: modify(result="refused"), modifies=True)
+    with pytest.raises(DecisionNotSupported, match="call_model_input_filter"):
+        await rejected_run(p)
     assert RAN == []
 
 

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("pydantic_ai")
 
 from adapter_project import audit, session
-from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults
+from pydantic_ai import Agent, DeferredToolRequests, DeferredToolResults, ToolDenied
 from pydantic_ai.messages import (
     ModelMessage,
     ModelResponse,
@@ -109,6 +109,32 @@ async def test_ask_defers_to_a_person_and_runs_once_approved(project):
                             approvals={pending.tool_call_id: True}))
     assert RAN == [("deploy", {"env": "prod"})]
     assert "deploy ran with" in second.output
+
+
+@pytest.mark.parametrize(("answer", "reason"), [
+    (False, "denied by the user"), (ToolDenied("not on a Friday"), "not on a Friday")])
+async def test_a_denied_call_is_denied_and_blocked(project, answer, reason):
+    """A person's denial fires permission_denied, then after_tool_call as a blocked
+    call, once, as the reference agent does."""
+    sid = session()
+    p = Policy("pydantic-ai", session_id=sid)
+    seen: list[tuple[str, str, dict[str, Any], Any]] = []
+    p.engine.on("permission_denied",
+                lambda e: seen.append((e.name, e.tool_name, e.args, e.reason)))
+    p.engine.on("after_tool_call",
+                lambda e: seen.append((e.name, e.tool_name, e.args, (e.status, e.result))))
+    a = agent("deploy", {"env": "prod"}, sid)
+    first = await a.run("deploy prod")
+    (pending,) = first.output.approvals
+    second = await a.run(message_history=first.all_messages(),
+                        deferred_tool_results=DeferredToolResults(
+                            approvals={pending.tool_call_id: answer}))
+    assert RAN == []
+    told = "not on a Friday" if reason == "not on a Friday" else ToolDenied().message
+    assert second.output == told
+    assert p.engine.drain()
+    assert seen == [("permission_denied", "deploy", {"env": "prod"}, reason),
+                    ("after_tool_call", "deploy", {"env": "prod"}, ("blocked", told))]
 
 
 async def test_a_crashing_fail_closed_hook_blocks_the_call(project):
