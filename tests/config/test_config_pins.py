@@ -147,3 +147,40 @@ def test_a_module_cannot_be_unpinned_by_naming_it_as_a_log(root: Path) -> None:
     got = pins(root, "python3 hooks/x.py 2>> hooks/lib.py >> notes.txt")
     assert "hooks/lib.py" in got
     assert "notes.txt" not in got
+
+
+def test_a_fifo_in_a_hook_folder_or_in_place_of_its_handler_is_a_change_not_a_hang(
+        tmp_path: Path) -> None:
+    """Reading a FIFO waits for a writer: a hook folder holding one must still list,
+    and an approved handler replaced by one is drift that blocks, naming it."""
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path / "p"
+    folder = root / ".interlock" / "hooks" / "g"
+    folder.mkdir(parents=True)
+    (folder / "HOOK.md").write_text(
+        "---\nname: g\nevents: [before_tool_call]\non_error: closed\n---\nguard\n")
+    handler = folder / "handler.py"
+    handler.write_text("def handle(e):\n    return None\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+    env.update(INTERLOCK_HOME=str(tmp_path / "home"), XDG_RUNTIME_DIR=str(tmp_path),
+               INTERLOCK_STORE=str(tmp_path / "il.db"))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "interlock", *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    assert cli("hooks", "approve", "--all").returncode == 0
+    os.mkfifo(folder / "pipe")
+    listed = cli("hooks", "list", "--json")  # a hang here is the TimeoutExpired
+    assert listed.returncode == 0, listed.stderr
+    hook = next(h for h in json.loads(listed.stdout)["hooks"] if h["name"] == "project:g")
+    assert hook["approved"] is False  # a file appeared in the hook folder
+
+    pins = PinSet([read(handler)])
+    handler.unlink()
+    os.mkfifo(handler)
+    assert read(handler).data is not None
+    assert pins.drifted() == handler
