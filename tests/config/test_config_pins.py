@@ -184,3 +184,16 @@ def test_a_fifo_in_a_hook_folder_or_in_place_of_its_handler_is_a_change_not_a_ha
     os.mkfifo(handler)
     assert read(handler).data is not None
     assert pins.drifted() == handler
+
+
+def test_a_cd_in_the_command_pins_what_runs_from_that_folder(root: Path) -> None:
+    """`cd tools && python3 check.py` runs tools/check.py: pinned, with its tree,
+    through `sh -c` as well; words before the cd still resolve from where it ran."""
+    expected = {"hooks/x.py", "hooks/lib.py", "hooks"}
+    assert expected <= pins(root, "cd hooks && python3 x.py")
+    assert expected <= pins(root, "cd ./hooks; exec python3 x.py")
+    assert expected <= pins(root, ["sh", "-c", "pushd hooks >/dev/null && python3 x.py"])
+    assert "rules.toml" in pins(root, "cat rules.toml && cd hooks && python3 x.py")
+    assert "pkg/main.py" in pins(root, "cd hooks/ && cd ../pkg && ./main.py")
+    assert expected <= pins(root, ["env", "-C", "hooks", "python3", "x.py"])
+    assert expected <= pins(root, "env --chdir=hooks python3 x.py")

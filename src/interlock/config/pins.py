@@ -4,7 +4,8 @@ An approval is pinned to a digest over the hook's definition and these files
 (docs/configuration.md, Trust):
 
 - every word of the command that names an existing file, resolved from where
-  the hook runs (its ``cwd``), in any position and whatever the interpreter:
+  the hook runs (its ``cwd``, or a ``cd``/``pushd``/``env -C`` earlier in the
+  line), in any position and whatever the interpreter:
   ``python3 hooks/x.py``, ``bash -c 'python3 hooks/x.py'``, ``node x.js``,
   ``--config=rules.toml``;
 - for a Python script, the script's folder tree inside the project (what it
@@ -185,8 +186,27 @@ class Pinner:
         for word in writes:
             self.writes.add(Path(os.path.normpath(
                 word if os.path.isabs(word) else self.cwd / word)))
-        for argv in commands:
-            self._argv(argv, depth)
+        start = self.cwd
+        try:
+            for argv in commands:
+                self._argv(argv, depth)
+                if start != self.cwd:
+                    # After a cd, also from where the line started: a cd inside
+                    # `( ... )` does not last, and over-pinning only costs a re-approval.
+                    here, self.cwd = self.cwd, start
+                    self._argv(argv, depth)
+                    self.cwd = here
+                self._cd(argv)
+        finally:
+            self.cwd = start
+
+    def _cd(self, argv: list[str]) -> None:
+        """``cd DIR`` (or ``pushd``): the commands after it run from there."""
+        if len(argv) >= 2 and argv[0] in ("cd", "pushd") and not argv[1].startswith("-"):
+            folder = Path(os.path.normpath(argv[1] if os.path.isabs(argv[1])
+                                           else self.cwd / argv[1]))
+            if folder.is_dir():
+                self.cwd = folder
 
     def _argv(self, argv: list[str], depth: int) -> None:
         while argv and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
@@ -207,11 +227,23 @@ class Pinner:
             self._python(argv[1:])
         elif name in ("env", "exec", "nice", "nohup", "command", "time", "timeout", "xargs"):
             rest = argv[1:]
+            folder = None
             while rest and rest[0].startswith("-"):  # the wrapper's own options
+                if name == "env" and rest[0] in ("-C", "--chdir") and len(rest) > 1:
+                    folder, rest = rest[1], rest[1:]  # env -C DIR: runs from there
+                elif name == "env" and rest[0].startswith(("--chdir=", "-C")):
+                    folder = rest[0].partition("=")[2] if "=" in rest[0] else rest[0][2:]
                 rest = rest[1:]
             if name == "timeout" and rest:
                 rest = rest[1:]
-            if rest:
+            if rest and folder is not None:
+                start = self.cwd
+                self._cd(["cd", folder])
+                try:
+                    self._argv(rest, depth)
+                finally:
+                    self.cwd = start
+            elif rest:
                 self._argv(rest, depth)
 
     def _program(self, word: str, depth: int = 0, *, only_project: bool = False) -> None:
