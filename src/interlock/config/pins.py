@@ -45,6 +45,7 @@ MAX_FILES = 2000
 _MAX_DEPTH = 3
 """How deep ``sh -c '...'`` words are read for more commands."""
 
+_VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _WRITES = {">", ">>", ">|", "&>", "&>>", "<>"}
 
@@ -92,8 +93,12 @@ class Pinner:
     """Collects the files one hook's command runs (see the module docstring)."""
 
     def __init__(self, cwd: Path, root: Path, path_env: str | None = None,
-                 pythonpath: str | None = None) -> None:
+                 pythonpath: str | None = None, variables: dict[str, str] | None = None
+                 ) -> None:
         self.cwd = cwd
+        self.variables = variables or {}
+        """What ``$NAME`` and ``${NAME}`` stand for in the hook's process (its project
+        variables, its ``env``): a word naming a file through one names that file."""
         self.root = root.resolve()
         self.path_env = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
         self.pythonpath = pythonpath
@@ -208,7 +213,11 @@ class Pinner:
             if folder.is_dir():
                 self.cwd = folder
 
+    def _expand(self, word: str) -> str:
+        return _VARIABLE.sub(lambda m: self.variables.get(m[1] or m[2], m[0]), word)
+
     def _argv(self, argv: list[str], depth: int) -> None:
+        argv = [self._expand(w) if "$" in w else w for w in argv]
         while argv and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
             argv = argv[1:]  # VAR=value before the program
         if not argv:
@@ -402,18 +411,34 @@ def folder_pins(folder: Path) -> list[Path]:
 
 def command_pins(command: str | list[str], *, cwd: Path, root: Path,
                  named: Iterable[Path] = (), path_env: str | None = None,
-                 pythonpath: str | None = None) -> Pinner:
+                 pythonpath: str | None = None,
+                 variables: dict[str, str] | None = None) -> Pinner:
     """What ``command`` runs when started in ``cwd`` (see the module docstring):
     ``.files`` and ``.folders``.
 
     ``named``: files already known to be named (``./x`` words), pinned unless
     only written to.
     """
-    pinner = Pinner(cwd, root, path_env, pythonpath)
+    pinner = Pinner(cwd, root, path_env, pythonpath, variables)
     pinner.command(command)
     for path in named:
         pinner.add(path)
     return pinner
+
+
+def hook_variables(decl: Declared, project_root: Path, cwd: Path) -> dict[str, str]:
+    """The variables a command hook's process has that can name its files: the
+    project root under every dialect's name, its plugin root, ``PWD``, ``HOME``, and
+    its own ``env`` (interlock.executors.command, interlock.executors.dialects)."""
+    root = str(project_root)
+    out = dict.fromkeys(("INTERLOCK_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR",
+                         "GEMINI_CWD"), root)
+    if decl.hook_dir is not None:
+        out["CLAUDE_PLUGIN_ROOT"] = out["PLUGIN_ROOT"] = str(decl.hook_dir)
+    out["PWD"] = str(cwd)
+    if "HOME" in os.environ:
+        out["HOME"] = os.environ["HOME"]
+    return {**out, **decl.definition.env}
 
 
 def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path],
@@ -425,9 +450,11 @@ def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path
     files: list[Path] = []
     folders: list[Path] = []
     if command is not None:
-        pinner = command_pins(command, cwd=hook_cwd(decl, project_root), root=project_root,
+        cwd = hook_cwd(decl, project_root)
+        pinner = command_pins(command, cwd=cwd, root=project_root,
                               named=named, path_env=d.env.get("PATH"),
-                              pythonpath=d.env.get("PYTHONPATH"))
+                              pythonpath=d.env.get("PYTHONPATH"),
+                              variables=hook_variables(decl, project_root, cwd))
         files, folders = pinner.files, pinner.folders
     if decl.hook_dir is not None:
         return [*folder_pins(decl.hook_dir),
