@@ -197,3 +197,12 @@ def test_a_cd_in_the_command_pins_what_runs_from_that_folder(root: Path) -> None
     assert "pkg/main.py" in pins(root, "cd hooks/ && cd ../pkg && ./main.py")
     assert expected <= pins(root, ["env", "-C", "hooks", "python3", "x.py"])
     assert expected <= pins(root, "env --chdir=hooks python3 x.py")
+
+
+def test_a_script_reached_through_a_link_pins_the_folder_python_imports_from(
+        root: Path) -> None:
+    """Python puts the folder of the script's real path first on sys.path: a helper
+    beside the link's target is what `import` finds, so it is pinned."""
+    (root / "tools").mkdir()
+    (root / "tools" / "run.py").symlink_to(root / "hooks" / "x.py")
+    assert {"hooks/x.py", "hooks/lib.py", "hooks"} <= pins(root, "python3 tools/run.py")

@@ -333,6 +333,9 @@ class Pinner:
                 i += 1
                 continue
             self._import_folder(script.parent, script)
+            real = Path(os.path.realpath(script))
+            if real.parent != script.parent:  # sys.path[0] is the real script's folder
+                self._import_folder(real.parent, real)
             return
 
     def _import_folder(self, folder: Path, script: Path | None = None) -> None:
