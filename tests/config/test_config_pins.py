@@ -25,8 +25,8 @@ def root(tmp_path: Path) -> Path:
 
 
 def pins(root: Path, command: str | list[str], *, cwd: Path | None = None,
-         **kw: str) -> set[str]:
-    pinner = command_pins(command, cwd=cwd or root, root=root, **kw)
+         env: dict[str, str] | None = None, **kw: str) -> set[str]:
+    pinner = command_pins(command, cwd=cwd or root, root=root, env=env or {}, **kw)
     return {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
             for p in [*pinner.files, *(Path(f"{d}/") for d in pinner.folders)]}
 
@@ -206,3 +206,15 @@ def test_a_script_reached_through_a_link_pins_the_folder_python_imports_from(
     (root / "tools").mkdir()
     (root / "tools" / "run.py").symlink_to(root / "hooks" / "x.py")
     assert {"hooks/x.py", "hooks/lib.py", "hooks"} <= pins(root, "python3 tools/run.py")
+
+
+def test_files_the_hooks_env_names_are_pinned(root: Path) -> None:
+    """`BASH_ENV` is sourced by bash, `LD_PRELOAD` loaded into every program,
+    `NODE_OPTIONS=--require` run by node: a file the hook's env names runs too."""
+    got = pins(root, "bash -c true", env={"BASH_ENV": "rules.toml",
+                                          "LD_PRELOAD": f"{root}/bin/tool:/nowhere.so",
+                                          "NODE_OPTIONS": "--require ./top.py"})
+    assert {"rules.toml", "bin/tool", "top.py"} <= got
+    # A log it names, and only writes to, is still no pin (it changes every call).
+    assert "notes.txt" not in pins(root, "echo hi >> $LOG", env={"LOG": "notes.txt"},
+                                   variables={"LOG": "notes.txt"})

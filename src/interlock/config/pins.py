@@ -177,6 +177,16 @@ class Pinner:
         except (OSError, ValueError):  # too long, a NUL byte: not a file
             return None
 
+    def env(self, env: dict[str, str]) -> None:
+        """Files the hook's own ``env`` names (``BASH_ENV``, ``LD_PRELOAD``,
+        ``NODE_OPTIONS=--require x.js``): the process runs them as well."""
+        for value in env.values():
+            for word in re.split(r"[\s" + re.escape(os.pathsep) + r"]+", self._expand(value)):
+                for part in (word, word.partition("=")[2]):
+                    path = self._file(part)
+                    if path is not None:
+                        self.add(path)
+
     # -- reading a command ------------------------------------------------------------
     def command(self, command: str | list[str]) -> None:
         if isinstance(command, list):
@@ -188,7 +198,7 @@ class Pinner:
     def _shell(self, line: str, depth: int) -> None:
         writes: set[str] = set()
         commands = _commands(_words(line), writes)
-        for word in writes:
+        for word in map(self._expand, writes):
             self.writes.add(Path(os.path.normpath(
                 word if os.path.isabs(word) else self.cwd / word)))
         start = self.cwd
@@ -415,7 +425,8 @@ def folder_pins(folder: Path) -> list[Path]:
 def command_pins(command: str | list[str], *, cwd: Path, root: Path,
                  named: Iterable[Path] = (), path_env: str | None = None,
                  pythonpath: str | None = None,
-                 variables: dict[str, str] | None = None) -> Pinner:
+                 variables: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None) -> Pinner:
     """What ``command`` runs when started in ``cwd`` (see the module docstring):
     ``.files`` and ``.folders``.
 
@@ -424,6 +435,7 @@ def command_pins(command: str | list[str], *, cwd: Path, root: Path,
     """
     pinner = Pinner(cwd, root, path_env, pythonpath, variables)
     pinner.command(command)
+    pinner.env(env or {})
     for path in named:
         pinner.add(path)
     return pinner
@@ -457,7 +469,7 @@ def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path
         pinner = command_pins(command, cwd=cwd, root=project_root,
                               named=named, path_env=d.env.get("PATH"),
                               pythonpath=d.env.get("PYTHONPATH"),
-                              variables=hook_variables(decl, project_root, cwd))
+                              variables=hook_variables(decl, project_root, cwd), env=d.env)
         files, folders = pinner.files, pinner.folders
     if decl.hook_dir is not None:
         return [*folder_pins(decl.hook_dir),
