@@ -218,3 +218,11 @@ def test_files_the_hooks_env_names_are_pinned(root: Path) -> None:
     # A log it names, and only writes to, is still no pin (it changes every call).
     assert "notes.txt" not in pins(root, "echo hi >> $LOG", env={"LOG": "notes.txt"},
                                    variables={"LOG": "notes.txt"})
+
+
+@pytest.mark.parametrize("command", ["uv run hooks/x.py", "poetry run python3 hooks/x.py",
+                                     "pipx run hooks/x.py --fast"])
+def test_a_python_script_run_by_a_launcher_pins_its_folder_tree(root: Path,
+                                                                command: str) -> None:
+    """`uv run x.py` runs Python on it as surely as `python3 x.py` does."""
+    assert {"hooks/x.py", "hooks/lib.py", "hooks"} <= pins(root, command)

@@ -239,6 +239,8 @@ class Pinner:
                 path = self._file(part)
                 if path is not None:
                     self.add(path)
+                    if path.suffix == ".py":  # whatever runs it (uv run, poetry run ...)
+                        self._script(path)
             if name in _SHELLS and word == "-c" and i + 1 < len(argv) \
                     and depth < _MAX_DEPTH:
                 self._shell(argv[i + 1], depth + 1)
@@ -342,11 +344,16 @@ class Pinner:
             if script is None:  # an option's value (-W ignore), or no script at all
                 i += 1
                 continue
-            self._import_folder(script.parent, script)
-            real = Path(os.path.realpath(script))
-            if real.parent != script.parent:  # sys.path[0] is the real script's folder
-                self._import_folder(real.parent, real)
+            self._script(script)
             return
+
+    def _script(self, script: Path) -> None:
+        """What a Python script imports from: its folder, and its real path's (where
+        Python looks: sys.path[0] is the real script's folder)."""
+        self._import_folder(script.parent, script)
+        real = Path(os.path.realpath(script))
+        if real.parent != script.parent:
+            self._import_folder(real.parent, real)
 
     def _import_folder(self, folder: Path, script: Path | None = None) -> None:
         """A folder first on the script's ``sys.path``: the root by its modules and
