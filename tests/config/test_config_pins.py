@@ -25,8 +25,8 @@ def root(tmp_path: Path) -> Path:
 
 
 def pins(root: Path, command: str | list[str], *, cwd: Path | None = None,
-         **kw: str) -> set[str]:
-    pinner = command_pins(command, cwd=cwd or root, root=root, **kw)
+         env: dict[str, str] | None = None, **kw: str) -> set[str]:
+    pinner = command_pins(command, cwd=cwd or root, root=root, env=env or {}, **kw)
     return {str(p.relative_to(root)) if p.is_relative_to(root) else str(p)
             for p in [*pinner.files, *(Path(f"{d}/") for d in pinner.folders)]}
 
@@ -147,3 +147,82 @@ def test_a_module_cannot_be_unpinned_by_naming_it_as_a_log(root: Path) -> None:
     got = pins(root, "python3 hooks/x.py 2>> hooks/lib.py >> notes.txt")
     assert "hooks/lib.py" in got
     assert "notes.txt" not in got
+
+
+def test_a_fifo_in_a_hook_folder_or_in_place_of_its_handler_is_a_change_not_a_hang(
+        tmp_path: Path) -> None:
+    """Reading a FIFO waits for a writer: a hook folder holding one must still list,
+    and an approved handler replaced by one is drift that blocks, naming it."""
+    import json
+    import subprocess
+    import sys
+
+    root = tmp_path / "p"
+    folder = root / ".interlock" / "hooks" / "g"
+    folder.mkdir(parents=True)
+    (folder / "HOOK.md").write_text(
+        "---\nname: g\nevents: [before_tool_call]\non_error: closed\n---\nguard\n")
+    handler = folder / "handler.py"
+    handler.write_text("def handle(e):\n    return None\n")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+    env.update(INTERLOCK_HOME=str(tmp_path / "home"), XDG_RUNTIME_DIR=str(tmp_path),
+               INTERLOCK_STORE=str(tmp_path / "il.db"))
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "interlock", *args], cwd=root, env=env,
+                              capture_output=True, text=True, timeout=60)
+
+    assert cli("hooks", "approve", "--all").returncode == 0
+    os.mkfifo(folder / "pipe")
+    listed = cli("hooks", "list", "--json")  # a hang here is the TimeoutExpired
+    assert listed.returncode == 0, listed.stderr
+    hook = next(h for h in json.loads(listed.stdout)["hooks"] if h["name"] == "project:g")
+    assert hook["approved"] is False  # a file appeared in the hook folder
+
+    pins = PinSet([read(handler)])
+    handler.unlink()
+    os.mkfifo(handler)
+    assert read(handler).data is not None
+    assert pins.drifted() == handler
+
+
+def test_a_cd_in_the_command_pins_what_runs_from_that_folder(root: Path) -> None:
+    """`cd tools && python3 check.py` runs tools/check.py: pinned, with its tree,
+    through `sh -c` as well; words before the cd still resolve from where it ran."""
+    expected = {"hooks/x.py", "hooks/lib.py", "hooks"}
+    assert expected <= pins(root, "cd hooks && python3 x.py")
+    assert expected <= pins(root, "cd ./hooks; exec python3 x.py")
+    assert expected <= pins(root, ["sh", "-c", "pushd hooks >/dev/null && python3 x.py"])
+    assert "rules.toml" in pins(root, "cat rules.toml && cd hooks && python3 x.py")
+    assert "pkg/main.py" in pins(root, "cd hooks/ && cd ../pkg && ./main.py")
+    assert expected <= pins(root, ["env", "-C", "hooks", "python3", "x.py"])
+    assert expected <= pins(root, "env --chdir=hooks python3 x.py")
+
+
+def test_a_script_reached_through_a_link_pins_the_folder_python_imports_from(
+        root: Path) -> None:
+    """Python puts the folder of the script's real path first on sys.path: a helper
+    beside the link's target is what `import` finds, so it is pinned."""
+    (root / "tools").mkdir()
+    (root / "tools" / "run.py").symlink_to(root / "hooks" / "x.py")
+    assert {"hooks/x.py", "hooks/lib.py", "hooks"} <= pins(root, "python3 tools/run.py")
+
+
+def test_files_the_hooks_env_names_are_pinned(root: Path) -> None:
+    """`BASH_ENV` is sourced by bash, `LD_PRELOAD` loaded into every program,
+    `NODE_OPTIONS=--require` run by node: a file the hook's env names runs too."""
+    got = pins(root, "bash -c true", env={"BASH_ENV": "rules.toml",
+                                          "LD_PRELOAD": f"{root}/bin/tool:/nowhere.so",
+                                          "NODE_OPTIONS": "--require ./top.py"})
+    assert {"rules.toml", "bin/tool", "top.py"} <= got
+    # A log it names, and only writes to, is still no pin (it changes every call).
+    assert "notes.txt" not in pins(root, "echo hi >> $LOG", env={"LOG": "notes.txt"},
+                                   variables={"LOG": "notes.txt"})
+
+
+@pytest.mark.parametrize("command", ["uv run hooks/x.py", "poetry run python3 hooks/x.py",
+                                     "pipx run hooks/x.py --fast"])
+def test_a_python_script_run_by_a_launcher_pins_its_folder_tree(root: Path,
+                                                                command: str) -> None:
+    """`uv run x.py` runs Python on it as surely as `python3 x.py` does."""
+    assert {"hooks/x.py", "hooks/lib.py", "hooks"} <= pins(root, command)

@@ -152,6 +152,21 @@ async def test_a_changed_install_is_refused_until_approved(cli, tmp_path):
     assert infos["shouter"].status == "loaded"
 
 
+def test_a_change_that_narrows_the_guards_still_blocks_what_was_approved(cli, tmp_path):
+    """The edit that un-approves an extension cannot also move its guards elsewhere:
+    until approved again, the stand-in blocks what the approved version guarded."""
+    cli("ext", "install", str(_folder(tmp_path, guards=["before_tool_call"])), "--yes")
+    manifest = cli.home / "extensions" / "shouter" / "extension.toml"
+    manifest.write_text(manifest.read_text().replace('"before_tool_call"', '"after_tool_call"'))
+
+    engine, exts, infos = _load(cli.home)
+    assert infos["shouter"].status == "changed"
+    assert fire(engine, "before_tool_call", tool_name="terminal", args={}).blocked
+    assert set(infos["shouter"].guards) == {"before_tool_call", "after_tool_call"}
+    exts.close()
+    engine.close()
+
+
 async def test_enable_and_disable(cli, tmp_path):
     cli("ext", "install", str(_folder(tmp_path)), "--yes")
     cli("ext", "disable", "shouter")

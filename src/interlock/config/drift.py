@@ -116,15 +116,29 @@ def _modules(folder: Path) -> bytes:
     return b"\0dir\0" + "\0".join(names).encode(errors="surrogateescape")
 
 
+def content(path: Path) -> bytes:
+    """A regular file's bytes; for anything else, its kind. Opened without blocking
+    and checked after opening, so a FIFO swapped in after the ``stat`` is no wait."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    with os.fdopen(fd, "rb") as fh:
+        kind = stat.S_IFMT(os.fstat(fd).st_mode)
+        if kind != stat.S_IFREG:
+            return b"\0special\0" + oct(kind).encode()
+        return fh.read()
+
+
 def read(path: Path) -> Read:
     """Stat (first: a change while reading is caught next time), then read ``path``.
 
-    A folder reads as the list of modules it offers (a log written there is no change).
+    A folder reads as the list of modules it offers (a log written there is no change),
+    and anything else that is not a file (a FIFO, a socket, a device) as its kind: it
+    is never opened to read, so a FIFO planted as a hook's file is a change, never a
+    read that waits forever for a writer.
     """
     try:
         st = os.stat(path)
         link = os.readlink(path) if os.path.islink(path) else None
-        data = _modules(path) if stat.S_ISDIR(st.st_mode) else path.read_bytes()
+        data = _modules(path) if stat.S_ISDIR(st.st_mode) else content(path)
     except OSError:
         return Read(path, None, b"", None, None)
     racy = time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS

@@ -4,7 +4,8 @@ An approval is pinned to a digest over the hook's definition and these files
 (docs/configuration.md, Trust):
 
 - every word of the command that names an existing file, resolved from where
-  the hook runs (its ``cwd``), in any position and whatever the interpreter:
+  the hook runs (its ``cwd``, or a ``cd``/``pushd``/``env -C`` earlier in the
+  line), in any position and whatever the interpreter:
   ``python3 hooks/x.py``, ``bash -c 'python3 hooks/x.py'``, ``node x.js``,
   ``--config=rules.toml``;
 - for a Python script, the script's folder tree inside the project (what it
@@ -44,6 +45,7 @@ MAX_FILES = 2000
 _MAX_DEPTH = 3
 """How deep ``sh -c '...'`` words are read for more commands."""
 
+_VARIABLE = re.compile(r"\$(?:([A-Za-z_][A-Za-z0-9_]*)|\{([A-Za-z_][A-Za-z0-9_]*)\})")
 _SHELLS = {"sh", "bash", "dash", "zsh", "ksh", "ash", "busybox"}
 _WRITES = {">", ">>", ">|", "&>", "&>>", "<>"}
 
@@ -91,8 +93,12 @@ class Pinner:
     """Collects the files one hook's command runs (see the module docstring)."""
 
     def __init__(self, cwd: Path, root: Path, path_env: str | None = None,
-                 pythonpath: str | None = None) -> None:
+                 pythonpath: str | None = None, variables: dict[str, str] | None = None
+                 ) -> None:
         self.cwd = cwd
+        self.variables = variables or {}
+        """What ``$NAME`` and ``${NAME}`` stand for in the hook's process (its project
+        variables, its ``env``): a word naming a file through one names that file."""
         self.root = root.resolve()
         self.path_env = path_env if path_env is not None else os.environ.get("PATH", os.defpath)
         self.pythonpath = pythonpath
@@ -171,6 +177,16 @@ class Pinner:
         except (OSError, ValueError):  # too long, a NUL byte: not a file
             return None
 
+    def env(self, env: dict[str, str]) -> None:
+        """Files the hook's own ``env`` names (``BASH_ENV``, ``LD_PRELOAD``,
+        ``NODE_OPTIONS=--require x.js``): the process runs them as well."""
+        for value in env.values():
+            for word in re.split(r"[\s" + re.escape(os.pathsep) + r"]+", self._expand(value)):
+                for part in (word, word.partition("=")[2]):
+                    path = self._file(part)
+                    if path is not None:
+                        self.add(path)
+
     # -- reading a command ------------------------------------------------------------
     def command(self, command: str | list[str]) -> None:
         if isinstance(command, list):
@@ -182,13 +198,36 @@ class Pinner:
     def _shell(self, line: str, depth: int) -> None:
         writes: set[str] = set()
         commands = _commands(_words(line), writes)
-        for word in writes:
+        for word in map(self._expand, writes):
             self.writes.add(Path(os.path.normpath(
                 word if os.path.isabs(word) else self.cwd / word)))
-        for argv in commands:
-            self._argv(argv, depth)
+        start = self.cwd
+        try:
+            for argv in commands:
+                self._argv(argv, depth)
+                if start != self.cwd:
+                    # After a cd, also from where the line started: a cd inside
+                    # `( ... )` does not last, and over-pinning only costs a re-approval.
+                    here, self.cwd = self.cwd, start
+                    self._argv(argv, depth)
+                    self.cwd = here
+                self._cd(argv)
+        finally:
+            self.cwd = start
+
+    def _cd(self, argv: list[str]) -> None:
+        """``cd DIR`` (or ``pushd``): the commands after it run from there."""
+        if len(argv) >= 2 and argv[0] in ("cd", "pushd") and not argv[1].startswith("-"):
+            folder = Path(os.path.normpath(argv[1] if os.path.isabs(argv[1])
+                                           else self.cwd / argv[1]))
+            if folder.is_dir():
+                self.cwd = folder
+
+    def _expand(self, word: str) -> str:
+        return _VARIABLE.sub(lambda m: self.variables.get(m[1] or m[2], m[0]), word)
 
     def _argv(self, argv: list[str], depth: int) -> None:
+        argv = [self._expand(w) if "$" in w else w for w in argv]
         while argv and re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", argv[0]):
             argv = argv[1:]  # VAR=value before the program
         if not argv:
@@ -200,6 +239,8 @@ class Pinner:
                 path = self._file(part)
                 if path is not None:
                     self.add(path)
+                    if path.suffix == ".py":  # whatever runs it (uv run, poetry run ...)
+                        self._script(path)
             if name in _SHELLS and word == "-c" and i + 1 < len(argv) \
                     and depth < _MAX_DEPTH:
                 self._shell(argv[i + 1], depth + 1)
@@ -207,11 +248,23 @@ class Pinner:
             self._python(argv[1:])
         elif name in ("env", "exec", "nice", "nohup", "command", "time", "timeout", "xargs"):
             rest = argv[1:]
+            folder = None
             while rest and rest[0].startswith("-"):  # the wrapper's own options
+                if name == "env" and rest[0] in ("-C", "--chdir") and len(rest) > 1:
+                    folder, rest = rest[1], rest[1:]  # env -C DIR: runs from there
+                elif name == "env" and rest[0].startswith(("--chdir=", "-C")):
+                    folder = rest[0].partition("=")[2] if "=" in rest[0] else rest[0][2:]
                 rest = rest[1:]
             if name == "timeout" and rest:
                 rest = rest[1:]
-            if rest:
+            if rest and folder is not None:
+                start = self.cwd
+                self._cd(["cd", folder])
+                try:
+                    self._argv(rest, depth)
+                finally:
+                    self.cwd = start
+            elif rest:
                 self._argv(rest, depth)
 
     def _program(self, word: str, depth: int = 0, *, only_project: bool = False) -> None:
@@ -291,8 +344,16 @@ class Pinner:
             if script is None:  # an option's value (-W ignore), or no script at all
                 i += 1
                 continue
-            self._import_folder(script.parent, script)
+            self._script(script)
             return
+
+    def _script(self, script: Path) -> None:
+        """What a Python script imports from: its folder, and its real path's (where
+        Python looks: sys.path[0] is the real script's folder)."""
+        self._import_folder(script.parent, script)
+        real = Path(os.path.realpath(script))
+        if real.parent != script.parent:
+            self._import_folder(real.parent, real)
 
     def _import_folder(self, folder: Path, script: Path | None = None) -> None:
         """A folder first on the script's ``sys.path``: the root by its modules and
@@ -370,18 +431,36 @@ def folder_pins(folder: Path) -> list[Path]:
 
 def command_pins(command: str | list[str], *, cwd: Path, root: Path,
                  named: Iterable[Path] = (), path_env: str | None = None,
-                 pythonpath: str | None = None) -> Pinner:
+                 pythonpath: str | None = None,
+                 variables: dict[str, str] | None = None,
+                 env: dict[str, str] | None = None) -> Pinner:
     """What ``command`` runs when started in ``cwd`` (see the module docstring):
     ``.files`` and ``.folders``.
 
     ``named``: files already known to be named (``./x`` words), pinned unless
     only written to.
     """
-    pinner = Pinner(cwd, root, path_env, pythonpath)
+    pinner = Pinner(cwd, root, path_env, pythonpath, variables)
     pinner.command(command)
+    pinner.env(env or {})
     for path in named:
         pinner.add(path)
     return pinner
+
+
+def hook_variables(decl: Declared, project_root: Path, cwd: Path) -> dict[str, str]:
+    """The variables a command hook's process has that can name its files: the
+    project root under every dialect's name, its plugin root, ``PWD``, ``HOME``, and
+    its own ``env`` (interlock.executors.command, interlock.executors.dialects)."""
+    root = str(project_root)
+    out = dict.fromkeys(("INTERLOCK_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR",
+                         "GEMINI_CWD"), root)
+    if decl.hook_dir is not None:
+        out["CLAUDE_PLUGIN_ROOT"] = out["PLUGIN_ROOT"] = str(decl.hook_dir)
+    out["PWD"] = str(cwd)
+    if "HOME" in os.environ:
+        out["HOME"] = os.environ["HOME"]
+    return {**out, **decl.definition.env}
 
 
 def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path],
@@ -393,9 +472,11 @@ def hook_files(decl: Declared, command: str | list[str] | None, named: list[Path
     files: list[Path] = []
     folders: list[Path] = []
     if command is not None:
-        pinner = command_pins(command, cwd=hook_cwd(decl, project_root), root=project_root,
+        cwd = hook_cwd(decl, project_root)
+        pinner = command_pins(command, cwd=cwd, root=project_root,
                               named=named, path_env=d.env.get("PATH"),
-                              pythonpath=d.env.get("PYTHONPATH"))
+                              pythonpath=d.env.get("PYTHONPATH"),
+                              variables=hook_variables(decl, project_root, cwd), env=d.env)
         files, folders = pinner.files, pinner.folders
     if decl.hook_dir is not None:
         return [*folder_pins(decl.hook_dir),

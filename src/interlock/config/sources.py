@@ -14,6 +14,7 @@ from typing import Any
 
 import msgspec
 
+from interlock.config.drift import content
 from interlock.config.mcp_servers import McpServer, to_mcp_server
 from interlock.config.model import HookDef, PermissionRule
 from interlock.config.parse import (
@@ -108,7 +109,7 @@ class Discovered(msgspec.Struct):
 
 def _fingerprint(path: Path) -> str:
     try:
-        return sha256(path.read_bytes()).hexdigest()
+        return sha256(content(path)).hexdigest()  # never waits on a FIFO
     except OSError:
         return "missing"
 

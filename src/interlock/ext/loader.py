@@ -299,9 +299,10 @@ class ExtensionSet:
             pin, status = None, "failed"
             problem = str(exc) if isinstance(exc, ConfigError) else f"{type(exc).__name__}: {exc}"
         info.pin = pin
-        if pin is not None and pin.guards and not cand.guards:
-            # Recorded at install: they hold even when the module cannot be imported.
-            cand.guards = info.guards = tuple(pin.guards)
+        if pin is not None and pin.guards:
+            # Recorded at install: they hold even when the module cannot be imported,
+            # and an edit that un-approves it cannot also move them elsewhere.
+            cand.guards = info.guards = tuple(dict.fromkeys([*cand.guards, *pin.guards]))
         if problem is not None:
             info.status, info.message = status, problem
             log.error("extension %r disabled: %s", cand.name, problem)

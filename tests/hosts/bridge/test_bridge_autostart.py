@@ -448,3 +448,31 @@ def test_the_fast_paths_state_dir_is_the_stores(variables: dict[str, str],
     for name, value in variables.items():
         monkeypatch.setenv(name, value)
     assert fast() == str(state_dir())
+
+
+@pytest.mark.parametrize("variable", ["CLAUDE_PROJECT_DIR", "INTERLOCK_PROJECT"])
+def test_an_agent_started_in_a_subfolder_finds_the_project_above_it(
+        env: Env, tmp_path: Path, variable: str) -> None:
+    """Claude Code sets CLAUDE_PROJECT_DIR to the folder it was started in: from
+    `project/src` the project's hooks still apply, as they do from a cwd there
+    (docs/configuration.md, Which project). An explicit root is taken as given."""
+    root = env.project(tmp_path / "p")
+    (root / ".git").mkdir()
+    sub = root / "src"
+    sub.mkdir()
+    # A user hook, so the bridge has a policy even where no project is found.
+    home = Path(env.vars["INTERLOCK_HOME"])
+    home.mkdir(parents=True)
+    (home / "u.py").write_text("def handle(e):\n    return None\n")
+    (home / "config.toml").write_text(
+        '[[hooks]]\nname = "u"\nevents = ["before_tool_call"]\nhandler = "u.py"\n')
+    variables = {**env.vars, variable: str(sub)}
+    for extra in ((), ("--local",)):  # through the project's server, and in process
+        got = subprocess.run(
+            [sys.executable, "-I", "-m", "interlock.bridge", "claude", "--deadline", "15",
+             *extra], input=json.dumps(pre("rm -rf /")), capture_output=True, text=True,
+            timeout=60, env=variables)
+        if variable == "CLAUDE_PROJECT_DIR":
+            assert blocked(got), (extra, got)
+        else:
+            assert got.returncode == 0, (extra, got)

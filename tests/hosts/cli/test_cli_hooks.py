@@ -272,3 +272,25 @@ def test_approve_on_an_invalid_config_fails_with_the_config_error_once(
     assert "no hook named" not in err
     assert "nothing to approve" not in out
     assert out == ""
+
+
+@pytest.mark.parametrize("command", [
+    "${CLAUDE_PROJECT_DIR}/tools/check.sh",  # what `hooks import --from claude` writes
+    '"$INTERLOCK_PROJECT_DIR/tools/check.sh" --strict',
+    "$PWD/tools/check.sh",
+    "$TOOLS/check.sh",  # the hook's own env
+])
+def test_a_script_named_through_a_variable_is_pinned(world: World, command: str) -> None:
+    """The variables the hook process gets are expanded when reading its command:
+    an edit of the script it runs un-approves it."""
+    world.write(world.root / "tools" / "check.sh", "#!/bin/sh\nexit 0\n", mode=0o755)
+    world.config(world.project, '[[hooks]]\nname = "c"\nevents = ["before_tool_call"]\n'
+                                f"command = '{command}'\ndialect = \"claude\"\n"
+                                'env = { TOOLS = "tools" }\n')
+    assert run(world, "approve", "c")[0] == 0
+    hook = json.loads(run(world, "list", "--json")[1])["hooks"][0]
+    assert hook["approved"] is True
+    world.write(world.root / "tools" / "check.sh", "#!/bin/sh\nexit 0 # edited\n", mode=0o755)
+    hook = json.loads(run(world, "list", "--json")[1])["hooks"][0]
+    assert hook["name"] == "project:c"
+    assert hook["approved"] is False

@@ -166,15 +166,17 @@ def failure(mod: ModuleType, host_event: str, reason: str, *, scrub: bool = True
 
 
 def project_root(opts: Options, mod: ModuleType, payload: dict[str, Any]) -> str:
-    """The project's resolved root: --project, $INTERLOCK_PROJECT, the host's
-    project variable, else the nearest folder at or above the call's cwd holding
+    """The project's resolved root: --project or $INTERLOCK_PROJECT as given, else
+    the nearest folder at or above the host's project variable (the folder the
+    agent was started in, maybe a subfolder), or else the call's cwd, holding
     `.interlock/`, up to the repository root (as every command finds it:
-    interlock.config.project), else that cwd, with a warning on stderr."""
-    start = (opts.project or os.environ.get("INTERLOCK_PROJECT")
-             or (os.environ.get(mod.PROJECT_ENV) if mod.PROJECT_ENV else None))
+    interlock.config.project), else that folder, with a warning on stderr."""
+    start = opts.project or os.environ.get("INTERLOCK_PROJECT")
     if start:
         return os.path.realpath(start)
-    cwd = payload.get("cwd")
+    cwd = os.environ.get(mod.PROJECT_ENV) if mod.PROJECT_ENV else None
+    if not cwd:
+        cwd = payload.get("cwd")
     roots = payload.get("workspace_roots")
     if not (isinstance(cwd, str) and cwd) and isinstance(roots, list) and roots:
         cwd = roots[0]

@@ -144,8 +144,14 @@ def main(argv: list[str]) -> int:
     agent = argv[0]
     if "state-dir" in opts:  # before the server's name is derived from the environment
         os.environ["INTERLOCK_STATE_DIR"] = opts["state-dir"]
-    start = (opts.get("project") or os.environ.get("INTERLOCK_PROJECT")
-             or os.environ.get(PROJECT_ENV.get(agent, "") or "INTERLOCK_PROJECT"))
+    start = opts.get("project") or os.environ.get("INTERLOCK_PROJECT")
+    if not start and agent in PROJECT_ENV:
+        # The folder the agent was started in: the project only when it holds
+        # .interlock/ itself; from a subfolder the full bridge finds the project
+        # above it (docs/configuration.md, Which project).
+        start = os.environ.get(PROJECT_ENV[agent])
+        if start and not os.path.isdir(os.path.join(start, ".interlock")):
+            start = None
     try:
         seconds = float(opts.get("deadline") or DEADLINES.get(agent, 20.0))
     except ValueError:
