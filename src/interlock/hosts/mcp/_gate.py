@@ -36,6 +36,10 @@ RESOURCE_READ = "resources/read"
 MCP tool names cannot hold ``/``, so it never clashes with a real tool."""
 PROMPT_GET = "prompts/get"
 """Likewise for a prompt: ``mcp__<server>__prompts/get``."""
+UNGUARDED = ("no hooks are configured (nor a deny or ask rule), so nothing governs this "
+             "server; add hooks to .interlock/config.toml, or enable a bundled hook with "
+             "`interlock hooks enable NAME`")
+"""The reason of every call refused for want of a policy."""
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -125,6 +129,12 @@ class Gate:
         """
         from interlock.events import AfterToolCall, BeforeToolCall
 
+        from interlock.hosts.bridge._decide import unguarded
+
+        if unguarded(self.engine.hooks, list(self.rules())):
+            # No hook and no deny or ask rule: "allow everything" is no policy, so
+            # the call is refused, as the bridge and serve refuse (docs/mcp.md).
+            return Gated(None, Refusal(UNGUARDED), [], status="blocked")
         name = tool_name(self.server, tool)
         call_id = call_id or f"mcp-{uuid.uuid4().hex[:12]}"
         event = BeforeToolCall(**self._common(), tool_call_id=call_id, tool_name=name,

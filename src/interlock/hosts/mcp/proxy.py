@@ -51,7 +51,8 @@ from interlock.hosts.mcp._gate import (
     error_result,
 )
 
-__all__ = ["Upstream", "build_server", "run_proxy", "server_name_for"]
+__all__ = ["Upstream", "agent_server_name", "build_server", "run_proxy",
+           "server_name_for"]
 
 log = logger("interlock.mcp")
 
@@ -90,6 +91,14 @@ def server_name_for(upstream: Upstream) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", base) or "server"
 
 
+def agent_server_name(name: str) -> str:
+    """``name`` as Claude Code and Codex put it in ``mcp__<server>__<tool>``: each
+    character other than a letter, digit, ``_`` or ``-`` becomes ``_`` (an entry
+    ``my.docs`` has tools ``mcp__my_docs__*``), so a policy written for the names
+    the agent shows meets the proxy's calls too (docs/mcp.md, What the policy sees)."""
+    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
+
+
 def _dump(model: Any) -> dict[str, Any]:
     out: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
@@ -111,10 +120,12 @@ async def _gated_tool(gate: Gate, client: Client,
         gated = await gate.call(params.name, dict(params.arguments or {}), run)
         if gated.refusal is not None:
             out = error_result(gated.refusal.text)
+        elif gated.changed:  # after_tool_call's rewrite, of a respond's value too
+            out = as_tool_result(gated.result)
         elif gated.status == "responded":
             out = as_tool_result(gated.result["value"])
         else:
-            out = as_tool_result(gated.result) if gated.changed else gated.result
+            out = gated.result
         if gated.context:
             out = {**out, "content": [*out.get("content", []), *_context_items(gated)]}
         return types.CallToolResult.model_validate(out)
@@ -141,7 +152,8 @@ async def _gated_other(gate: Gate, what: str, args: dict[str, Any],
         gated = await gate.call(what, args, call)
         refusal = gated.refusal
         if refusal is None:
-            value = gated.result["value"] if gated.status == "responded" else gated.result
+            responded = gated.status == "responded" and not gated.changed
+            value = gated.result["value"] if responded else gated.result
             result = model.model_validate(value)
             if gated.context:
                 _add_context(result, gated.context)
@@ -286,6 +298,7 @@ async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = Non
     """Serve the proxy on stdin/stdout until the client goes."""
     from interlock.hosts.assembly import Host, Project
 
+    name = agent_server_name(name)
     host = Host.open(Project.discover(project), config=config, accept_hooks=accept_hooks)
     try:
         host.warn_if_unguarded()  # on stderr: stdout carries the protocol

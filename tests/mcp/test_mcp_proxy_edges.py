@@ -1,0 +1,91 @@
+"""The MCP proxy's edges: no policy at all, a server name the agents normalise, a
+responded call's result rewritten, a server gone mid-call (docs/mcp.md)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from _mcp_world import SERVER
+from mcp import Client, StdioServerParameters
+from test_mcp_proxy import INTERLOCK, _calls, _env
+
+pytestmark = pytest.mark.e2e
+
+EDGE_HOOK = Path(__file__).with_name("mcp_edge_hook.py")
+EDGE_CONFIG = f'''
+[[hooks]]
+name = "edge"
+events = ["before_tool_call", "after_tool_call"]
+command = "{sys.executable} ./mcp_edge_hook.py"
+on_error = "closed"
+modifies = true
+timeout = 20
+'''
+
+
+def _project(tmp: Path, config: str) -> Path:
+    root = tmp / "project"
+    (root / ".interlock").mkdir(parents=True)
+    shutil.copy(EDGE_HOOK, root / ".interlock" / EDGE_HOOK.name)
+    (root / ".interlock" / "config.toml").write_text(config)
+    return root
+
+
+def _params(tmp: Path, root: Path, name: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=INTERLOCK, args=["mcp", "proxy", "--name", name, "--project", str(root),
+                                 "--", sys.executable, str(SERVER)],
+        env=_env(tmp), cwd=str(root))
+
+
+def _after(root: Path) -> list[dict[str, object]]:
+    log = root / ".interlock" / "after.log"
+    return [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
+
+
+async def test_a_project_with_no_policy_refuses_every_call(tmp_path: Path) -> None:
+    # No hook and no deny or ask rule: the proxy would allow everything, so it
+    # refuses instead, as the bridge and serve do (docs/security.md).
+    root = _project(tmp_path, '[[permissions]]\ntool = "*"\naction = "allow"\n')
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        out = await client.call_tool("echo", {"text": "unguarded"})
+        assert out.is_error
+        assert "no hooks are configured" in out.content[0].text
+        with pytest.raises(Exception, match="no hooks are configured"):
+            await client.read_resource("demo://notes/public")
+    assert _calls(tmp_path) == [], "the server never saw the call"
+
+
+async def test_a_server_name_is_normalised_as_the_agents_do(tmp_path: Path) -> None:
+    # Claude Code calls the tools of an entry named "my.demo" mcp__my_demo__<tool>;
+    # a policy written for that name must meet the proxy's calls too.
+    root = _project(tmp_path, EDGE_CONFIG)
+    async with Client(_params(tmp_path, root, "my.demo"), cache=None) as client:
+        out = await client.call_tool("echo", {"text": "hello"})
+        assert out.is_error
+        assert "IL-EDGE: my_demo is refused" in out.content[0].text
+    assert _calls(tmp_path) == []
+
+
+async def test_a_responded_result_rewritten_after_reaches_the_client(tmp_path: Path) -> None:
+    root = _project(tmp_path, EDGE_CONFIG)
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        out = await client.call_tool("echo", {"text": "RESPOND"})
+        assert not out.is_error, out.content[0].text
+        assert out.content[0].text == "rewritten after respond"
+    assert _calls(tmp_path) == [], "a respond never calls the server"
+
+
+async def test_a_server_gone_mid_call_still_runs_after_tool_call(tmp_path: Path) -> None:
+    root = _project(tmp_path, EDGE_CONFIG)
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        died = await client.call_tool("die", {})
+        assert died.is_error
+    assert {"tool": "mcp__demo__die", "status": "error"} in _after(root)
