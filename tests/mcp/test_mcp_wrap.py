@@ -200,3 +200,27 @@ def test_claude_local_scope_servers_are_wrapped_and_restored(tmp_path: Path,
     undone = _wrap_cli(root, env, "--undo")
     assert undone.returncode == 0, undone.stderr
     assert {**doc, "numStartups": 4} == json.loads(user_file.read_text())
+
+
+@pytest.mark.parametrize(("agent", "entry"), [
+    ("claude", {"type": "http", "url": "https://mcp.example.com/mcp", "command": "python3"}),
+    ("claude", {"type": "sse", "url": "https://mcp.example.com/sse", "command": "python3"}),
+    ("claude", {"type": "ws", "url": "wss://mcp.example.com/ws", "command": "python3"}),
+    ("gemini", {"httpUrl": "https://mcp.example.com/mcp", "command": "python3"}),
+    ("gemini", {"url": "https://mcp.example.com/sse", "command": "python3"}),
+])
+def test_an_entry_with_a_url_and_a_command_is_wrapped_as_the_agent_reads_it(
+        tmp_path: Path, agent: str, entry: dict[str, str]) -> None:
+    # Claude Code goes by `type`, Gemini CLI by httpUrl, then url, then command:
+    # wrapping the command alone would leave the URL the agent connects to.
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"mcpServers": {"both": entry}}))
+    report = wrap(agent, path)
+    after = json.loads(path.read_text())["mcpServers"]["both"]
+    if "both" in report.skipped:
+        assert after == entry, "left as it is, and reported"
+        return
+    assert report.changed == ["both"]
+    assert not {"url", "httpUrl"} & set(after), after
+    assert after.get("type", "stdio") == "stdio"
+    assert after["args"][-2] == "--url"

@@ -100,7 +100,7 @@ def _wrap_entry(agent: str, name: str, entry: dict[str, Any]) -> dict[str, Any] 
     """The wrapped entry, or why it cannot be wrapped."""
     argv = proxy_argv(name)
     command = entry.get("command")
-    if isinstance(command, str) and command:
+    if isinstance(command, str) and command and not _remote(agent, entry):
         args = entry.get("args") or []
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             return "its args are not a list of strings"
@@ -120,6 +120,18 @@ def _wrap_entry(agent: str, name: str, entry: dict[str, Any]) -> dict[str, Any] 
     return out
 
 
+def _remote(agent: str, entry: dict[str, Any]) -> bool:
+    """True when the agent connects to the entry's URL even if it has a ``command``
+    too: Claude Code goes by ``type`` (stdio when absent), Gemini CLI takes
+    ``httpUrl``, then ``url``, before ``command``. Wrapping the command alone would
+    leave the URL the agent uses ungated."""
+    if agent == "claude":
+        return entry.get("type", "stdio") != "stdio"
+    if agent == "gemini":
+        return "httpUrl" in entry or "url" in entry
+    return False
+
+
 def _url(agent: str, entry: dict[str, Any]) -> tuple[str | None, str]:
     """(the streamable HTTP URL, the keys that held it), or (None, why not)."""
     if agent == "claude":
@@ -128,6 +140,8 @@ def _url(agent: str, entry: dict[str, Any]) -> tuple[str | None, str]:
             return None, "it is an SSE server, which the proxy does not speak"
         if kind == "http" and isinstance(entry.get("url"), str):
             return entry["url"], "url"
+        if kind not in (None, "stdio", "http"):
+            return None, f"its type {kind!r} is not one the proxy speaks"
         return None, ""
     if agent == "gemini":
         if isinstance(entry.get("httpUrl"), str):
