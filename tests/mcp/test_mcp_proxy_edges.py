@@ -14,6 +14,7 @@ pytest.importorskip("mcp")
 
 from _mcp_world import SERVER
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from test_mcp_proxy import INTERLOCK, _calls, _env
 
 pytestmark = pytest.mark.e2e
@@ -89,3 +90,13 @@ async def test_a_server_gone_mid_call_still_runs_after_tool_call(tmp_path: Path)
         died = await client.call_tool("die", {})
         assert died.is_error
     assert {"tool": "mcp__demo__die", "status": "error"} in _after(root)
+
+
+async def test_a_read_the_server_refuses_still_runs_after_tool_call(tmp_path: Path) -> None:
+    # The server's own error reaches the client as it is, and the policy sees it:
+    # after_tool_call runs with status "error", as for a tool's error.
+    root = _project(tmp_path, EDGE_CONFIG)
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        with pytest.raises(MCPError):
+            await client.read_resource("demo://nowhere/x")
+    assert {"tool": "mcp__demo__resources/read", "status": "error"} in _after(root)

@@ -126,6 +126,8 @@ class Gate:
         :data:`PROMPT_GET`); ``run`` does the call with the final arguments and
         returns its result as a dict. A refused call has ``refusal`` set and
         ``result`` None: the caller answers with an error, never the result.
+        An exception of ``run`` is raised once after_tool_call has seen it (as
+        an ``error``), unless that hook blocked or rewrote the result.
         """
         from interlock.events import AfterToolCall, BeforeToolCall
 
@@ -141,6 +143,7 @@ class Gate:
                                args=args)
         gate = await self.engine.emit(event)
         refusal: Refusal | None = None
+        failure: Exception | None = None
         result: dict[str, Any] | None = None
         status = "ok"
         if gate.ends:
@@ -153,8 +156,12 @@ class Gate:
             if gate.verdict is Verdict.RESPOND:
                 result, status = {"value": gate.value}, "responded"
             elif (refusal := self._rule(name, args)) is None:
-                result = await run(args)
-                status = "error" if result.get("isError") else "ok"
+                try:
+                    result = await run(args)
+                    status = "error" if result.get("isError") else "ok"
+                except Exception as exc:  # after_tool_call still sees it; raised after
+                    failure = exc
+                    result, status = error_result(f"the call failed: {exc}"), "error"
         after = AfterToolCall(**self._common(), tool_call_id=call_id, tool_name=name,
                               args=args, status="blocked" if refusal else status,
                               result=error_result(refusal.text) if refusal else result)
@@ -167,6 +174,8 @@ class Gate:
                          context, status="blocked")
         if "result" in out.changes:
             return Gated(out.changes["result"], None, context, status=status, changed=True)
+        if failure is not None:  # the caller answers it as before (the server's own error)
+            raise failure
         return Gated(result, None, context, status=status)
 
 
