@@ -224,3 +224,19 @@ def test_an_entry_with_a_url_and_a_command_is_wrapped_as_the_agent_reads_it(
     assert not {"url", "httpUrl"} & set(after), after
     assert after.get("type", "stdio") == "stdio"
     assert after["args"][-2] == "--url"
+
+
+def test_undo_after_a_second_wrap_keeps_a_server_added_in_between(tmp_path: Path) -> None:
+    # The file the first wrap saved has no "added": putting it back whole would
+    # drop a server the person added between the two wraps.
+    path = _claude_file(tmp_path)
+    wrap("claude", path)
+    doc = json.loads(path.read_text())
+    doc["mcpServers"]["added"] = {"command": "other", "args": ["x"]}
+    path.write_text(json.dumps(doc))
+    assert wrap("claude", path).changed == ["added"]
+    undo("claude", path)
+    after = json.loads(path.read_text())["mcpServers"]
+    assert after["added"] == {"command": "other", "args": ["x"]}
+    assert after["demo"] == SERVERS["demo"]
+    assert after["remote"] == SERVERS["remote"]

@@ -265,7 +265,9 @@ def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: Tru
     if report.changed:
         out = _dump(agent, doc)
         _write(path, out)
-        saved["wrapped"] = out
+        # The whole file goes back at undo only if the saved original is this file's
+        # before any wrap: not once it changed between two wraps (a server added).
+        saved["wrapped"] = out if not side.exists() or saved.get("wrapped") == text else None
         _write(side, json.dumps(saved, indent=2) + "\n")
     return report
 
