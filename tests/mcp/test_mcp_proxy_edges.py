@@ -100,3 +100,36 @@ async def test_a_read_the_server_refuses_still_runs_after_tool_call(tmp_path: Pa
         with pytest.raises(MCPError):
             await client.read_resource("demo://nowhere/x")
     assert {"tool": "mcp__demo__resources/read", "status": "error"} in _after(root)
+
+
+async def test_an_unapproved_project_hook_blocks_what_it_guards(tmp_path: Path) -> None:
+    root = _project(tmp_path, EDGE_CONFIG)
+    params = _params(tmp_path, root, "demo")
+    assert params.env is not None
+    del params.env["INTERLOCK_ACCEPT_HOOKS"]
+    async with Client(params, cache=None) as client:
+        out = await client.call_tool("echo", {"text": "hello"})
+        assert out.is_error
+        assert "Interlock blocked this call" in out.content[0].text
+    assert _calls(tmp_path) == []
+
+
+async def test_a_config_edit_applies_to_a_running_proxy(tmp_path: Path) -> None:
+    import anyio
+
+    root = _project(tmp_path, EDGE_CONFIG)
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        assert not (await client.call_tool("echo", {"text": "before"})).is_error
+        (root / ".interlock" / "config.toml").write_text(
+            EDGE_CONFIG + '\n[[permissions]]\ntool = "mcp__demo__echo"\naction = "deny"\n')
+        with anyio.fail_after(60):
+            while not (out := await client.call_tool("echo", {"text": "after"})).is_error:
+                await anyio.sleep(0.2)
+        # The edit also withdraws the hook's approval: blocked either way.
+        assert "Interlock blocked this call" in out.content[0].text
+        # A fail-closed hook removed by an edit still blocks until an operator
+        # approves the removal (docs/configuration.md, Trust): never a pass.
+        (root / ".interlock" / "config.toml").write_text("")
+        out = await client.call_tool("delete_everything", {"path": "/x"})
+        assert out.is_error
+    assert all(c["tool"] != "delete_everything" for c in _calls(tmp_path))
