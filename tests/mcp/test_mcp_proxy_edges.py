@@ -133,3 +133,30 @@ async def test_a_config_edit_applies_to_a_running_proxy(tmp_path: Path) -> None:
         out = await client.call_tool("delete_everything", {"path": "/x"})
         assert out.is_error
     assert all(c["tool"] != "delete_everything" for c in _calls(tmp_path))
+
+
+async def test_a_wrapped_server_with_its_own_cwd_meets_the_projects_policy(
+        tmp_path: Path) -> None:
+    # Gemini CLI (and Codex) start a server in its entry's `cwd`; the proxy must
+    # still find the project the agent runs in, not look for one in that folder.
+    from _mcp_world import make_project
+
+    from interlock.hosts.mcp.wrap import wrap
+
+    root = make_project(tmp_path / "project")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    settings = root / ".gemini" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(json.dumps({"mcpServers": {"demo": {
+        "command": sys.executable, "args": [str(SERVER)], "cwd": str(elsewhere)}}}))
+    assert wrap("gemini", settings).changed == ["demo"]
+    entry = json.loads(settings.read_text())["mcpServers"]["demo"]
+    params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                   cwd=entry.get("cwd", str(root)), env=_env(tmp_path))
+    async with Client(params, cache=None) as client:
+        out = await client.call_tool("delete_everything", {"path": "/"})
+        assert out.is_error
+        assert "IL-MCP-REASON: deleting everything is refused" in out.content[0].text
+        assert not (await client.call_tool("echo", {"text": "hi"})).is_error
+    assert _calls(tmp_path) == [{"tool": "echo", "args": {"text": "hi"}}]

@@ -36,6 +36,9 @@ def register(app: typer.Typer) -> None:
             "--project", help="The project root (default: found from here).")] = None,
         config: Annotated[Path | None, typer.Option(
             "--config", help="A hooks config file instead of the project's.")] = None,
+        cwd: Annotated[str | None, typer.Option(
+            "--cwd", help="The folder the server command starts in (default: here; the "
+                          "project is still found from here).")] = None,
     ) -> None:
         """Serve MCP on stdio in front of a server: `interlock mcp proxy -- CMD ARGS...`
         or `interlock mcp proxy --url URL`. Every tool call, resource read and prompt
@@ -55,7 +58,7 @@ def register(app: typer.Typer) -> None:
                                   "not both and not neither", field="interlock mcp proxy",
                                   fix="interlock mcp proxy -- npx -y some-server, or "
                                       "interlock mcp proxy --url http://127.0.0.1:8000/mcp")
-            upstream = Upstream(command=command, url=url)
+            upstream = Upstream(command=command, url=url, cwd=cwd)
             anyio.run(lambda: run_proxy(upstream, name=name or server_name_for(upstream),
                                         project=project, config=config))
 

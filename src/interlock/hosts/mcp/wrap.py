@@ -105,7 +105,11 @@ def _wrap_entry(agent: str, name: str, entry: dict[str, Any]) -> dict[str, Any] 
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             return "its args are not a list of strings"
         out = dict(entry)
-        out["command"], out["args"] = argv[0], [*argv[1:], "--", command, *args]
+        # The server's own folder goes to the proxy: the proxy runs where the agent
+        # does, so it finds the agent's project, not one in the server's folder.
+        cwd = out.get("cwd")
+        at = ["--cwd", out.pop("cwd")] if isinstance(cwd, str) and cwd else []
+        out["command"], out["args"] = argv[0], [*argv[1:], *at, "--", command, *args]
         return out
     url, url_keys = _url(agent, entry)
     if url is None:
