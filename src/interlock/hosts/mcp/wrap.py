@@ -3,7 +3,7 @@
 Each server entry of the agent's config becomes a stdio server that runs
 ``python -m interlock mcp proxy --name <name> -- <the old command>`` (or
 ``--url <the old URL>`` for a streamable HTTP server), its other settings kept
-(env, cwd, timeouts). Where the entries live (docs/mcp.md, Wrapping an agent):
+(env, timeouts; a ``cwd`` becomes the proxy's ``--cwd``). Where the entries live (docs/mcp.md, Wrapping an agent):
 
 - Claude Code: ``.mcp.json`` (project) or ``~/.claude.json`` (user;
   ``$CLAUDE_CONFIG_DIR/.claude.json`` when set), ``mcpServers``; and the
