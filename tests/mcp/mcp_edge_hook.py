@@ -1,5 +1,7 @@
 """A second policy for the MCP proxy's edge cases (tests/mcp/test_mcp_proxy_edges.py).
 
+- blocks ``mcp__demo__notes_delete`` (the server's ``notes.delete``, as the
+  agents name it);
 - blocks every call of a server named ``my_demo`` (the name Claude Code gives
   a server entry called ``my.demo``);
 - responds to echo's ``RESPOND`` without the server, and rewrites a responded
@@ -16,6 +18,9 @@ event, payload = request["event"], request["payload"]
 name, args = payload.get("tool_name", ""), payload.get("args") or {}
 answer: dict = {}
 if event == "before_tool_call":
+    if name == "mcp__demo__notes_delete":
+        sys.stderr.write("IL-EDGE: notes are kept\n")
+        sys.exit(2)
     if name.startswith("mcp__my_demo__"):
         sys.stderr.write("IL-EDGE: my_demo is refused\n")
         sys.exit(2)

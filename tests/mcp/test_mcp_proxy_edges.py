@@ -160,3 +160,21 @@ async def test_a_wrapped_server_with_its_own_cwd_meets_the_projects_policy(
         assert "IL-MCP-REASON: deleting everything is refused" in out.content[0].text
         assert not (await client.call_tool("echo", {"text": "hi"})).is_error
     assert _calls(tmp_path) == [{"tool": "echo", "args": {"text": "hi"}}]
+
+
+async def test_a_tool_name_is_normalised_as_the_agents_do(tmp_path: Path) -> None:
+    # MCP allows `notes.delete`; Claude Code and Codex call it mcp__demo__notes_delete,
+    # the name a policy is written for.
+    root = _project(tmp_path, EDGE_CONFIG + '\n[[permissions]]\ntool = "mcp__demo__notes_purge"'
+                              '\naction = "deny"\n')
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+        assert "notes.delete" in names
+        assert "notes.purge" not in names, "a tool a deny rule names is hidden"
+        out = await client.call_tool("notes.delete", {"name": "a"})
+        assert out.is_error
+        assert "IL-EDGE: notes are kept" in out.content[0].text
+        out = await client.call_tool("notes.purge", {})
+        assert out.is_error
+        assert "permission rule denies" in out.content[0].text
+    assert _calls(tmp_path) == []

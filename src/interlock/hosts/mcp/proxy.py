@@ -51,7 +51,7 @@ from interlock.hosts.mcp._gate import (
     error_result,
 )
 
-__all__ = ["Upstream", "agent_server_name", "build_server", "run_proxy",
+__all__ = ["Upstream", "agent_name", "build_server", "run_proxy",
            "server_name_for"]
 
 log = logger("interlock.mcp")
@@ -91,11 +91,12 @@ def server_name_for(upstream: Upstream) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", base) or "server"
 
 
-def agent_server_name(name: str) -> str:
-    """``name`` as Claude Code and Codex put it in ``mcp__<server>__<tool>``: each
-    character other than a letter, digit, ``_`` or ``-`` becomes ``_`` (an entry
-    ``my.docs`` has tools ``mcp__my_docs__*``), so a policy written for the names
-    the agent shows meets the proxy's calls too (docs/mcp.md, What the policy sees)."""
+def agent_name(name: str) -> str:
+    """A server's or tool's name as Claude Code and Codex put it in
+    ``mcp__<server>__<tool>``: each character other than a letter, digit, ``_`` or
+    ``-`` becomes ``_`` (an entry ``my.docs`` has tools ``mcp__my_docs__*``, a tool
+    ``notes.delete`` is ``..._notes_delete``), so a policy written for the names the
+    agent shows meets the proxy's calls too (docs/mcp.md, What the policy sees)."""
     return re.sub(r"[^A-Za-z0-9_-]", "_", name)
 
 
@@ -117,7 +118,8 @@ async def _gated_tool(gate: Gate, client: Client,
             return error_result(f"the MCP server answered with an error: {exc.message}")
 
     try:
-        gated = await gate.call(params.name, dict(params.arguments or {}), run)
+        # The policy's name is the agents'; the server is called by its own (in run).
+        gated = await gate.call(agent_name(params.name), dict(params.arguments or {}), run)
         if gated.refusal is not None:
             out = error_result(gated.refusal.text)
         elif gated.changed:  # after_tool_call's rewrite, of a respond's value too
@@ -230,7 +232,7 @@ def build_server(gate: Gate, connection: _Connection, name: str) -> Server[Any]:
         # No output schema is offered: a hook's rewrite of a result need not fit
         # one, and a client would reject the rewrite (docs/mcp.md).
         tools = [t.model_copy(update={"output_schema": None})
-                 for t in found.tools if not gate.hidden(t.name)]
+                 for t in found.tools if not gate.hidden(agent_name(t.name))]
         return found.model_copy(update={"tools": tools})
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -298,7 +300,7 @@ async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = Non
     """Serve the proxy on stdin/stdout until the client goes."""
     from interlock.hosts.assembly import Host, Project
 
-    name = agent_server_name(name)
+    name = agent_name(name)
     host = Host.open(Project.discover(project), config=config, accept_hooks=accept_hooks)
     try:
         host.warn_if_unguarded()  # on stderr: stdout carries the protocol
