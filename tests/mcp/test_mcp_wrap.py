@@ -240,3 +240,24 @@ def test_undo_after_a_second_wrap_keeps_a_server_added_in_between(tmp_path: Path
     assert after["added"] == {"command": "other", "args": ["x"]}
     assert after["demo"] == SERVERS["demo"]
     assert after["remote"] == SERVERS["remote"]
+
+
+def test_claude_local_scope_of_a_subfolder_is_wrapped_too(tmp_path: Path) -> None:
+    # Claude Code keeps a local-scope server under the folder it ran in: one started
+    # in a subfolder of the project runs there, under the project's policy.
+    root = make_project(tmp_path / "project")
+    (root / "sub").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    env["HOME"] = str(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    user_file = tmp_path / "home" / ".claude.json"
+    doc = {"projects": {str(root / "sub"): {"mcpServers": {"demo": SERVERS["demo"]}},
+                        str(tmp_path / "projectile"): {"mcpServers": {"x": {"command": "x"}}}}}
+    user_file.write_text(json.dumps(doc, indent=2))
+    done = _wrap_cli(root, env)
+    assert done.returncode == 0, done.stderr
+    after = json.loads(user_file.read_text())["projects"]
+    assert "--name" in after[str(root / "sub")]["mcpServers"]["demo"]["args"]
+    assert after[str(tmp_path / "projectile")] == doc["projects"][str(tmp_path / "projectile")]
+    assert _wrap_cli(root, env, "--undo").returncode == 0
+    assert json.loads(user_file.read_text()) == doc

@@ -38,7 +38,7 @@ from typing import Any
 
 from interlock.engine.errors import ConfigError
 
-__all__ = ["AGENTS", "Report", "claude_local_table", "config_file", "proxy_argv", "undo",
+__all__ = ["AGENTS", "Report", "claude_local_tables", "config_file", "proxy_argv", "undo",
            "wrap"]
 
 AGENTS = ("claude", "codex", "gemini")
@@ -193,17 +193,18 @@ def _load(agent: str, path: Path, table: tuple[str, ...] | None = None
     return text, doc, node
 
 
-def claude_local_table(path: Path, root: Path) -> tuple[str, ...] | None:
-    """Where ``claude mcp add`` (its default, local scope) keeps ``root``'s servers in
-    the user file ``path``: ``projects[<project path>].mcpServers``; None if nowhere."""
+def claude_local_tables(path: Path, root: Path) -> list[tuple[str, ...]]:
+    """Where ``claude mcp add`` (its default, local scope) keeps the servers of
+    ``root`` and of its subfolders (Claude Code keys them by the folder it ran in)
+    in the user file ``path``: ``projects[<folder>].mcpServers`` each."""
     _text, doc, _servers = _load("claude", path)
     projects = doc.get("projects")
     if not isinstance(projects, dict):
-        return None
-    for key in dict.fromkeys((str(root), os.path.realpath(root))):
-        if isinstance(projects.get(key), dict) and "mcpServers" in projects[key]:
-            return ("projects", key, "mcpServers")
-    return None
+        return []
+    roots = {Path(r) for r in (os.path.abspath(root), os.path.realpath(root))}
+    return [("projects", key, "mcpServers") for key, project in projects.items()
+            if isinstance(project, dict) and "mcpServers" in project
+            and any(Path(key) == r or r in Path(key).parents for r in roots)]
 
 
 def _saved_key(agent: str, table: tuple[str, ...], name: str) -> str:
@@ -242,7 +243,7 @@ def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: Tru
     """Route every MCP server in ``path`` (``agent``'s config) through the proxy.
 
     ``table``: the keys of the servers table, when not the file's own (Claude's
-    local scope, :func:`claude_local_table`)."""
+    local scope, :func:`claude_local_tables`)."""
     report = Report(path)
     table = table or (_servers_key(agent),)
     text, doc, servers = _load(agent, path, table)
