@@ -123,7 +123,10 @@ async def test_a_config_edit_applies_to_a_running_proxy(tmp_path: Path) -> None:
         (root / ".interlock" / "config.toml").write_text(
             EDGE_CONFIG + '\n[[permissions]]\ntool = "mcp__demo__echo"\naction = "deny"\n')
         with anyio.fail_after(60):
-            while not (out := await client.call_tool("echo", {"text": "after"})).is_error:
+            while True:  # the reload is picked up by a watcher: poll, with a deadline
+                out = await client.call_tool("echo", {"text": "after"})
+                if out.is_error:
+                    break
                 await anyio.sleep(0.2)
         # The edit also withdraws the hook's approval: blocked either way.
         assert "Interlock blocked this call" in out.content[0].text

@@ -130,7 +130,6 @@ class Gate:
         an ``error``), unless that hook blocked or rewrote the result.
         """
         from interlock.events import AfterToolCall, BeforeToolCall
-
         from interlock.hosts.bridge._decide import unguarded
 
         if unguarded(self.engine.hooks, list(self.rules())):

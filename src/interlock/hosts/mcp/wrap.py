@@ -3,7 +3,8 @@
 Each server entry of the agent's config becomes a stdio server that runs
 ``python -m interlock mcp proxy --name <name> -- <the old command>`` (or
 ``--url <the old URL>`` for a streamable HTTP server), its other settings kept
-(env, timeouts; a ``cwd`` becomes the proxy's ``--cwd``). Where the entries live (docs/mcp.md, Wrapping an agent):
+(env, timeouts; a ``cwd`` becomes the proxy's ``--cwd``). Where the entries live
+(docs/mcp.md, Wrapping an agent):
 
 - Claude Code: ``.mcp.json`` (project) or ``~/.claude.json`` (user;
   ``$CLAUDE_CONFIG_DIR/.claude.json`` when set), ``mcpServers``; and the
@@ -130,7 +131,7 @@ def _remote(agent: str, entry: dict[str, Any]) -> bool:
     ``httpUrl``, then ``url``, before ``command``. Wrapping the command alone would
     leave the URL the agent uses ungated."""
     if agent == "claude":
-        return entry.get("type", "stdio") != "stdio"
+        return bool(entry.get("type", "stdio") != "stdio")
     if agent == "gemini":
         return "httpUrl" in entry or "url" in entry
     return False
