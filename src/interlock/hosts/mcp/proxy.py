@@ -92,12 +92,13 @@ def server_name_for(upstream: Upstream) -> str:
 
 
 def agent_name(name: str) -> str:
-    """A server's or tool's name as Claude Code and Codex put it in
-    ``mcp__<server>__<tool>``: each character other than a letter, digit, ``_`` or
-    ``-`` becomes ``_`` (an entry ``my.docs`` has tools ``mcp__my_docs__*``, a tool
-    ``notes.delete`` is ``..._notes_delete``), so a policy written for the names the
-    agent shows meets the proxy's calls too (docs/mcp.md, What the policy sees)."""
-    return re.sub(r"[^A-Za-z0-9_-]", "_", name)
+    """A server's or tool's name as the agents put it in ``mcp__<server>__<tool>``
+    (:func:`interlock.executors.toolnames.mcp_name_part`: ``notes.delete`` is
+    ``notes_delete``), so a policy written for the names the agent shows meets the
+    proxy's calls too (docs/mcp.md, What the policy sees)."""
+    from interlock.executors.toolnames import mcp_name_part
+
+    return mcp_name_part(name)
 
 
 def _dump(model: Any) -> dict[str, Any]:
