@@ -6,7 +6,8 @@
   a server entry called ``my.demo``);
 - responds to echo's ``RESPOND`` without the server, and rewrites a responded
   result in after_tool_call;
-- appends each after_tool_call's tool and status to ``after.log`` in its folder.
+- appends each after_tool_call's tool and status to ``after.log`` in its folder,
+  and crashes on a result holding ``AFTER-CRASH`` (the hook is fail-closed).
 """
 
 import json
@@ -29,6 +30,8 @@ if event == "before_tool_call":
 elif event == "after_tool_call":
     with (Path(__file__).parent / "after.log").open("a") as f:
         f.write(json.dumps({"tool": name, "status": payload.get("status")}) + "\n")
+    if "AFTER-CRASH" in json.dumps(payload.get("result")):
+        raise RuntimeError("the hook crashed after the call")
     if payload.get("status") == "responded":
         answer = {"decision": "modify", "changes": {"result": "rewritten after respond"}}
 print(json.dumps(answer))

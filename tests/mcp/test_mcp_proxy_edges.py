@@ -181,3 +181,13 @@ async def test_a_tool_name_is_normalised_as_the_agents_do(tmp_path: Path) -> Non
         assert out.is_error
         assert "permission rule denies" in out.content[0].text
     assert _calls(tmp_path) == []
+
+
+async def test_a_fail_closed_after_hook_that_crashes_withholds_the_result(
+        tmp_path: Path) -> None:
+    root = _project(tmp_path, EDGE_CONFIG)
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        out = await client.call_tool("echo", {"text": "AFTER-CRASH"})
+        assert out.is_error
+        assert "Interlock blocked this call" in out.content[0].text
+        assert "echo: AFTER-CRASH" not in json.dumps([c.model_dump() for c in out.content])

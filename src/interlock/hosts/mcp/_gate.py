@@ -122,10 +122,11 @@ class Gate:
                    *, call_id: str | None = None) -> Gated:
         """Gate one call: before_tool_call, the rules, ``run(args)``, after_tool_call.
 
-        ``tool`` is the server's tool name (or :data:`RESOURCE_READ`,
-        :data:`PROMPT_GET`); ``run`` does the call with the final arguments and
-        returns its result as a dict. A refused call has ``refusal`` set and
-        ``result`` None: the caller answers with an error, never the result.
+        ``tool`` is the tool's name as the agents write it (the proxy's
+        ``agent_name``), or :data:`RESOURCE_READ`, :data:`PROMPT_GET`; ``run``
+        does the call with the final arguments and returns its result as a dict.
+        A refused call has ``refusal`` set and ``result`` None: the caller
+        answers with an error, never the result.
         An exception of ``run`` is raised once after_tool_call has seen it (as
         an ``error``), unless that hook blocked or rewrote the result.
         """
