@@ -191,3 +191,18 @@ async def test_a_fail_closed_after_hook_that_crashes_withholds_the_result(
         assert out.is_error
         assert "Interlock blocked this call" in out.content[0].text
         assert "echo: AFTER-CRASH" not in json.dumps([c.model_dump() for c in out.content])
+
+
+async def test_a_percent_encoded_uri_meets_the_policy_as_the_server_reads_it(
+        tmp_path: Path) -> None:
+    # demo://notes/%70rivate is demo://notes/private (RFC 3986: an encoded unreserved
+    # character is the character), and the server reads it so: the hook must too.
+    from _mcp_world import make_project
+
+    root = make_project(tmp_path / "project")
+    async with Client(_params(tmp_path, root, "demo"), cache=None) as client:
+        for uri in ("demo://notes/%70rivate", "demo://notes/priv%61te"):
+            with pytest.raises(MCPError, match="private notes stay private"):
+                await client.read_resource(uri)
+        note = await client.read_resource("demo://notes/%70ublic")
+        assert note.contents[0].text == "note public"

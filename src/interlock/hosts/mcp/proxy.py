@@ -51,7 +51,7 @@ from interlock.hosts.mcp._gate import (
     error_result,
 )
 
-__all__ = ["Upstream", "agent_name", "build_server", "run_proxy",
+__all__ = ["Upstream", "agent_name", "build_server", "normal_uri", "run_proxy",
            "server_name_for"]
 
 log = logger("interlock.mcp")
@@ -99,6 +99,21 @@ def agent_name(name: str) -> str:
     from interlock.executors.toolnames import mcp_name_part
 
     return mcp_name_part(name)
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def normal_uri(uri: str) -> str:
+    """``uri`` with each percent-encoded unreserved character decoded and the other
+    escapes in upper case (RFC 3986, 6.2.2): the same resource, written one way.
+    Hooks see it and the server gets it, so ``%70rivate`` cannot pass a check
+    for ``private`` that the server then reads as ``private`` (docs/mcp.md)."""
+    def one(m: re.Match[str]) -> str:
+        char = chr(int(m.group(1), 16))
+        return char if char in _UNRESERVED else m.group(0).upper()
+
+    return re.sub(r"%([0-9A-Fa-f]{2})", one, uri)
 
 
 def _dump(model: Any) -> dict[str, Any]:
@@ -266,7 +281,8 @@ def build_server(gate: Gate, connection: _Connection, name: str) -> Server[Any]:
             return await client.read_resource(str(a.get("uri", "")))
 
         result: types.ReadResourceResult = await _gated_other(
-            gate, RESOURCE_READ, {"uri": str(params.uri)}, run, types.ReadResourceResult)
+            gate, RESOURCE_READ, {"uri": normal_uri(str(params.uri))}, run,
+            types.ReadResourceResult)
         return result
 
     async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None
