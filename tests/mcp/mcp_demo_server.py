@@ -42,6 +42,20 @@ def secret() -> str:
     return "SECRET-VALUE"
 
 
+@server.tool(name="notes.delete")
+def notes_delete(name: str) -> str:
+    """A dotted name (MCP allows it); the agents call it mcp__demo__notes_delete."""
+    _log("notes.delete", {"name": name})
+    return f"deleted note {name}"
+
+
+@server.tool(name="notes.purge")
+def notes_purge() -> str:
+    """A dotted name a permission rule hides."""
+    _log("notes.purge", {})
+    return "purged"
+
+
 @server.tool()
 def die() -> str:
     """The server dies mid-call."""

@@ -200,3 +200,64 @@ def test_claude_local_scope_servers_are_wrapped_and_restored(tmp_path: Path,
     undone = _wrap_cli(root, env, "--undo")
     assert undone.returncode == 0, undone.stderr
     assert {**doc, "numStartups": 4} == json.loads(user_file.read_text())
+
+
+@pytest.mark.parametrize(("agent", "entry"), [
+    ("claude", {"type": "http", "url": "https://mcp.example.com/mcp", "command": "python3"}),
+    ("claude", {"type": "sse", "url": "https://mcp.example.com/sse", "command": "python3"}),
+    ("claude", {"type": "ws", "url": "wss://mcp.example.com/ws", "command": "python3"}),
+    ("gemini", {"httpUrl": "https://mcp.example.com/mcp", "command": "python3"}),
+    ("gemini", {"url": "https://mcp.example.com/sse", "command": "python3"}),
+])
+def test_an_entry_with_a_url_and_a_command_is_wrapped_as_the_agent_reads_it(
+        tmp_path: Path, agent: str, entry: dict[str, str]) -> None:
+    # Claude Code goes by `type`, Gemini CLI by httpUrl, then url, then command:
+    # wrapping the command alone would leave the URL the agent connects to.
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"mcpServers": {"both": entry}}))
+    report = wrap(agent, path)
+    after = json.loads(path.read_text())["mcpServers"]["both"]
+    if "both" in report.skipped:
+        assert after == entry, "left as it is, and reported"
+        return
+    assert report.changed == ["both"]
+    assert not {"url", "httpUrl"} & set(after), after
+    assert after.get("type", "stdio") == "stdio"
+    assert after["args"][-2] == "--url"
+
+
+def test_undo_after_a_second_wrap_keeps_a_server_added_in_between(tmp_path: Path) -> None:
+    # The file the first wrap saved has no "added": putting it back whole would
+    # drop a server the person added between the two wraps.
+    path = _claude_file(tmp_path)
+    wrap("claude", path)
+    doc = json.loads(path.read_text())
+    doc["mcpServers"]["added"] = {"command": "other", "args": ["x"]}
+    path.write_text(json.dumps(doc))
+    assert wrap("claude", path).changed == ["added"]
+    undo("claude", path)
+    after = json.loads(path.read_text())["mcpServers"]
+    assert after["added"] == {"command": "other", "args": ["x"]}
+    assert after["demo"] == SERVERS["demo"]
+    assert after["remote"] == SERVERS["remote"]
+
+
+def test_claude_local_scope_of_a_subfolder_is_wrapped_too(tmp_path: Path) -> None:
+    # Claude Code keeps a local-scope server under the folder it ran in: one started
+    # in a subfolder of the project runs there, under the project's policy.
+    root = make_project(tmp_path / "project")
+    (root / "sub").mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "CLAUDE_CONFIG_DIR"}
+    env["HOME"] = str(tmp_path / "home")
+    (tmp_path / "home").mkdir()
+    user_file = tmp_path / "home" / ".claude.json"
+    doc = {"projects": {str(root / "sub"): {"mcpServers": {"demo": SERVERS["demo"]}},
+                        str(tmp_path / "projectile"): {"mcpServers": {"x": {"command": "x"}}}}}
+    user_file.write_text(json.dumps(doc, indent=2))
+    done = _wrap_cli(root, env)
+    assert done.returncode == 0, done.stderr
+    after = json.loads(user_file.read_text())["projects"]
+    assert "--name" in after[str(root / "sub")]["mcpServers"]["demo"]["args"]
+    assert after[str(tmp_path / "projectile")] == doc["projects"][str(tmp_path / "projectile")]
+    assert _wrap_cli(root, env, "--undo").returncode == 0
+    assert json.loads(user_file.read_text()) == doc

@@ -126,12 +126,20 @@ def args_to_ours(system: str, ours: str, sent: dict[str, object],
     return {back.get(k, k): v for k, v in answer.items()}
 
 
+def mcp_name_part(name: str) -> str:
+    """A server's or tool's name as Claude Code and Codex put it in
+    ``mcp__<server>__<tool>``: each character other than an ASCII letter, digit,
+    ``_`` or ``-`` becomes ``_`` (``my.docs`` -> ``my_docs``), so one policy names
+    an MCP tool alike whichever agent, or the MCP proxy, calls it (docs/mcp.md)."""
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in name)
+
+
 def gemini_mcp_name(name: str, context: object) -> str:
     """Interlock's ``mcp__server__tool`` for Gemini's ``mcp_server_tool`` + ``mcp_context``."""
     if isinstance(context, dict):
         server, tool = context.get("server_name"), context.get("tool_name")
         if isinstance(server, str) and isinstance(tool, str) and server and tool:
-            return f"mcp__{server}__{tool}"
+            return f"mcp__{mcp_name_part(server)}__{mcp_name_part(tool)}"
     return name
 
 

@@ -76,6 +76,15 @@ def test_gemini_mcp_tools_get_interlocks_mcp_name() -> None:
         "mcp__my_server__create_issue")
 
 
+def test_gemini_mcp_names_are_normalised_as_claude_and_codex_name_them() -> None:
+    # A server "my.docs" with a tool "notes.delete" is mcp__my_docs__notes_delete for
+    # Claude Code, Codex and the MCP proxy: one policy for all (docs/mcp.md).
+    payload = _pre("gemini", "mcp_my.docs_notes.delete", {"name": "x"},
+                   mcp_context={"server_name": "my.docs", "tool_name": "notes.delete"})
+    assert build_event("gemini", payload).tool_name == (  # type: ignore[attr-defined]
+        "mcp__my_docs__notes_delete")
+
+
 def test_claude_and_codex_mcp_names_are_already_interlocks() -> None:
     for system in ("claude", "codex"):
         event = build_event(system, _pre(system, "mcp__github__create_issue", {}))

@@ -36,6 +36,9 @@ def register(app: typer.Typer) -> None:
             "--project", help="The project root (default: found from here).")] = None,
         config: Annotated[Path | None, typer.Option(
             "--config", help="A hooks config file instead of the project's.")] = None,
+        cwd: Annotated[str | None, typer.Option(
+            "--cwd", help="The folder the server command starts in (default: here; the "
+                          "project is still found from here).")] = None,
     ) -> None:
         """Serve MCP on stdio in front of a server: `interlock mcp proxy -- CMD ARGS...`
         or `interlock mcp proxy --url URL`. Every tool call, resource read and prompt
@@ -55,7 +58,7 @@ def register(app: typer.Typer) -> None:
                                   "not both and not neither", field="interlock mcp proxy",
                                   fix="interlock mcp proxy -- npx -y some-server, or "
                                       "interlock mcp proxy --url http://127.0.0.1:8000/mcp")
-            upstream = Upstream(command=command, url=url)
+            upstream = Upstream(command=command, url=url, cwd=cwd)
             anyio.run(lambda: run_proxy(upstream, name=name or server_name_for(upstream),
                                         project=project, config=config))
 
@@ -72,7 +75,7 @@ def register(app: typer.Typer) -> None:
         """Route an agent's MCP servers through `interlock mcp proxy` (--undo: back)."""
         from interlock.hosts.assembly import Project
         from interlock.hosts.cli._common import user_errors
-        from interlock.hosts.mcp.wrap import claude_local_table, config_file
+        from interlock.hosts.mcp.wrap import claude_local_tables, config_file
         from interlock.hosts.mcp.wrap import undo as undo_file
         from interlock.hosts.mcp.wrap import wrap as wrap_file
 
@@ -81,12 +84,11 @@ def register(app: typer.Typer) -> None:
             path = config_file(agent, root, user=user)
             places: list[tuple[Path, tuple[str, ...] | None, str]] = [(path, None, str(path))]
             if agent == "claude" and not user:
-                # `claude mcp add`'s default scope: this project's table in the user file.
+                # `claude mcp add`'s default scope: this project's tables (its own and its
+                # subfolders') in the user file.
                 user_file = config_file(agent, root, user=True)
-                local = claude_local_table(user_file, root)
-                if local is not None:
-                    places.append((user_file, local,
-                                   f"{user_file} (local scope of {local[1]})"))
+                places += [(user_file, local, f"{user_file} (local scope of {local[1]})")
+                           for local in claude_local_tables(user_file, root)]
             reports = [(undo_file(agent, p, table=t) if undo else wrap_file(agent, p, table=t),
                         where) for p, t, where in places]
         verb = "restored" if undo else "wrapped"

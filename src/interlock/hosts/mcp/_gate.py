@@ -36,6 +36,10 @@ RESOURCE_READ = "resources/read"
 MCP tool names cannot hold ``/``, so it never clashes with a real tool."""
 PROMPT_GET = "prompts/get"
 """Likewise for a prompt: ``mcp__<server>__prompts/get``."""
+UNGUARDED = ("no hooks are configured (nor a deny or ask rule), so nothing governs this "
+             "server; add hooks to .interlock/config.toml, or enable a bundled hook with "
+             "`interlock hooks enable NAME`")
+"""The reason of every call refused for want of a policy."""
 
 
 def tool_name(server: str, tool: str) -> str:
@@ -118,19 +122,28 @@ class Gate:
                    *, call_id: str | None = None) -> Gated:
         """Gate one call: before_tool_call, the rules, ``run(args)``, after_tool_call.
 
-        ``tool`` is the server's tool name (or :data:`RESOURCE_READ`,
-        :data:`PROMPT_GET`); ``run`` does the call with the final arguments and
-        returns its result as a dict. A refused call has ``refusal`` set and
-        ``result`` None: the caller answers with an error, never the result.
+        ``tool`` is the tool's name as the agents write it (the proxy's
+        ``agent_name``), or :data:`RESOURCE_READ`, :data:`PROMPT_GET`; ``run``
+        does the call with the final arguments and returns its result as a dict.
+        A refused call has ``refusal`` set and ``result`` None: the caller
+        answers with an error, never the result.
+        An exception of ``run`` is raised once after_tool_call has seen it (as
+        an ``error``), unless that hook blocked or rewrote the result.
         """
         from interlock.events import AfterToolCall, BeforeToolCall
+        from interlock.hosts.bridge._decide import unguarded
 
+        if unguarded(self.engine.hooks, list(self.rules())):
+            # No hook and no deny or ask rule: "allow everything" is no policy, so
+            # the call is refused, as the bridge and serve refuse (docs/mcp.md).
+            return Gated(None, Refusal(UNGUARDED), [], status="blocked")
         name = tool_name(self.server, tool)
         call_id = call_id or f"mcp-{uuid.uuid4().hex[:12]}"
         event = BeforeToolCall(**self._common(), tool_call_id=call_id, tool_name=name,
                                args=args)
         gate = await self.engine.emit(event)
         refusal: Refusal | None = None
+        failure: Exception | None = None
         result: dict[str, Any] | None = None
         status = "ok"
         if gate.ends:
@@ -143,8 +156,12 @@ class Gate:
             if gate.verdict is Verdict.RESPOND:
                 result, status = {"value": gate.value}, "responded"
             elif (refusal := self._rule(name, args)) is None:
-                result = await run(args)
-                status = "error" if result.get("isError") else "ok"
+                try:
+                    result = await run(args)
+                    status = "error" if result.get("isError") else "ok"
+                except Exception as exc:  # after_tool_call still sees it; raised after
+                    failure = exc
+                    result, status = error_result(f"the call failed: {exc}"), "error"
             else:  # the rule's own audit row (docs/agent.md, Permissions)
                 from interlock.agent.permissions import rule_outcome
 
@@ -163,6 +180,8 @@ class Gate:
                          context, status="blocked")
         if "result" in out.changes:
             return Gated(out.changes["result"], None, context, status=status, changed=True)
+        if failure is not None:  # the caller answers it as before (the server's own error)
+            raise failure
         return Gated(result, None, context, status=status)
 
 

@@ -51,7 +51,8 @@ from interlock.hosts.mcp._gate import (
     error_result,
 )
 
-__all__ = ["Upstream", "build_server", "run_proxy", "server_name_for"]
+__all__ = ["Upstream", "agent_name", "build_server", "normal_uri", "run_proxy",
+           "server_name_for"]
 
 log = logger("interlock.mcp")
 
@@ -90,6 +91,31 @@ def server_name_for(upstream: Upstream) -> str:
     return re.sub(r"[^A-Za-z0-9_-]+", "_", base) or "server"
 
 
+def agent_name(name: str) -> str:
+    """A server's or tool's name as the agents put it in ``mcp__<server>__<tool>``
+    (:func:`interlock.executors.toolnames.mcp_name_part`: ``notes.delete`` is
+    ``notes_delete``), so a policy written for the names the agent shows meets the
+    proxy's calls too (docs/mcp.md, What the policy sees)."""
+    from interlock.executors.toolnames import mcp_name_part
+
+    return mcp_name_part(name)
+
+
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+
+
+def normal_uri(uri: str) -> str:
+    """``uri`` with each percent-encoded unreserved character decoded and the other
+    escapes in upper case (RFC 3986, 6.2.2): the same resource, written one way.
+    Hooks see it and the server gets it, so ``%70rivate`` cannot pass a check
+    for ``private`` that the server then reads as ``private`` (docs/mcp.md)."""
+    def one(m: re.Match[str]) -> str:
+        char = chr(int(m.group(1), 16))
+        return char if char in _UNRESERVED else m.group(0).upper()
+
+    return re.sub(r"%([0-9A-Fa-f]{2})", one, uri)
+
+
 def _dump(model: Any) -> dict[str, Any]:
     out: dict[str, Any] = model.model_dump(mode="json", by_alias=True, exclude_none=True)
     return out
@@ -108,13 +134,16 @@ async def _gated_tool(gate: Gate, client: Client,
             return error_result(f"the MCP server answered with an error: {exc.message}")
 
     try:
-        gated = await gate.call(params.name, dict(params.arguments or {}), run)
+        # The policy's name is the agents'; the server is called by its own (in run).
+        gated = await gate.call(agent_name(params.name), dict(params.arguments or {}), run)
         if gated.refusal is not None:
             out = error_result(gated.refusal.text)
+        elif gated.changed:  # after_tool_call's rewrite, of a respond's value too
+            out = as_tool_result(gated.result)
         elif gated.status == "responded":
             out = as_tool_result(gated.result["value"])
         else:
-            out = as_tool_result(gated.result) if gated.changed else gated.result
+            out = gated.result
         if gated.context:
             out = {**out, "content": [*out.get("content", []), *_context_items(gated)]}
         return types.CallToolResult.model_validate(out)
@@ -141,7 +170,8 @@ async def _gated_other(gate: Gate, what: str, args: dict[str, Any],
         gated = await gate.call(what, args, call)
         refusal = gated.refusal
         if refusal is None:
-            value = gated.result["value"] if gated.status == "responded" else gated.result
+            responded = gated.status == "responded" and not gated.changed
+            value = gated.result["value"] if responded else gated.result
             result = model.model_validate(value)
             if gated.context:
                 _add_context(result, gated.context)
@@ -218,7 +248,7 @@ def build_server(gate: Gate, connection: _Connection, name: str) -> Server[Any]:
         # No output schema is offered: a hook's rewrite of a result need not fit
         # one, and a client would reject the rewrite (docs/mcp.md).
         tools = [t.model_copy(update={"output_schema": None})
-                 for t in found.tools if not gate.hidden(t.name)]
+                 for t in found.tools if not gate.hidden(agent_name(t.name))]
         return found.model_copy(update={"tools": tools})
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
@@ -251,7 +281,8 @@ def build_server(gate: Gate, connection: _Connection, name: str) -> Server[Any]:
             return await client.read_resource(str(a.get("uri", "")))
 
         result: types.ReadResourceResult = await _gated_other(
-            gate, RESOURCE_READ, {"uri": str(params.uri)}, run, types.ReadResourceResult)
+            gate, RESOURCE_READ, {"uri": normal_uri(str(params.uri))}, run,
+            types.ReadResourceResult)
         return result
 
     async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None
@@ -286,6 +317,7 @@ async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = Non
     """Serve the proxy on stdin/stdout until the client goes."""
     from interlock.hosts.assembly import Host, Project
 
+    name = agent_name(name)
     host = Host.open(Project.discover(project), config=config, accept_hooks=accept_hooks)
     try:
         host.warn_if_unguarded()  # on stderr: stdout carries the protocol

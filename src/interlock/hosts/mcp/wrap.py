@@ -3,7 +3,8 @@
 Each server entry of the agent's config becomes a stdio server that runs
 ``python -m interlock mcp proxy --name <name> -- <the old command>`` (or
 ``--url <the old URL>`` for a streamable HTTP server), its other settings kept
-(env, cwd, timeouts). Where the entries live (docs/mcp.md, Wrapping an agent):
+(env, timeouts; a ``cwd`` becomes the proxy's ``--cwd``). Where the entries live
+(docs/mcp.md, Wrapping an agent):
 
 - Claude Code: ``.mcp.json`` (project) or ``~/.claude.json`` (user;
   ``$CLAUDE_CONFIG_DIR/.claude.json`` when set), ``mcpServers``; and the
@@ -38,7 +39,7 @@ from typing import Any
 
 from interlock.engine.errors import ConfigError
 
-__all__ = ["AGENTS", "Report", "claude_local_table", "config_file", "proxy_argv", "undo",
+__all__ = ["AGENTS", "Report", "claude_local_tables", "config_file", "proxy_argv", "undo",
            "wrap"]
 
 AGENTS = ("claude", "codex", "gemini")
@@ -100,12 +101,16 @@ def _wrap_entry(agent: str, name: str, entry: dict[str, Any]) -> dict[str, Any] 
     """The wrapped entry, or why it cannot be wrapped."""
     argv = proxy_argv(name)
     command = entry.get("command")
-    if isinstance(command, str) and command:
+    if isinstance(command, str) and command and not _remote(agent, entry):
         args = entry.get("args") or []
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             return "its args are not a list of strings"
         out = dict(entry)
-        out["command"], out["args"] = argv[0], [*argv[1:], "--", command, *args]
+        # The server's own folder goes to the proxy: the proxy runs where the agent
+        # does, so it finds the agent's project, not one in the server's folder.
+        cwd = out.get("cwd")
+        at = ["--cwd", out.pop("cwd")] if isinstance(cwd, str) and cwd else []
+        out["command"], out["args"] = argv[0], [*argv[1:], *at, "--", command, *args]
         return out
     url, url_keys = _url(agent, entry)
     if url is None:
@@ -120,6 +125,18 @@ def _wrap_entry(agent: str, name: str, entry: dict[str, Any]) -> dict[str, Any] 
     return out
 
 
+def _remote(agent: str, entry: dict[str, Any]) -> bool:
+    """True when the agent connects to the entry's URL even if it has a ``command``
+    too: Claude Code goes by ``type`` (stdio when absent), Gemini CLI takes
+    ``httpUrl``, then ``url``, before ``command``. Wrapping the command alone would
+    leave the URL the agent uses ungated."""
+    if agent == "claude":
+        return bool(entry.get("type", "stdio") != "stdio")
+    if agent == "gemini":
+        return "httpUrl" in entry or "url" in entry
+    return False
+
+
 def _url(agent: str, entry: dict[str, Any]) -> tuple[str | None, str]:
     """(the streamable HTTP URL, the keys that held it), or (None, why not)."""
     if agent == "claude":
@@ -128,6 +145,8 @@ def _url(agent: str, entry: dict[str, Any]) -> tuple[str | None, str]:
             return None, "it is an SSE server, which the proxy does not speak"
         if kind == "http" and isinstance(entry.get("url"), str):
             return entry["url"], "url"
+        if kind not in (None, "stdio", "http"):
+            return None, f"its type {kind!r} is not one the proxy speaks"
         return None, ""
     if agent == "gemini":
         if isinstance(entry.get("httpUrl"), str):
@@ -175,17 +194,18 @@ def _load(agent: str, path: Path, table: tuple[str, ...] | None = None
     return text, doc, node
 
 
-def claude_local_table(path: Path, root: Path) -> tuple[str, ...] | None:
-    """Where ``claude mcp add`` (its default, local scope) keeps ``root``'s servers in
-    the user file ``path``: ``projects[<project path>].mcpServers``; None if nowhere."""
+def claude_local_tables(path: Path, root: Path) -> list[tuple[str, ...]]:
+    """Where ``claude mcp add`` (its default, local scope) keeps the servers of
+    ``root`` and of its subfolders (Claude Code keys them by the folder it ran in)
+    in the user file ``path``: ``projects[<folder>].mcpServers`` each."""
     _text, doc, _servers = _load("claude", path)
     projects = doc.get("projects")
     if not isinstance(projects, dict):
-        return None
-    for key in dict.fromkeys((str(root), os.path.realpath(root))):
-        if isinstance(projects.get(key), dict) and "mcpServers" in projects[key]:
-            return ("projects", key, "mcpServers")
-    return None
+        return []
+    roots = {Path(r) for r in (os.path.abspath(root), os.path.realpath(root))}
+    return [("projects", key, "mcpServers") for key, project in projects.items()
+            if isinstance(project, dict) and "mcpServers" in project
+            and any(Path(key) == r or r in Path(key).parents for r in roots)]
 
 
 def _saved_key(agent: str, table: tuple[str, ...], name: str) -> str:
@@ -224,7 +244,7 @@ def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: Tru
     """Route every MCP server in ``path`` (``agent``'s config) through the proxy.
 
     ``table``: the keys of the servers table, when not the file's own (Claude's
-    local scope, :func:`claude_local_table`)."""
+    local scope, :func:`claude_local_tables`)."""
     report = Report(path)
     table = table or (_servers_key(agent),)
     text, doc, servers = _load(agent, path, table)
@@ -251,7 +271,9 @@ def wrap(agent: str, path: Path, *, only: Callable[[str], bool] = lambda _n: Tru
     if report.changed:
         out = _dump(agent, doc)
         _write(path, out)
-        saved["wrapped"] = out
+        # The whole file goes back at undo only if the saved original is this file's
+        # before any wrap: not once it changed between two wraps (a server added).
+        saved["wrapped"] = out if not side.exists() or saved.get("wrapped") == text else None
         _write(side, json.dumps(saved, indent=2) + "\n")
     return report
 
