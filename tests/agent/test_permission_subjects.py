@@ -32,3 +32,12 @@ def test_a_deny_still_beats_an_allow_on_the_same_call() -> None:
                                rule("shout", "*PRODUCTION*", "deny")])
     assert policy.decide("shout", {"text": "PRODUCTION", "title": "fine"}) is Action.DENY
     assert policy.decide("shout", {"text": "staging"}) is Action.ALLOW
+
+
+def test_a_pattern_with_non_ascii_text_matches_the_arguments_as_json() -> None:
+    """Before: the JSON subject escaped every non-ASCII character (``caf\\u00e9``), so a
+    deny rule written with the text itself never matched, and the call ran."""
+    policy = PermissionPolicy([rule("mcp__*", "*café*", "deny"), rule("send", "*日本*", "ask")])
+    assert policy.decide("mcp__s__post", {"text": "au café"}) is Action.DENY
+    assert policy.decide("send", {"to": "東京", "body": "日本へ"}) is Action.ASK
+    assert policy.decide("send", {"body": "hello"}) is None

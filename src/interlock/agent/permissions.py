@@ -99,7 +99,8 @@ def subject_of(tool: str, args: Mapping[str, Any]) -> str:
 
 
 def _as_json(args: Mapping[str, Any]) -> str:
-    return json.dumps(dict(args), sort_keys=True, default=str)
+    # The text as written: a pattern names "café", not its JSON escape.
+    return json.dumps(dict(args), sort_keys=True, default=str, ensure_ascii=False)
 
 
 def _subjects(args: Mapping[str, Any]) -> tuple[list[str], list[str]]:
