@@ -8,6 +8,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from msgspec.structs import replace as msgspec_replace
+
 from interlock.engine.contract import _SCALARS, copy_payload
 from interlock.engine.decisions import ENDING, Decision, Verdict
 from interlock.engine.errors import HOOK_ERRORS, HookFailure
@@ -55,6 +57,10 @@ def compile_fast(loop: DispatchLoop, plan: Plan) -> Callable[[Event], Outcome]:
     # iterator on every dispatch (~10% of a one-hook emit).
     numbered = tuple((i, hook, hook.fn) for i, hook in enumerate(checks, len(modifiers)))
     size = len(quiet)
+    # The outcome of a dispatch no hook answered, copied from one made here (with
+    # its event set) instead of built field by field: ~35 ns of a one-hook emit.
+    # Never handed out itself, so nothing changes it.
+    unanswered, replace = Outcome(name=name, _raw=quiet, revision=revision), msgspec_replace
     steered = tuple(enumerate(modifiers))
     handover_from, rerun_from = loop._modifier_answered, loop._mutated_in_place
 
@@ -133,7 +139,7 @@ def compile_fast(loop: DispatchLoop, plan: Plan) -> Callable[[Event], Outcome]:
         elif mutated(event, snaps):
             return rerun_from(event, plan, snaps)
         if outcome is None:
-            return Outcome(name=name, event=event, _raw=quiet, revision=revision)
+            return replace(unanswered, event=event)
         if failed:
             record_failures(event, outcome._raw[:len(answers)])
         return outcome
