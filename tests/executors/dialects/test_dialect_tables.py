@@ -103,6 +103,18 @@ def test_claude_plain_text_is_context_only_where_claude_says_so():
     assert decode("claude", out="some log line") is None
 
 
+@pytest.mark.parametrize("dialect", ["claude", "codex"])
+def test_output_that_opens_as_json_is_a_json_answer(dialect):
+    # Claude and Codex read stdout that starts with "{" (Codex: or "[") as an
+    # attempted JSON answer; trailing text makes it invalid, never plain text.
+    deny = json.dumps(hso(permissionDecision="deny", permissionDecisionReason="no"))
+    with pytest.raises(ContractError, match="not JSON"):
+        decode(dialect, out=deny + "\ndone")
+    if dialect == "codex":
+        with pytest.raises(ContractError, match="JSON object"):
+            decode(dialect, out='["deny"]')
+
+
 def test_claude_permission_decisions():
     assert decode("claude", out=hso(permissionDecision="allow")).verdict is Verdict.APPROVE
     assert decode("claude", out=hso(permissionDecision="ask",

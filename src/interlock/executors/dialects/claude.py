@@ -2,8 +2,8 @@
 
 Decode table (docs/dialects.md has it in full):
 
-- exit 0: empty stdout is no opinion; stdout that looks like a JSON object
-  is the answer (invalid JSON is a failure); plain text is context on
+- exit 0: empty stdout is no opinion; stdout that starts with ``{`` is the
+  answer (invalid JSON is a failure); plain text is context on
   UserPromptSubmit / SessionStart / UserPromptExpansion and ignored
   elsewhere (Claude writes it to its debug log).
 - exit 2: block with stderr as the reason on events where the host blocks;
@@ -91,6 +91,10 @@ class ClaudeDialect(BaseDialect):
     name = "claude"
     system = "claude"
     strict = False
+    json_starts: tuple[bytes, ...] = (b"{",)
+    """How stdout opens when the host reads it as a JSON answer (Claude: ``{``, whatever
+    follows; Codex: ``{`` or ``[``). Such output that does not parse is a failure, never
+    plain text: a deny followed by a log line must not pass as no opinion."""
 
     # -- what the script sees --------------------------------------------------
     def env(self, invocation: Invocation, *, project_dir: str,
@@ -144,7 +148,7 @@ class ClaudeDialect(BaseDialect):
         text = result.stdout.strip()
         if not text:
             return None
-        if not (text.startswith(b"{") and text.endswith(b"}")):
+        if not text.startswith(self.json_starts):
             if invocation.event.name in _PLAIN_TEXT_IS_CONTEXT:
                 return context(text.decode("utf-8", "replace"))
             return None  # the host only logs plain text on other events
