@@ -113,6 +113,9 @@ def test_output_that_opens_as_json_is_a_json_answer(dialect):
     if dialect == "codex":
         with pytest.raises(ContractError, match="JSON object"):
             decode(dialect, out='["deny"]')
+    # A byte order mark (PowerShell's UTF-8) is whitespace to Claude's trim(): the deny stands.
+    assert decode(dialect, out="\ufeff" + deny).verdict is Verdict.BLOCK
+    assert decode(dialect, out="\n\ufeff" + deny + "\n").verdict is Verdict.BLOCK
 
 
 def test_claude_permission_decisions():

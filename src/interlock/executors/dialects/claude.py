@@ -81,6 +81,8 @@ _CLAUDE_EXIT2_FEEDBACK = frozenset({"tool_error"})
 _CODEX_NO_STOP = frozenset({"before_tool_call", "permission_request"})
 _CODEX_NO_DECISION = frozenset({"before_compaction", "session_start", "subagent_start"})
 
+_BOM = "\ufeff".encode()
+
 _TOP_KEYS = frozenset({"continue", "stopReason", "suppressOutput", "systemMessage",
                        "terminalSequence", "decision", "reason", "hookSpecificOutput"})
 
@@ -145,7 +147,9 @@ class ClaudeDialect(BaseDialect):
         if code != 0:
             raise HookCrash(exit_message(label(invocation), result) +
                             f" ({self.name} hooks block only with exit 2 or a deny answer)")
-        text = result.stdout.strip()
+        # A byte order mark is whitespace to Claude's trim() (JavaScript's), so the
+        # JSON after it is still the answer.
+        text = result.stdout.strip().removeprefix(_BOM).lstrip()
         if not text:
             return None
         if not text.startswith(self.json_starts):
