@@ -118,6 +118,15 @@ def test_output_that_opens_as_json_is_a_json_answer(dialect):
     assert decode(dialect, out="\n\ufeff" + deny + "\n").verdict is Verdict.BLOCK
 
 
+@pytest.mark.parametrize("dialect", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("value", ["false", 0, None, [False]])
+def test_a_continue_that_is_not_a_boolean_is_a_failure(dialect, value):
+    # The script meant something by it; read as "not false" it would pass a gate.
+    with pytest.raises(ContractError, match="continue"):
+        decode(dialect, out={"continue": value, "stopReason": "halt"}
+               if dialect != "codex" else {"continue": value})
+
+
 def test_claude_permission_decisions():
     assert decode("claude", out=hso(permissionDecision="allow")).verdict is Verdict.APPROVE
     assert decode("claude", out=hso(permissionDecision="ask",

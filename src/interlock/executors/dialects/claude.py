@@ -28,6 +28,7 @@ from interlock.engine.errors import HookCrash
 from interlock.executors.command import exit_message
 from interlock.executors.dialects._base import (
     BaseDialect,
+    check_continue,
     combine,
     contract,
     dump,
@@ -171,6 +172,7 @@ class ClaudeDialect(BaseDialect):
         name = self.name
         answer = need_object(invocation, name, answer, "the answer")
         event = invocation.event.name
+        check_continue(invocation, name, answer)
         unknown = set(answer) - _TOP_KEYS
         if unknown and self.strict:
             raise contract(invocation, name, f"answered unknown field(s) {sorted(unknown)}")
