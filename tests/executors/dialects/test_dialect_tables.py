@@ -88,8 +88,11 @@ def test_claude_exit_codes():
         decode("claude", code=1, err="oops")
     assert decode("claude", code=2, err="no").reason == "no"
     assert decode("claude", "before_stop", code=2, err="keep going").verdict is Verdict.BLOCK
-    # Claude ignores exit 2 on PermissionRequest and on observe events.
-    assert decode("claude", "permission_request", code=2, err="x", tool_name="t") is None
+    # Claude's exit 2 on PermissionRequest denies the permission.
+    denied = decode("claude", "permission_request", code=2, err="x", tool_name="t")
+    assert denied.verdict is Verdict.BLOCK
+    assert denied.reason == "x"
+    # Claude ignores exit 2 on observe events.
     assert decode("claude", "session_end", code=2, err="x") is None
     # On PostToolUseFailure stderr goes back to the model: context.
     fb = decode("claude", "tool_error", code=2, err="try -f", tool_name="t", error="e")

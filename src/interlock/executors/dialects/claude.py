@@ -6,9 +6,9 @@ Decode table (docs/dialects.md has it in full):
   answer (invalid JSON is a failure); plain text is context on
   UserPromptSubmit / SessionStart / UserPromptExpansion and ignored
   elsewhere (Claude writes it to its debug log).
-- exit 2: block with stderr as the reason on events where the host blocks;
-  feedback (context) on PostToolUseFailure; no effect where the host
-  ignores it (PermissionRequest, observe events).
+- exit 2: block with stderr as the reason on events where the host blocks
+  (PermissionRequest included: it denies the permission); feedback (context)
+  on PostToolUseFailure; no effect where the host ignores it (observe events).
 - any other exit (Claude's exit 1 included): a failure.
 """
 
@@ -72,9 +72,9 @@ _SKIP = frozenset({"block_count", "duration_ms", "status"})
 _PLAIN_TEXT_IS_CONTEXT = frozenset({"user_input", "session_start", "command"})
 
 _CLAUDE_EXIT2_BLOCKS = frozenset({
-    "before_tool_call", "user_input", "before_stop", "subagent_stop", "task_created",
-    "task_completed", "config_change", "before_compaction", "after_tool_call", "command",
-    "model_select"})
+    "before_tool_call", "permission_request", "user_input", "before_stop", "subagent_stop",
+    "task_created", "task_completed", "config_change", "before_compaction", "after_tool_call",
+    "command", "model_select"})
 _CLAUDE_EXIT2_FEEDBACK = frozenset({"tool_error"})
 
 # Codex rejects continue: false / stopReason here (elsewhere they stop the run),
