@@ -88,8 +88,11 @@ def test_claude_exit_codes():
         decode("claude", code=1, err="oops")
     assert decode("claude", code=2, err="no").reason == "no"
     assert decode("claude", "before_stop", code=2, err="keep going").verdict is Verdict.BLOCK
-    # Claude ignores exit 2 on PermissionRequest and on observe events.
-    assert decode("claude", "permission_request", code=2, err="x", tool_name="t") is None
+    # Claude's exit 2 on PermissionRequest denies the permission.
+    denied = decode("claude", "permission_request", code=2, err="x", tool_name="t")
+    assert denied.verdict is Verdict.BLOCK
+    assert denied.reason == "x"
+    # Claude ignores exit 2 on observe events.
     assert decode("claude", "session_end", code=2, err="x") is None
     # On PostToolUseFailure stderr goes back to the model: context.
     fb = decode("claude", "tool_error", code=2, err="try -f", tool_name="t", error="e")
@@ -101,6 +104,30 @@ def test_claude_plain_text_is_context_only_where_claude_says_so():
     assert decode("claude", "user_input", out="today is Monday", text="hi").context == \
         "today is Monday"
     assert decode("claude", out="some log line") is None
+
+
+@pytest.mark.parametrize("dialect", ["claude", "codex"])
+def test_output_that_opens_as_json_is_a_json_answer(dialect):
+    # Claude and Codex read stdout that starts with "{" (Codex: or "[") as an
+    # attempted JSON answer; trailing text makes it invalid, never plain text.
+    deny = json.dumps(hso(permissionDecision="deny", permissionDecisionReason="no"))
+    with pytest.raises(ContractError, match="not JSON"):
+        decode(dialect, out=deny + "\ndone")
+    if dialect == "codex":
+        with pytest.raises(ContractError, match="JSON object"):
+            decode(dialect, out='["deny"]')
+    # A byte order mark (PowerShell's UTF-8) is whitespace to Claude's trim(): the deny stands.
+    assert decode(dialect, out="\ufeff" + deny).verdict is Verdict.BLOCK
+    assert decode(dialect, out="\n\ufeff" + deny + "\n").verdict is Verdict.BLOCK
+
+
+@pytest.mark.parametrize("dialect", ["claude", "codex", "gemini"])
+@pytest.mark.parametrize("value", ["false", 0, None, [False]])
+def test_a_continue_that_is_not_a_boolean_is_a_failure(dialect, value):
+    # The script meant something by it; read as "not false" it would pass a gate.
+    with pytest.raises(ContractError, match="continue"):
+        decode(dialect, out={"continue": value, "stopReason": "halt"}
+               if dialect != "codex" else {"continue": value})
 
 
 def test_claude_permission_decisions():

@@ -122,3 +122,45 @@ def test_a_call_that_starts_no_server_reads_the_store_whole(
     assert code == 2, out
     assert '"deny"' in out
     assert "damaged" in out
+
+
+def test_the_installed_line_denies_by_its_deadline_while_sqlite_holds_the_bridge(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Another process holds the store in exclusive locking mode: the bridge's open
+    # waits inside SQLite (30 s busy timeout), where the SIGALRM watchdog's Python
+    # handler cannot run. The agent would time the hook out and, Claude Code,
+    # allow the call; the line must end with a deny well before then.
+    from interlock.hosts.bridge.install import command_for
+
+    root = tmp_path / "p"
+    (root / ".interlock").mkdir(parents=True)
+    (root / ".interlock" / "guard.py").write_text("def handle(e):\n    return None\n")
+    (root / ".interlock" / "config.toml").write_text(
+        '[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\nhandler = "guard.py"\n')
+    store = tmp_path / "il.db"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
+    env.update(INTERLOCK_HOME=str(tmp_path / "home"), INTERLOCK_ACCEPT_HOOKS="1",
+               INTERLOCK_STORE=str(store), INTERLOCK_BRIDGE_AUTOSTART="0")
+    monkeypatch.setenv("INTERLOCK_HOME", env["INTERLOCK_HOME"])
+    monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
+    line = command_for("claude", root, 2, "PreToolUse")
+    payload = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse",
+                          "tool_name": "Bash", "tool_input": {"command": "ls"},
+                          "tool_use_id": "t1"})
+
+    def call() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["/bin/sh", "-c", line], input=payload, capture_output=True,
+                              text=True, env=env, timeout=20)
+
+    assert call().returncode == 0, "allowed, recorded: the store exists"
+    conn = sqlite3.connect(store, isolation_level=None)
+    try:
+        conn.execute("PRAGMA locking_mode=EXCLUSIVE")
+        conn.execute("BEGIN EXCLUSIVE")
+        conn.execute("CREATE TABLE held (x)")
+        conn.execute("COMMIT")  # the exclusive lock stays until the connection closes
+        refused = call()  # before: ~30 s, past this timeout (and the agent's)
+    finally:
+        conn.close()
+    assert refused.returncode == 2, refused
+    assert '"deny"' in refused.stdout

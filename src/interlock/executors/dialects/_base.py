@@ -133,6 +133,15 @@ def need_str(invocation: Invocation, dialect: str, value: Any, what: str) -> str
                         f"string, got {type(value).__name__}")
 
 
+def check_continue(invocation: Invocation, dialect: str, answer: dict[str, Any]) -> None:
+    """``continue``, when given, must be a boolean: ``"false"`` or ``0`` read as "not
+    false" would let a script that meant to stop the run pass a gate."""
+    value = answer.get("continue", True)
+    if not isinstance(value, bool):
+        raise ContractError(f"hook {label(invocation)} ({dialect} dialect): continue must be "
+                            f"true or false, got {value!r}")
+
+
 def require_modifies(invocation: Invocation, dialect: str, what: str) -> None:
     """A rewrite from a check hook is a contract error that says how to fix it."""
     if not invocation.hook.modifies:

@@ -2,13 +2,13 @@
 
 Decode table (docs/dialects.md has it in full):
 
-- exit 0: empty stdout is no opinion; stdout that looks like a JSON object
-  is the answer (invalid JSON is a failure); plain text is context on
+- exit 0: empty stdout is no opinion; stdout that starts with ``{`` is the
+  answer (invalid JSON is a failure); plain text is context on
   UserPromptSubmit / SessionStart / UserPromptExpansion and ignored
   elsewhere (Claude writes it to its debug log).
-- exit 2: block with stderr as the reason on events where the host blocks;
-  feedback (context) on PostToolUseFailure; no effect where the host
-  ignores it (PermissionRequest, observe events).
+- exit 2: block with stderr as the reason on events where the host blocks
+  (PermissionRequest included: it denies the permission); feedback (context)
+  on PostToolUseFailure; no effect where the host ignores it (observe events).
 - any other exit (Claude's exit 1 included): a failure.
 """
 
@@ -28,6 +28,7 @@ from interlock.engine.errors import HookCrash
 from interlock.executors.command import exit_message
 from interlock.executors.dialects._base import (
     BaseDialect,
+    check_continue,
     combine,
     contract,
     dump,
@@ -71,15 +72,17 @@ _SKIP = frozenset({"block_count", "duration_ms", "status"})
 _PLAIN_TEXT_IS_CONTEXT = frozenset({"user_input", "session_start", "command"})
 
 _CLAUDE_EXIT2_BLOCKS = frozenset({
-    "before_tool_call", "user_input", "before_stop", "subagent_stop", "task_created",
-    "task_completed", "config_change", "before_compaction", "after_tool_call", "command",
-    "model_select"})
+    "before_tool_call", "permission_request", "user_input", "before_stop", "subagent_stop",
+    "task_created", "task_completed", "config_change", "before_compaction", "after_tool_call",
+    "command", "model_select"})
 _CLAUDE_EXIT2_FEEDBACK = frozenset({"tool_error"})
 
 # Codex rejects continue: false / stopReason here (elsewhere they stop the run),
 # and has no `decision` in these events' schemas.
 _CODEX_NO_STOP = frozenset({"before_tool_call", "permission_request"})
 _CODEX_NO_DECISION = frozenset({"before_compaction", "session_start", "subagent_start"})
+
+_BOM = "\ufeff".encode()
 
 _TOP_KEYS = frozenset({"continue", "stopReason", "suppressOutput", "systemMessage",
                        "terminalSequence", "decision", "reason", "hookSpecificOutput"})
@@ -91,6 +94,10 @@ class ClaudeDialect(BaseDialect):
     name = "claude"
     system = "claude"
     strict = False
+    json_starts: tuple[bytes, ...] = (b"{",)
+    """How stdout opens when the host reads it as a JSON answer (Claude: ``{``, whatever
+    follows; Codex: ``{`` or ``[``). Such output that does not parse is a failure, never
+    plain text: a deny followed by a log line must not pass as no opinion."""
 
     # -- what the script sees --------------------------------------------------
     def env(self, invocation: Invocation, *, project_dir: str,
@@ -141,10 +148,12 @@ class ClaudeDialect(BaseDialect):
         if code != 0:
             raise HookCrash(exit_message(label(invocation), result) +
                             f" ({self.name} hooks block only with exit 2 or a deny answer)")
-        text = result.stdout.strip()
+        # A byte order mark is whitespace to Claude's trim() (JavaScript's), so the
+        # JSON after it is still the answer.
+        text = result.stdout.strip().removeprefix(_BOM).lstrip()
         if not text:
             return None
-        if not (text.startswith(b"{") and text.endswith(b"}")):
+        if not text.startswith(self.json_starts):
             if invocation.event.name in _PLAIN_TEXT_IS_CONTEXT:
                 return context(text.decode("utf-8", "replace"))
             return None  # the host only logs plain text on other events
@@ -163,6 +172,7 @@ class ClaudeDialect(BaseDialect):
         name = self.name
         answer = need_object(invocation, name, answer, "the answer")
         event = invocation.event.name
+        check_continue(invocation, name, answer)
         unknown = set(answer) - _TOP_KEYS
         if unknown and self.strict:
             raise contract(invocation, name, f"answered unknown field(s) {sorted(unknown)}")

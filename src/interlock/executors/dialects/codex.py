@@ -31,6 +31,7 @@ class CodexDialect(ClaudeDialect):
     name = "codex"
     system = "codex"
     strict = True
+    json_starts = (b"{", b"[")  # codex-rs/hooks output_parser.rs: looks_like_json
 
     def env(self, invocation: Invocation, *, project_dir: str,
             plugin_root: str | None) -> dict[str, str]:

@@ -17,6 +17,7 @@ from interlock.engine.errors import HookCrash
 from interlock.executors.command import exit_message
 from interlock.executors.dialects._base import (
     BaseDialect,
+    check_continue,
     combine,
     contract,
     dump,
@@ -119,6 +120,7 @@ class GeminiDialect(BaseDialect):
         name = self.name
         event = invocation.event.name
         flow = event in _FLOW
+        check_continue(invocation, name, answer)
         shown = need_str(invocation, name, answer.get("systemMessage"), "systemMessage")
         if flow and answer.get("continue") is False:
             why = need_str(invocation, name, answer.get("stopReason"), "stopReason")

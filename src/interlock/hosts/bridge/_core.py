@@ -43,6 +43,17 @@ STRICT_AUDIT_S = 5.0
 ``Store.settled`` waits as long)."""
 
 
+BACKSTOP_S = 1.0
+"""How long after its deadline a bridge whose watchdog could not run is ended anyway.
+
+SIGALRM's handler runs only when the main thread is back in Python: one stuck
+inside C (SQLite waiting out a lock held elsewhere, a hook's C call) would answer
+only when that returns, after the agent gave up on the hook (Claude Code then
+runs the tool). faulthandler's watchdog is a thread of its own in C: at the
+deadline plus this it ends the process with exit 1, which the installed
+line's guard answers with the deny (docs/one-policy.md, When the bridge fails)."""
+
+
 GUARDED = 100
 """With ``--guarded`` the bridge exits ``GUARDED`` + its answer's code, so the
 install line's guard can tell an answer from an exit nobody chose (a hook's
@@ -354,6 +365,7 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
 
     previous = signal.signal(signal.SIGALRM, expire)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    backstop = _backstop(seconds)
     try:
         if raw is None:
             raw = sys.stdin.buffer.read(MAX_INPUT + 1)
@@ -372,9 +384,26 @@ def main(argv: list[str], *, raw: bytes | None = None, started: float | None = N
     signal.setitimer(signal.ITIMER_REAL, 0)
     signal.signal(signal.SIGALRM, previous)
     out.write(reply)
+    backstop()  # answered: starting the server below must not end in exit 1
     if start is not None:
         later()
     return reply.code + offset
+
+
+def _backstop(seconds: float) -> Callable[[], None]:
+    """Arm the backstop (``BACKSTOP_S``) in the bridge's own process, and return what
+    disarms it. Elsewhere (``interlock bridge`` from the CLI, tests) nothing is armed:
+    faulthandler's timer is one per process, and the process goes on after answering."""
+    from interlock.hosts import bridge
+
+    if not bridge.PROCESS_ENDS_WITH_ANSWER:
+        return lambda: None
+    import faulthandler
+
+    # The traceback goes nowhere: the agent reads stderr as the block reason.
+    sink = os.open(os.devnull, os.O_WRONLY)
+    faulthandler.dump_traceback_later(seconds + BACKSTOP_S, exit=True, file=sink)
+    return faulthandler.cancel_dump_traceback_later
 
 
 def _starter(start: Unstarted | None) -> Callable[[], None]:
