@@ -241,6 +241,27 @@ def test_the_forwarding_call_imports_no_json_signal_re_or_enum(env: Env,
                            "pathlib", "inspect", "sqlite3", "msgspec"}, sorted(imported)
 
 
+def test_an_agent_started_in_a_subfolder_still_takes_the_fast_path(env: Env,
+                                                                  tmp_path: Path) -> None:
+    """From project/src (CLAUDE_PROJECT_DIR) the fast path walks up to the project as
+    the full bridge does (interlock.config.project.find_root) and forwards to its
+    server. Before: every call from a subfolder loaded the full bridge (~100 ms)."""
+    root = env.project(tmp_path / "p")
+    sub = root / "src"
+    sub.mkdir()
+    assert blocked(env.call(root))
+    env.up(root)
+    result = subprocess.run(
+        [sys.executable, "-I", "-X", "importtime", "-m", "interlock.bridge", "claude"],
+        input=json.dumps(pre("rm -rf /")), capture_output=True, text=True,
+        env={**env.vars, "CLAUDE_PROJECT_DIR": str(sub)}, timeout=60)
+    assert blocked(result), result
+    imported = {line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert "interlock.hosts.bridge._client" in imported  # it did take the fast path
+    assert "msgspec" not in imported
+
+
 def test_an_in_process_call_for_a_toml_project_does_not_load_yaml(env: Env,
                                                                   tmp_path: Path) -> None:
     """The first call of a session answers in process: it loads only what the

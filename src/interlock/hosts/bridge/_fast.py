@@ -146,12 +146,15 @@ def main(argv: list[str]) -> int:
         os.environ["INTERLOCK_STATE_DIR"] = opts["state-dir"]
     start = opts.get("project") or os.environ.get("INTERLOCK_PROJECT")
     if not start and agent in PROJECT_ENV:
-        # The folder the agent was started in: the project only when it holds
-        # .interlock/ itself; from a subfolder the full bridge finds the project
-        # above it (docs/configuration.md, Which project).
+        # The folder the agent was started in, maybe a subfolder: the project is
+        # the nearest one at or above it, found by the walk the full bridge and
+        # every command use (docs/configuration.md, Which project). None: the
+        # full bridge says so and answers.
         start = os.environ.get(PROJECT_ENV[agent])
-        if start and not os.path.isdir(os.path.join(start, ".interlock")):
-            start = None
+        if start:
+            from interlock.config.project import find_root
+
+            start = find_root(start)
     try:
         seconds = float(opts.get("deadline") or DEADLINES.get(agent, 20.0))
     except ValueError:
