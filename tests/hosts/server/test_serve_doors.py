@@ -1,0 +1,153 @@
+"""An attacker's look at `interlock serve` over real HTTP: cheap bodies on the open
+console login, sessions that outlive their token, a live stream after revocation."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from interlock import Engine, block
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import Role, TokenStore
+from interlock.hosts.server.console import Console
+from interlock.hosts.server.console_feed import DecisionFeed
+from interlock.hosts.server.listen import Serving
+
+
+@dataclass
+class Served:
+    serving: Serving
+    tokens: TokenStore
+    engine: Engine
+
+    def call(self, method: str, path: str, raw: bytes = b"", *,
+             headers: dict[str, str] | None = None) -> tuple[int, Any, str | None]:
+        conn = http.client.HTTPConnection("127.0.0.1", self.serving.port, timeout=30)
+        try:
+            conn.request(method, path, body=raw, headers={
+                "Content-Type": "application/json", **(headers or {})})
+            resp = conn.getresponse()
+            body = resp.read()
+        finally:
+            conn.close()
+        return resp.status, json.loads(body) if body else None, resp.getheader("set-cookie")
+
+    def login(self, token: str) -> tuple[str, str]:
+        """(the session cookie, its CSRF token)."""
+        code, body, cookie = self.call("POST", "/ui/api/login",
+                                       json.dumps({"token": token}).encode())
+        assert code == 200, body
+        assert cookie is not None
+        return cookie.split(";", 1)[0], body["csrf"]
+
+
+@pytest.fixture
+def served() -> Iterator[Served]:
+    engine = Engine()
+
+    @engine.on("before_tool_call", name="no-rm")
+    def no_rm(event: Any) -> Any:
+        return block("no rm here")
+
+    feed = DecisionFeed()
+    engine.add_sink(feed)
+    tokens = TokenStore()
+    root = Path(tempfile.mkdtemp(prefix="il-proj-")).resolve()
+    app = create_app(engine, project_root=root, tokens=tokens,
+                     console=Console(tokens=tokens, feed=feed))
+    serving = Serving(app, port=0)
+    with serving.running():
+        yield Served(serving, tokens, engine)
+    engine.close()
+
+
+def wait_until(check: Any, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not check():
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize(("raw", "status"), [
+    (b"[" * 30_000 + b"]" * 30_000, 400),
+    (b'{"token": "' + b"a" * (4 << 20) + b'"}', 413),
+    (b"\xff\xfe{", 400),
+    (b"[1]", 400),
+])
+def test_the_open_console_login_answers_cheap_bad_bodies_with_a_clear_4xx(
+        served: Served, raw: bytes, status: int) -> None:
+    code, body, _ = served.call("POST", "/ui/api/login", raw)
+    assert code == status, body
+    assert "internal error" not in body["error"]
+
+
+def test_an_oversized_chunked_login_is_refused_before_it_is_read_whole(
+        served: Served) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", served.serving.port, timeout=30)
+
+    def chunks() -> Iterator[bytes]:
+        yield b'{"token": "'
+        for _ in range(8):
+            yield b"a" * (1 << 20)
+
+    try:
+        conn.request("POST", "/ui/api/login", body=chunks(), encode_chunked=True,
+                     headers={"Content-Type": "application/json",
+                              "Transfer-Encoding": "chunked"})
+        resp = conn.getresponse()
+        assert resp.status == 413
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # refused while the client was still sending: also never read whole
+    finally:
+        conn.close()
+
+
+def test_a_console_session_ends_when_its_token_expires(served: Served) -> None:
+    token = served.tokens.create("brief", Role.ADMIN, ttl=1.0)
+    cookie, _ = served.login(token)
+    assert served.call("GET", "/ui/api/session", headers={"Cookie": cookie})[0] == 200
+    wait_until(lambda: served.tokens.verify(token) is None)
+    code, body, _ = served.call("GET", "/ui/api/session", headers={"Cookie": cookie})
+    assert code == 401, body
+    assert "expired" in body["error"]
+
+
+def test_an_open_live_stream_ends_when_its_token_is_revoked(served: Served) -> None:
+    token = served.tokens.create("viewer", Role.READ)
+    cookie, _ = served.login(token)
+    sock = socket.create_connection(("127.0.0.1", served.serving.port), timeout=30)
+    try:
+        sock.sendall(f"GET /ui/api/stream HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                     f"Cookie: {cookie}\r\n\r\n".encode())
+        head = b""
+        while b"retry: 2000" not in head:
+            head += sock.recv(4096)
+        assert b" 200 " in head.split(b"\r\n", 1)[0]
+        served.tokens.revoke("viewer")
+        code, _, _ = served.call("POST", "/v1/events/before_tool_call", json.dumps(
+            {"tool_name": "terminal", "args": {"command": "rm -rf /"}}).encode(),
+            headers={"Authorization": f"Bearer {served.tokens.create('ci')}"})
+        assert code == 200
+        rest, ended = b"", False
+        deadline = time.monotonic() + 10  # keep-alives come every 15 s: none is awaited
+        while not ended and time.monotonic() < deadline:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = sock.recv(4096)
+            except TimeoutError:
+                break
+            rest += chunk
+            ended = not chunk
+        assert b"data:" not in rest  # the decision after the revocation was not sent
+        assert ended  # and the server ended the stream
+    finally:
+        sock.close()
