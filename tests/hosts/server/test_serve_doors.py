@@ -151,3 +151,57 @@ def test_an_open_live_stream_ends_when_its_token_is_revoked(served: Served) -> N
         assert ended  # and the server ended the stream
     finally:
         sock.close()
+
+
+def raw_exchange(served: Served, head: bytes, *,
+                 seconds: float = 20.0) -> tuple[bytes, bool]:
+    """Send ``head`` on a fresh connection: what the server answers, and whether it
+    closed the connection within ``seconds``."""
+    sock = socket.create_connection(("127.0.0.1", served.serving.port), timeout=seconds)
+    answer, closed = b"", False
+    try:
+        try:
+            sock.sendall(head)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # refused while still sending
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                break
+            except ConnectionResetError:
+                closed = True
+                break
+            if not chunk:
+                closed = True
+                break
+            answer += chunk
+    finally:
+        sock.close()
+    return answer, closed
+
+
+def test_a_request_head_past_the_limit_is_a_431_and_never_buffered_whole(
+        served: Served) -> None:
+    # Unbounded, one header grows quadratically in the parser: 64 MB held the loop
+    # for seconds and its memory, from a client with no token.
+    huge = b"GET /v1/ready HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Pad: " + b"a" * (1 << 20)
+    answer, _ = raw_exchange(served, huge + b"\r\n\r\n")
+    assert answer.startswith(b"HTTP/1.1 431"), answer[:200]
+    fine, _ = raw_exchange(served, b"GET /v1/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                                b"Connection: close\r\nX-Pad: " + b"a" * 8000 + b"\r\n\r\n")
+    assert fine.startswith(b"HTTP/1.1 200"), fine[:200]
+
+
+def test_a_head_that_never_ends_is_dropped(served: Served,
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    from interlock.hosts.server import listen
+
+    monkeypatch.setattr(listen, "HEAD_TIMEOUT_S", 0.5)
+    # Slowloris: a head begun and never finished, and a connection that sends nothing.
+    begun, closed = raw_exchange(served, b"GET /v1/ready HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert closed
+    assert begun.startswith(b"HTTP/1.1 408"), begun[:200]
+    assert raw_exchange(served, b"") == (b"", True)
