@@ -648,3 +648,22 @@ def test_a_rule_for_some_calls_leaves_a_strangers_other_calls_denied() -> None:
     deny_rm = {"rules": lambda: [rule("terminal", "rm *", "deny")]}
     assert "denied by a permission rule" in _run_via_gateway(deny_rm, text="run echo PWNED")
     assert "42" not in _run_via_gateway(deny_rm)
+
+
+def test_one_sender_cannot_pile_up_unbounded_messages_and_sessions(chat: Chat) -> None:
+    # Each message waits on a question, so its session stays busy and is never
+    # evicted: without a bound, one token's frames made sessions and tasks without end.
+    chat.gateway.max_inflight = 2
+    with chat.ws(chat.alice) as ws:
+        for n in range(5):
+            ws.send(json.dumps({"channel": f"c{n}", "text": "run echo hi",
+                                "message_id": f"m{n}"}))
+        frames = [json.loads(ws.recv(timeout=15)) for _ in range(5)]
+        refused = [f for f in frames if f["type"] == "error"]
+        assert sorted(f["message_id"] for f in refused) == ["m2", "m3", "m4"]
+        assert "still being answered" in refused[0]["error"]
+        assert len(chat.gateway.sessions) == 2
+        assert len([f for f in frames if f["type"] == "question"]) == 2
+    # Bob is not held up by Alice's backlog.
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=chat.bob)
+    assert frame["type"] == "reply"

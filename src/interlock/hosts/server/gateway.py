@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -154,7 +155,7 @@ class Gateway:
                  agent_options: dict[str, Any] | None = None,
                  extra_tools: list[Any] | None = None, commands: Any = None,
                  max_sessions: int = 1000, close_store: bool = False,
-                 unlisted_tools: str = "deny") -> None:
+                 unlisted_tools: str = "deny", max_inflight: int = 16) -> None:
         if unlisted_tools not in ("allow", "ask", "deny"):
             raise ValueError("unlisted_tools must be allow, ask or deny")
         self.engine = engine
@@ -181,6 +182,10 @@ class Gateway:
         self.max_sessions = max_sessions
         self.close_store = close_store
         """Open sessions kept; past it the least recently used idle one is closed."""
+        self.max_inflight = max_inflight
+        """Messages of one sender being answered at once; more are refused with an
+        ``error`` frame (a busy session is never evicted, so this bounds them too)."""
+        self.inflight: Counter[str] = Counter()
         self.sessions: dict[tuple[str, str], ChatSession] = {}
         self.questions: dict[str, Question] = {}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -273,11 +278,25 @@ class Gateway:
             await chat.agent.close("evicted")
 
     def spawn(self, sender: str, channel: str, text: str, message_id: str,
-              exchange: Exchange) -> asyncio.Task[None]:
-        """Handle a message on its own task (kept until done, cancelled by stop())."""
+              exchange: Exchange) -> asyncio.Task[None] | None:
+        """Handle a message on its own task (kept until done, cancelled by stop()); None,
+        and an ``error`` frame, when ``max_inflight`` of the sender's are being answered."""
+        if self.inflight[sender] >= self.max_inflight:
+            exchange.send({"type": "error", "message_id": message_id, "channel": channel,
+                           "error": f"{self.max_inflight} of your messages are still being "
+                                    "answered; wait for their replies"})
+            return None
+        self.inflight[sender] += 1
         task = asyncio.ensure_future(self.handle(sender, channel, text, message_id, exchange))
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self.tasks.discard(task)
+            self.inflight[sender] -= 1
+            if self.inflight[sender] <= 0:
+                del self.inflight[sender]
+
+        task.add_done_callback(done)
         return task
 
     # -- questions ------------------------------------------------------------
