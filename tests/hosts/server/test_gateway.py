@@ -667,3 +667,14 @@ def test_one_sender_cannot_pile_up_unbounded_messages_and_sessions(chat: Chat) -
     # Bob is not held up by Alice's backlog.
     _, frame = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=chat.bob)
     assert frame["type"] == "reply"
+
+
+def test_a_chat_sender_cannot_switch_the_operators_model(chat: Chat) -> None:
+    # The operator chose the model (and pays for it); /model only shows it to a stranger.
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "/model gpt-priciest"},
+                         token=chat.alice)
+    assert frame["type"] == "reply"
+    assert frame["text"].startswith("model: scripted"), frame["text"]
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=chat.alice)
+    assert frame["type"] == "reply"
+    assert [r.model for r in chat.models[("alice", "c")].calls] == ["scripted"]

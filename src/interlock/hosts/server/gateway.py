@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interlock.agent.commands import CommandContext, CommandRegistry
 from interlock.agent.loop import BUFFERING_EVENTS, Agent, RunStopped
 from interlock.agent.options import AgentOptions, PermissionPrompt
 from interlock.agent.permissions import PermissionRule
@@ -43,7 +44,7 @@ from interlock.engine.decisions import Verdict
 from interlock.engine.dispatch import Engine
 from interlock.engine.logs import logger
 from interlock.engine.redact import redact, redact_data
-from interlock.models.tooling import ModelProvider
+from interlock.models.tooling import CommandSpec, ModelProvider
 
 if TYPE_CHECKING:
     pass
@@ -263,7 +264,8 @@ class Gateway:
             "platform": "gateway", "ask_person": ask, "permission_timeout": self.ask_timeout,
             "on_text": on_text})
         agent = Agent(self.engine, self.model_factory(sender, channel), options=options,
-                      store=self.store, extra_tools=self.extra_tools, commands=self.commands)
+                      store=self.store, extra_tools=self.extra_tools,
+                      commands=self.commands or chat_commands())
         chat = ChatSession(sender, channel, agent)
         holder.append(chat)
         self.sessions[key] = chat
@@ -390,6 +392,16 @@ class Gateway:
         await agent.observe("message_sent", recipient_id=chat.sender, channel=chat.channel,
                             content=content)
         return None
+
+
+def chat_commands() -> CommandRegistry:
+    """A chat sender's slash commands: the built-in ones, but ``/model`` only shows the
+    model (the operator chose it, and pays for it)."""
+    def model(arguments: str, ctx: CommandContext) -> str:
+        note = " (chosen by the server's operator)" if arguments.strip() else ""
+        return f"model: {ctx.agent.session.model}{note}"
+
+    return CommandRegistry([CommandSpec("model", "Show the model.", model)])
 
 
 def build_gateway(engine: Engine, *, project_root: Path, model: str | None,
