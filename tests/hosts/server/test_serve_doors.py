@@ -205,3 +205,52 @@ def test_a_head_that_never_ends_is_dropped(served: Served,
     assert closed
     assert begun.startswith(b"HTTP/1.1 408"), begun[:200]
     assert raw_exchange(served, b"") == (b"", True)
+
+
+def test_a_reload_during_a_hooks_run_never_mixes_old_hooks_with_new_rules() -> None:
+    """One revision denies `rm` by a rule; the next moves that deny into a hook. A call
+    whose (old) hooks are still running when the reload lands is judged by the old
+    rules too: old hooks with the new rules would allow what neither revision allows."""
+    import threading
+
+    from interlock.agent.permissions import rule
+
+    engine = Engine()
+    entered, release = threading.Event(), threading.Event()
+
+    @engine.on("before_tool_call", name="slow-log")
+    async def slow_log(event: Any) -> Any:
+        import asyncio
+
+        entered.set()
+        while not release.is_set():  # noqa: ASYNC110 - a test's gate on another thread
+            await asyncio.sleep(0.01)
+        return None
+
+    rules = [rule("terminal", "rm *", "deny")]
+    tokens = TokenStore()
+    token = tokens.create("ci")
+    root = Path(tempfile.mkdtemp(prefix="il-proj-")).resolve()
+    app = create_app(engine, project_root=root, tokens=tokens, rules=lambda: list(rules))
+    serving = Serving(app, port=0)
+    answers: list[Any] = []
+    with serving.running():
+        served = Served(serving, tokens, engine)
+
+        def call() -> None:
+            answers.append(served.call("POST", "/v1/events/before_tool_call", json.dumps(
+                {"tool_name": "terminal", "args": {"command": "rm -rf /"}}).encode(),
+                headers={"Authorization": f"Bearer {token}"}))
+
+        caller = threading.Thread(target=call)
+        caller.start()
+        assert entered.wait(10)
+        # The reload: the deny moves from the rules into a hook.
+        engine.on("before_tool_call", lambda e: block("no rm"), name="no-rm")
+        rules.clear()
+        release.set()
+        caller.join(30)
+    engine.close()
+    code, body, _ = answers[0]
+    assert code == 200, body
+    assert body["decision"] == "block", body

@@ -302,11 +302,15 @@ class Api:
         redacted as every bridge redacts them."""
         from interlock.hosts.bridge._decide import decided
 
+        # The rules in force as emit() takes the hooks in force: a reload landing
+        # while the hooks run must not pair them with the next revision's rules
+        # (a deny moved from a rule into a hook would be in neither).
+        rules = self.rules()
         outcome = await self.engine.emit(event)
         # Rules bind every agent's tool calls, a /v1/events client's too; only an
         # agent's bridged input has its reasons redacted for the model. A rule's
         # decision is recorded here, before strict audit's wait.
-        record = decided(outcome, event, self.rules(), engine=self.engine, redact=bridged)
+        record = decided(outcome, event, rules, engine=self.engine, redact=bridged)
         if self.audit_gate is not None and not await self.audit_gate():
             # Strict audit: no answer leaves before its audit record has committed.
             self.counters["unaudited"] += 1
