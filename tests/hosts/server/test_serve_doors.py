@@ -254,3 +254,28 @@ def test_a_reload_during_a_hooks_run_never_mixes_old_hooks_with_new_rules() -> N
     code, body, _ = answers[0]
     assert code == 200, body
     assert body["decision"] == "block", body
+
+
+@pytest.mark.parametrize("query", ["before=%C2%B2", "limit=%C2%B2", "after=%C2%B2"])
+def test_console_numbers_that_are_digits_but_not_ascii_are_not_a_500(served: Served,
+                                                                      query: str) -> None:
+    cookie, _ = served.login(served.tokens.create("viewer", Role.READ))
+    for path in ("/ui/api/decisions", "/ui/api/deadletters"):
+        code, body, _ = served.call("GET", f"{path}?{query}", headers={"Cookie": cookie})
+        assert code < 500, body
+
+
+def test_dead_letter_numbers_that_are_digits_but_not_ascii_are_not_a_500() -> None:
+    from test_server import InMemoryDeadLetters
+
+    tokens = TokenStore()
+    admin = tokens.create("ops", Role.ADMIN)
+    app = create_app(Engine(), project_root=Path(tempfile.mkdtemp()).resolve(), tokens=tokens,
+                     dead_letters=InMemoryDeadLetters())
+    serving = Serving(app, port=0)
+    with serving.running():
+        served = Served(serving, tokens, Engine())
+        for query in ("limit=%C2%B2", "before=%C2%B2"):
+            code, body, _ = served.call("GET", f"/v1/runtime/hooks/dead-letter?{query}",
+                                        headers={"Authorization": f"Bearer {admin}"})
+            assert code == 422, body

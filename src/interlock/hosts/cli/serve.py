@@ -22,7 +22,7 @@ class StoreDeadLetters:
         return out
 
     def resolve(self, record_id: str) -> bool:
-        if not record_id.isdigit():
+        if not record_id.isdecimal():
             return False
         self.store.flush(1.0)
         return bool(self.store.resolve(int(record_id), by="serve-admin"))

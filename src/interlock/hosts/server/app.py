@@ -285,7 +285,7 @@ class Api:
 
     async def raw_body(self, request: Request) -> bytes:
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+        if declared is not None and declared.isdecimal() and int(declared) > self.max_body:
             raise _Refused(_error(413, f"the body is larger than {self.max_body} bytes"))
         chunks = []
         size = 0
@@ -436,10 +436,10 @@ class Api:
         if raw_unresolved not in ("true", "false", "1", "0"):
             return _error(422, "unresolved must be true or false", field="unresolved")
         raw_limit = request.query_params.get("limit", "100")
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+        if not raw_limit.isdecimal() or not 1 <= int(raw_limit) <= 1000:
             return _error(422, "limit must be an integer from 1 to 1000", field="limit")
         raw_before = request.query_params.get("before")
-        if raw_before is not None and not raw_before.isdigit():
+        if raw_before is not None and not raw_before.isdecimal():
             return _error(422, "before must be a dead-letter id (an integer)", field="before")
         page: dict[str, Any] = {"unresolved": raw_unresolved in ("true", "1"),
                                 "limit": int(raw_limit)}

@@ -449,6 +449,6 @@ async def _body(request: Request) -> dict[str, Any] | Response:
 def _int(value: Any) -> int | None:
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isdecimal():
         return int(value)
     return None
