@@ -306,7 +306,10 @@ class Api:
         # while the hooks run must not pair them with the next revision's rules
         # (a deny moved from a rule into a hook would be in neither).
         rules = self.rules()
-        outcome = await self.engine.emit(event)
+        try:
+            outcome = await self.engine.emit(event)
+        except RecursionError:  # parsed, but too deep for the hooks' copy of the payload
+            return _error(400, "the body is nested too deeply to evaluate")
         # Rules bind every agent's tool calls, a /v1/events client's too; only an
         # agent's bridged input has its reasons redacted for the model. A rule's
         # decision is recorded here, before strict audit's wait.
