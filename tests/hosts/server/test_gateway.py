@@ -648,3 +648,76 @@ def test_a_rule_for_some_calls_leaves_a_strangers_other_calls_denied() -> None:
     deny_rm = {"rules": lambda: [rule("terminal", "rm *", "deny")]}
     assert "denied by a permission rule" in _run_via_gateway(deny_rm, text="run echo PWNED")
     assert "42" not in _run_via_gateway(deny_rm)
+
+
+def test_one_sender_cannot_pile_up_unbounded_messages_and_sessions(chat: Chat) -> None:
+    # Each message waits on a question, so its session stays busy and is never
+    # evicted: without a bound, one token's frames made sessions and tasks without end.
+    chat.gateway.max_inflight = 2
+    with chat.ws(chat.alice) as ws:
+        for n in range(5):
+            ws.send(json.dumps({"channel": f"c{n}", "text": "run echo hi",
+                                "message_id": f"m{n}"}))
+        frames = [json.loads(ws.recv(timeout=15)) for _ in range(5)]
+        refused = [f for f in frames if f["type"] == "error"]
+        assert sorted(f["message_id"] for f in refused) == ["m2", "m3", "m4"]
+        assert "still being answered" in refused[0]["error"]
+        assert len(chat.gateway.sessions) == 2
+        assert len([f for f in frames if f["type"] == "question"]) == 2
+    # Bob is not held up by Alice's backlog.
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=chat.bob)
+    assert frame["type"] == "reply"
+
+
+def test_a_chat_sender_cannot_switch_the_operators_model(chat: Chat) -> None:
+    # The operator chose the model (and pays for it); /model only shows it to a stranger.
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "/model gpt-priciest"},
+                         token=chat.alice)
+    assert frame["type"] == "reply"
+    assert frame["text"].startswith("model: scripted"), frame["text"]
+    _, frame = chat.post("/v1/chat", {"channel": "c", "text": "hi"}, token=chat.alice)
+    assert frame["type"] == "reply"
+    assert [r.model for r in chat.models[("alice", "c")].calls] == ["scripted"]
+
+
+
+def test_a_websocket_client_that_never_reads_is_closed_not_buffered_for(chat: Chat) -> None:
+    # Each tiny frame is answered by a ~150-byte error frame; a client that sends and
+    # never reads (its socket full) made the server queue them without end.
+    import base64
+    import os
+    import socket
+    import struct
+
+    from interlock.hosts.server import chat as chat_routes
+
+    sock = socket.create_connection(("127.0.0.1", chat.serving.port), timeout=30)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    key = base64.b64encode(os.urandom(16)).decode()
+    sock.sendall(f"GET /v1/chat/ws HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                 f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                 f"Sec-WebSocket-Version: 13\r\nAuthorization: Bearer {chat.alice}\r\n"
+                 "\r\n".encode())
+    head = b""
+    while b"\r\n\r\n" not in head:
+        head += sock.recv(1)
+    assert b" 101 " in head.split(b"\r\n", 1)[0]
+    mask = b"\x00\x00\x00\x00"
+    frame = b"\x81" + struct.pack("B", 0x80 | 2) + mask + b"{}"
+    closed = False
+    sock.settimeout(0.5)
+    try:
+        for _ in range(chat_routes.MAX_BACKLOG * 100):  # about 40 MB of answers
+            sock.sendall(frame * 10)
+    except (TimeoutError, BrokenPipeError, ConnectionResetError):
+        closed = True  # the server stopped reading us
+    sock.settimeout(30)
+    answer = b""
+    try:
+        while chunk := sock.recv(1 << 20):
+            answer = (answer + chunk)[-200:]
+    except ConnectionResetError:
+        pass
+    sock.close()
+    assert closed or b"not reading" in answer
+    assert b"not reading" in answer  # the close frame's reason, last on the wire

@@ -313,6 +313,8 @@ def test_foreign_project_root_is_refused(served: Served, tmp_path: Path) -> None
     (b'{"tool_name": "t", "bogus": 1}', 422, "bogus"),
     (b'{"tool_name": "t", "depth": "deep"}', 422, "depth"),
     (b"[" * 100_000 + b"]" * 100_000, 400, "JSON"),
+    # Parsed, but too deep to copy for the hooks: a 1 KB body was a 500.
+    (b'{"tool_name": "terminal", "args": {"x": ' + b"[" * 600 + b"]" * 600 + b"}}", 400, "nested"),
 ])
 def test_bad_bodies_get_a_clear_4xx(served: Served, raw: bytes, status: int,
                                     needle: str) -> None:

@@ -22,7 +22,7 @@ class StoreDeadLetters:
         return out
 
     def resolve(self, record_id: str) -> bool:
-        if not record_id.isdigit():
+        if not record_id.isdecimal():
             return False
         self.store.flush(1.0)
         return bool(self.store.resolve(int(record_id), by="serve-admin"))
@@ -35,6 +35,7 @@ def _load(project: Any, store: str | None = None,
     store; the registry is also the reloader (it swaps only its own hooks, so extension
     hooks survive a reload)."""
     from interlock.engine.errors import ConfigError
+    from interlock.engine.redact import redact
     from interlock.hosts.assembly import Host
     from interlock.hosts.bridge._decide import unguarded
 
@@ -56,6 +57,10 @@ def _load(project: Any, store: str | None = None,
         # /v1/status already says how many hooks are active under "hooks".
         data = registry.status()
         data["hook_stats"] = data.pop("hooks")
+        # A live edit that was refused: the last good revision answers meanwhile, and
+        # an operator reading status must not take the edit for applied.
+        error = registry.last_error
+        data["config_error"] = redact(error.render()) if error is not None else None
         # A failed, unapproved or changed extension is visible here, not only in the log.
         data["extensions"] = [{"name": i.name, "source": i.source.label, "status": i.status,
                                "message": i.message, "guards": list(i.guards)}

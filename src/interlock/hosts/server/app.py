@@ -285,7 +285,7 @@ class Api:
 
     async def raw_body(self, request: Request) -> bytes:
         declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_body:
+        if declared is not None and declared.isdecimal() and int(declared) > self.max_body:
             raise _Refused(_error(413, f"the body is larger than {self.max_body} bytes"))
         chunks = []
         size = 0
@@ -302,11 +302,18 @@ class Api:
         redacted as every bridge redacts them."""
         from interlock.hosts.bridge._decide import decided
 
-        outcome = await self.engine.emit(event)
+        # The rules in force as emit() takes the hooks in force: a reload landing
+        # while the hooks run must not pair them with the next revision's rules
+        # (a deny moved from a rule into a hook would be in neither).
+        rules = self.rules()
+        try:
+            outcome = await self.engine.emit(event)
+        except RecursionError:  # parsed, but too deep for the hooks' copy of the payload
+            return _error(400, "the body is nested too deeply to evaluate")
         # Rules bind every agent's tool calls, a /v1/events client's too; only an
         # agent's bridged input has its reasons redacted for the model. A rule's
         # decision is recorded here, before strict audit's wait.
-        record = decided(outcome, event, self.rules(), engine=self.engine, redact=bridged)
+        record = decided(outcome, event, rules, engine=self.engine, redact=bridged)
         if self.audit_gate is not None and not await self.audit_gate():
             # Strict audit: no answer leaves before its audit record has committed.
             self.counters["unaudited"] += 1
@@ -432,10 +439,10 @@ class Api:
         if raw_unresolved not in ("true", "false", "1", "0"):
             return _error(422, "unresolved must be true or false", field="unresolved")
         raw_limit = request.query_params.get("limit", "100")
-        if not raw_limit.isdigit() or not 1 <= int(raw_limit) <= 1000:
+        if not raw_limit.isdecimal() or not 1 <= int(raw_limit) <= 1000:
             return _error(422, "limit must be an integer from 1 to 1000", field="limit")
         raw_before = request.query_params.get("before")
-        if raw_before is not None and not raw_before.isdigit():
+        if raw_before is not None and not raw_before.isdecimal():
             return _error(422, "before must be a dead-letter id (an integer)", field="before")
         page: dict[str, Any] = {"unresolved": raw_unresolved in ("true", "1"),
                                 "limit": int(raw_limit)}

@@ -29,6 +29,11 @@ from interlock.hosts.server.gateway import (
     parse_message,
 )
 
+MAX_BACKLOG = 1000
+"""Frames a WebSocket client may leave unread (its socket full) before the server
+stops reading it and closes: a client that sends and never reads would otherwise
+have every answer queued in memory."""
+
 
 def chat_routes(api: Api, gateway: Gateway | None) -> list[Any]:
     """The chat routes; without a gateway each answers 404 (after the token check)."""
@@ -104,6 +109,11 @@ class ChatRoutes:
         writer = asyncio.ensure_future(_write(websocket, frames))
         try:
             while True:
+                if frames.qsize() > MAX_BACKLOG:
+                    writer.cancel()
+                    await websocket.close(code=1008, reason="the client is not reading "
+                                                            "its frames")
+                    break
                 raw = await websocket.receive_text()
                 if len(raw) > self.api.max_body:
                     frames.put_nowait({"type": "error", "error":

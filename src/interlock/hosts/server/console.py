@@ -8,7 +8,7 @@ session needs a token:
   token) sets an HttpOnly, ``SameSite=Strict`` cookie scoped to ``/ui`` and
   answers a CSRF token; every action (a POST) must send it back in
   ``X-CSRF-Token``. Sessions end at logout, after 12 hours, or as soon as
-  their token is revoked.
+  their token is revoked or expires; an open live stream ends with them.
 - Viewing needs ``read`` (or ``admin``); acting (approve, revoke, enable,
   disable, resolve) needs ``admin``. Each action is written to the audit log
   with the token's name.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import secrets
 import time
 from collections.abc import Callable
@@ -51,6 +52,8 @@ CSP = ("default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' 
        "connect-src 'self'; form-action 'none'; frame-ancestors 'none'; base-uri 'none'")
 KEEPALIVE_S = 15.0
 BATCH_S = 0.1
+MAX_BODY = 64 * 1024
+"""A console POST is a token or a note: far below the API's limit."""
 
 
 @dataclass(slots=True)
@@ -78,16 +81,26 @@ class Console:
             registry.add_listener(self._note_reload)
 
     # -- sessions -----------------------------------------------------------------------
-    def _session(self, request: Request, needed: Role) -> Session | Response:
-        sid = request.cookies.get(COOKIE, "")
+    def _live(self, sid: str) -> Session | Response:
+        """The session ``sid`` while it and its token last, else a ``401``."""
         found = self._sessions.get(sid) if sid else None
-        if found is None or found.expires < self._now():
+        now = self._now()
+        if found is None or found.expires < now:
             self._sessions.pop(sid, None)
             return _error(401, "log in with a read or admin token")
         current = {t.name: t for t in self.tokens.entries()}.get(found.token.name)
         if current is None or current.digest != found.token.digest:
             del self._sessions[sid]  # the token was revoked (or replaced)
             return _error(401, "the token behind this session was revoked")
+        if current.expired(now):
+            del self._sessions[sid]  # a session never outlives its token
+            return _error(401, "the token behind this session has expired")
+        return found
+
+    def _session(self, request: Request, needed: Role) -> Session | Response:
+        found = self._live(request.cookies.get(COOKIE, ""))
+        if isinstance(found, Response):
+            return found
         if needed is Role.ADMIN and found.token.role is not Role.ADMIN:
             return _error(403, f"token {found.token.name!r} may view, not act; "
                                     "acting needs an admin token")
@@ -98,11 +111,10 @@ class Console:
         return found
 
     async def login(self, request: Request) -> Response:
-        try:
-            body = await request.json()
-        except ValueError:
-            return _error(400, "the body must be JSON: {\"token\": \"ilk_...\"}")
-        token = body.get("token") if isinstance(body, dict) else None
+        body = await _body(request)
+        if isinstance(body, Response):
+            return body
+        token = body.get("token")
         if not isinstance(token, str) or not token:
             return _error(422, "token is required", field="token")
         info = self.tokens.verify(token.strip())
@@ -182,12 +194,17 @@ class Console:
         given = _int(request.query_params.get("after"))
         after: int = self.feed.last if given is None else given
         feed = self.feed
+        sid = request.cookies.get(COOKIE, "")
 
         async def events() -> Any:
             nonlocal after
             yield b"retry: 2000\n\n"
             while True:
-                if not await feed.wait(after, KEEPALIVE_S):
+                arrived = await feed.wait(after, KEEPALIVE_S)
+                # An open stream ends with its session: logout, expiry, a revoked token.
+                if isinstance(self._live(sid), Response):
+                    return
+                if not arrived:
                     yield b": keep-alive\n\n"
                     continue
                 items = feed.newer(after)
@@ -293,6 +310,8 @@ class Console:
         if self.store is None:
             return _error(404, "this server has no dead-letter store")
         body = await _body(request)
+        if isinstance(body, Response):
+            return body
         note = str(body.get("note") or "")[:500] or None
         who = f"console:{found.token.name}"
         hook = body.get("hook")
@@ -406,17 +425,30 @@ async def _redirect(request: Request) -> Response:
     return Response(status_code=308, headers={"Location": "/ui/"})
 
 
-async def _body(request: Request) -> dict[str, Any]:
-    try:
-        data = await request.json()
-    except ValueError:
+async def _body(request: Request) -> dict[str, Any] | Response:
+    """A POST's JSON object ({} when empty), or a ``4xx``: read at most MAX_BODY bytes
+    (login is open to anyone who reaches the port), never a ``500`` for deep nesting."""
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > MAX_BODY:
+            return _error(413, f"the body is larger than {MAX_BODY} bytes")
+        chunks.append(chunk)
+    raw = b"".join(chunks)
+    if not raw.strip():
         return {}
-    return data if isinstance(data, dict) else {}
+    try:
+        data = json.loads(raw)
+    except (ValueError, RecursionError):
+        return _error(400, "the body must be a JSON object, e.g. {\"token\": \"ilk_...\"}")
+    if not isinstance(data, dict):
+        return _error(400, "the body must be a JSON object, e.g. {\"token\": \"ilk_...\"}")
+    return data
 
 
 def _int(value: Any) -> int | None:
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and value.isdigit():
+    if isinstance(value, str) and value.isdecimal():
         return int(value)
     return None

@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import asyncio
 import secrets
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from interlock.agent.commands import CommandContext, CommandRegistry
 from interlock.agent.loop import BUFFERING_EVENTS, Agent, RunStopped
 from interlock.agent.options import AgentOptions, PermissionPrompt
 from interlock.agent.permissions import PermissionRule
@@ -42,7 +44,7 @@ from interlock.engine.decisions import Verdict
 from interlock.engine.dispatch import Engine
 from interlock.engine.logs import logger
 from interlock.engine.redact import redact, redact_data
-from interlock.models.tooling import ModelProvider
+from interlock.models.tooling import CommandSpec, ModelProvider
 
 if TYPE_CHECKING:
     pass
@@ -154,7 +156,7 @@ class Gateway:
                  agent_options: dict[str, Any] | None = None,
                  extra_tools: list[Any] | None = None, commands: Any = None,
                  max_sessions: int = 1000, close_store: bool = False,
-                 unlisted_tools: str = "deny") -> None:
+                 unlisted_tools: str = "deny", max_inflight: int = 16) -> None:
         if unlisted_tools not in ("allow", "ask", "deny"):
             raise ValueError("unlisted_tools must be allow, ask or deny")
         self.engine = engine
@@ -181,6 +183,10 @@ class Gateway:
         self.max_sessions = max_sessions
         self.close_store = close_store
         """Open sessions kept; past it the least recently used idle one is closed."""
+        self.max_inflight = max_inflight
+        """Messages of one sender being answered at once; more are refused with an
+        ``error`` frame (a busy session is never evicted, so this bounds them too)."""
+        self.inflight: Counter[str] = Counter()
         self.sessions: dict[tuple[str, str], ChatSession] = {}
         self.questions: dict[str, Question] = {}
         self.tasks: set[asyncio.Task[None]] = set()
@@ -258,7 +264,8 @@ class Gateway:
             "platform": "gateway", "ask_person": ask, "permission_timeout": self.ask_timeout,
             "on_text": on_text})
         agent = Agent(self.engine, self.model_factory(sender, channel), options=options,
-                      store=self.store, extra_tools=self.extra_tools, commands=self.commands)
+                      store=self.store, extra_tools=self.extra_tools,
+                      commands=self.commands or chat_commands())
         chat = ChatSession(sender, channel, agent)
         holder.append(chat)
         self.sessions[key] = chat
@@ -273,11 +280,25 @@ class Gateway:
             await chat.agent.close("evicted")
 
     def spawn(self, sender: str, channel: str, text: str, message_id: str,
-              exchange: Exchange) -> asyncio.Task[None]:
-        """Handle a message on its own task (kept until done, cancelled by stop())."""
+              exchange: Exchange) -> asyncio.Task[None] | None:
+        """Handle a message on its own task (kept until done, cancelled by stop()); None,
+        and an ``error`` frame, when ``max_inflight`` of the sender's are being answered."""
+        if self.inflight[sender] >= self.max_inflight:
+            exchange.send({"type": "error", "message_id": message_id, "channel": channel,
+                           "error": f"{self.max_inflight} of your messages are still being "
+                                    "answered; wait for their replies"})
+            return None
+        self.inflight[sender] += 1
         task = asyncio.ensure_future(self.handle(sender, channel, text, message_id, exchange))
         self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+
+        def done(task: asyncio.Task[None]) -> None:
+            self.tasks.discard(task)
+            self.inflight[sender] -= 1
+            if self.inflight[sender] <= 0:
+                del self.inflight[sender]
+
+        task.add_done_callback(done)
         return task
 
     # -- questions ------------------------------------------------------------
@@ -371,6 +392,16 @@ class Gateway:
         await agent.observe("message_sent", recipient_id=chat.sender, channel=chat.channel,
                             content=content)
         return None
+
+
+def chat_commands() -> CommandRegistry:
+    """A chat sender's slash commands: the built-in ones, but ``/model`` only shows the
+    model (the operator chose it, and pays for it)."""
+    def model(arguments: str, ctx: CommandContext) -> str:
+        note = " (chosen by the server's operator)" if arguments.strip() else ""
+        return f"model: {ctx.agent.session.model}{note}"
+
+    return CommandRegistry([CommandSpec("model", "Show the model.", model)])
 
 
 def build_gateway(engine: Engine, *, project_root: Path, model: str | None,

@@ -26,6 +26,22 @@ from uvicorn.protocols.http.h11_impl import H11Protocol
 from interlock.hosts.server.paths import ensure_private_dir
 from interlock.hosts.server.security import peer_allowed
 
+HEAD_LIMIT = 64 * 1024
+"""Bytes a request line and its headers may take (h11 keeps its own 16 KiB)."""
+HEAD_TIMEOUT_S = 10.0
+"""Seconds a connection has to send a whole request head (slowloris); idle time
+between requests is uvicorn's keep-alive timeout."""
+
+
+def hang_up(transport: asyncio.BaseTransport, status: bytes, why: str) -> None:
+    """Answer ``status`` (``b"403 Forbidden"``) with a JSON error, and close."""
+    body = json.dumps({"error": why}).encode()
+    assert isinstance(transport, asyncio.WriteTransport)
+    transport.write(b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\n"
+                    b"connection: close\r\ncontent-length: "
+                    + str(len(body)).encode() + b"\r\n\r\n" + body)
+    transport.close()
+
 
 def refuse_foreign_peer(transport: asyncio.Transport) -> None:
     """On a Unix socket, answer 403 and hang up unless the peer has our uid."""
@@ -34,11 +50,7 @@ def refuse_foreign_peer(transport: asyncio.Transport) -> None:
         return
     ok, why = peer_allowed(sock)
     if not ok:
-        body = json.dumps({"error": why}).encode()
-        transport.write(b"HTTP/1.1 403 Forbidden\r\ncontent-type: application/json\r\n"
-                        b"connection: close\r\ncontent-length: "
-                        + str(len(body)).encode() + b"\r\n\r\n" + body)
-        transport.close()
+        hang_up(transport, b"403 Forbidden", why)
 
 GRACE_S = 3
 """Seconds a stopping server waits for open connections before it closes them."""
@@ -60,10 +72,67 @@ def protocol_class() -> type[asyncio.Protocol]:
         return PeerCheckedH11
 
     class PeerCheckedHttpTools(HttpToolsProtocol):
+        """Peer-checked, and each request head bounded: HEAD_LIMIT bytes, sent within
+        HEAD_TIMEOUT_S. httptools has no limit of its own, and grows a header by
+        concatenation: one unauthenticated 64 MB header held the loop for seconds."""
+
+        heading = True
+        """Between requests or inside a head (not a body, nor a response)."""
+        head_bytes = 0
+        marks = 0
+        """Heads and messages completed: a chunk that ends one (a body's last bytes
+        with it) is not counted to the next head."""
+        head_timer: asyncio.TimerHandle | None = None
+
         def connection_made(  # type: ignore[override]
                 self, transport: asyncio.Transport) -> None:
             super().connection_made(transport)
             refuse_foreign_peer(transport)
+            if not transport.is_closing():
+                self.head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self.too_slow)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self.disarm()
+            super().connection_lost(exc)
+
+        def data_received(self, data: bytes) -> None:
+            if self.heading and self.head_timer is None:
+                self.head_timer = self.loop.call_later(HEAD_TIMEOUT_S, self.too_slow)
+            marks = self.marks
+            super().data_received(data)
+            if self.heading and marks == self.marks:
+                self.head_bytes += len(data)
+                if self.head_bytes > HEAD_LIMIT and not self.transport.is_closing():
+                    self.disarm()
+                    hang_up(self.transport, b"431 Request Header Fields Too Large",
+                            f"the request line and headers are larger than {HEAD_LIMIT} "
+                            "bytes")
+
+        def on_headers_complete(self) -> None:
+            self.heading, self.head_bytes = False, 0
+            self.marks += 1
+            self.disarm()
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            super().on_message_complete()
+            self.heading = True
+            self.marks += 1
+
+        def disarm(self) -> None:
+            if self.head_timer is not None:
+                self.head_timer.cancel()
+                self.head_timer = None
+
+        def too_slow(self) -> None:
+            self.head_timer = None
+            if not self.heading or self.transport.is_closing():
+                return
+            if self.head_bytes:
+                hang_up(self.transport, b"408 Request Timeout",
+                        f"the request head took longer than {HEAD_TIMEOUT_S:g} s")
+            else:
+                self.transport.close()  # nothing asked: nothing to answer
 
     return PeerCheckedHttpTools
 
