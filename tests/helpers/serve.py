@@ -11,12 +11,32 @@ import socket
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
 CLI = [sys.executable, "-m", "interlock"]
+
+
+GUARD_CONFIG = textwrap.dedent("""\
+    [[hooks]]
+    name = "guard"
+    events = ["before_tool_call"]
+    handler = "guard.py"
+    on_error = "closed"
+    """)
+"""One fail-closed Python hook, ``guard`` (its handler: :data:`NO_RM`)."""
+NO_RM = textwrap.dedent("""\
+    from interlock import block
+
+    def handle(event):
+        if "rm" in event.args.get("command", ""):
+            return block("no deleting")
+        return None
+    """)
+"""The ``guard.py`` handler of :data:`GUARD_CONFIG`: blocks any command holding ``rm``."""
 
 
 class UnixConnection(http.client.HTTPConnection):

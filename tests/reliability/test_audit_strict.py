@@ -7,31 +7,17 @@ import http.client
 import re
 import signal
 import sqlite3
-import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
-from helpers.serve import Serve, wait_for
+from helpers.serve import GUARD_CONFIG, NO_RM, Serve, wait_for
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = textwrap.dedent("""\
-    [[hooks]]
-    name = "guard"
-    events = ["before_tool_call"]
-    handler = "guard.py"
-    on_error = "closed"
-    """)
-GUARD = textwrap.dedent("""\
-    from interlock import block
-
-    def handle(event):
-        if "rm" in event.args.get("command", ""):
-            return block("no deleting")
-        return None
-    """)
+CONFIG = GUARD_CONFIG
+GUARD = NO_RM
 
 
 def _answered_then_killed(serve: Serve, clients: int = 4, kill_after: int = 150) -> set[str]:

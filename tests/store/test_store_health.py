@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers.serve import Serve, wait_for
+from helpers.serve import GUARD_CONFIG, NO_RM, Serve, wait_for
 from interlock import Engine, block
 from interlock.reliability.metrics import Metrics
 from interlock.reliability.sinks import attach
@@ -19,27 +19,14 @@ from interlock.testing import fire
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = textwrap.dedent("""\
-    [[hooks]]
-    name = "guard"
-    events = ["before_tool_call"]
-    handler = "guard.py"
-    on_error = "closed"
-
+CONFIG = GUARD_CONFIG + textwrap.dedent("""
     [[hooks]]
     name = "flaky"
     events = ["before_tool_call"]
     handler = "flaky.py"
     on_error = "open"
     """)
-GUARD = textwrap.dedent("""\
-    from interlock import block
-
-    def handle(event):
-        if "rm" in event.args.get("command", ""):
-            return block("no deleting")
-        return None
-    """)
+GUARD = NO_RM
 FLAKY = "def handle(event):\n    raise RuntimeError('lookup failed')\n"
 
 

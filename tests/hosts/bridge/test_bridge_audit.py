@@ -20,7 +20,9 @@ BREAK = ("CREATE TRIGGER injected BEFORE INSERT ON interlock_audit "
          "BEGIN SELECT RAISE(ABORT, 'injected fault: interlock_audit is unwritable'); END")
 
 
-def test_an_unrecorded_in_process_decision_is_a_deny(tmp_path: Path) -> None:
+def _quiet_project(tmp_path: Path) -> tuple[Path, Path, dict[str, str]]:
+    """A project with one quiet hook, its store, and the bridge's environment
+    (no server: the bridge decides in process)."""
     root = tmp_path / "p"
     (root / ".interlock").mkdir(parents=True)
     (root / ".interlock" / "guard.py").write_text("def handle(e):\n    return None\n")
@@ -30,6 +32,11 @@ def test_an_unrecorded_in_process_decision_is_a_deny(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
     env.update(INTERLOCK_HOME=str(tmp_path / "home"), INTERLOCK_ACCEPT_HOOKS="1",
                INTERLOCK_STORE=str(store), INTERLOCK_BRIDGE_AUTOSTART="0")
+    return root, store, env
+
+
+def test_an_unrecorded_in_process_decision_is_a_deny(tmp_path: Path) -> None:
+    root, store, env = _quiet_project(tmp_path)
     payload = json.dumps({"session_id": "s", "cwd": str(root), "hook_event_name": "PreToolUse",
                           "tool_name": "Bash", "tool_input": {"command": "ls"},
                           "tool_use_id": "t1"})
@@ -132,15 +139,7 @@ def test_the_installed_line_denies_by_its_deadline_while_sqlite_holds_the_bridge
     # allow the call; the line must end with a deny well before then.
     from interlock.hosts.bridge.install import command_for
 
-    root = tmp_path / "p"
-    (root / ".interlock").mkdir(parents=True)
-    (root / ".interlock" / "guard.py").write_text("def handle(e):\n    return None\n")
-    (root / ".interlock" / "config.toml").write_text(
-        '[[hooks]]\nname = "guard"\nevents = ["before_tool_call"]\nhandler = "guard.py"\n')
-    store = tmp_path / "il.db"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("INTERLOCK_")}
-    env.update(INTERLOCK_HOME=str(tmp_path / "home"), INTERLOCK_ACCEPT_HOOKS="1",
-               INTERLOCK_STORE=str(store), INTERLOCK_BRIDGE_AUTOSTART="0")
+    root, store, env = _quiet_project(tmp_path)
     monkeypatch.setenv("INTERLOCK_HOME", env["INTERLOCK_HOME"])
     monkeypatch.delenv("INTERLOCK_STATE_DIR", raising=False)
     line = command_for("claude", root, 2, "PreToolUse")

@@ -3,31 +3,17 @@ running server's `/v1/status` says so until the files are fixed."""
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from helpers.serve import Serve, wait_for
+from helpers.serve import GUARD_CONFIG, NO_RM, Serve, wait_for
 
 pytestmark = pytest.mark.e2e
 
-CONFIG = textwrap.dedent("""\
-    [[hooks]]
-    name = "guard"
-    events = ["before_tool_call"]
-    handler = "guard.py"
-    on_error = "closed"
-    """)
-GUARD = textwrap.dedent("""\
-    from interlock import block
-
-    def handle(event):
-        if "rm" in event.args.get("command", ""):
-            return block("no deleting")
-        return None
-    """)
+CONFIG = GUARD_CONFIG
+GUARD = NO_RM
 RM = {"tool_name": "terminal", "args": {"command": "rm -rf /"}, "session_id": "s1"}
 
 
