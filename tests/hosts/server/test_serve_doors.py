@@ -121,6 +121,7 @@ def test_a_console_session_ends_when_its_token_expires(served: Served) -> None:
     assert "expired" in body["error"]
 
 
+@pytest.mark.slow  # the stream notices at its next session check, seconds later
 def test_an_open_live_stream_ends_when_its_token_is_revoked(served: Served) -> None:
     token = served.tokens.create("viewer", Role.READ)
     cookie, _ = served.login(token)
