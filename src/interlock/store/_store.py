@@ -85,8 +85,7 @@ class Store:
         self._cond = threading.Condition()
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._closed = False
-        self._stop = threading.Event()  # cuts a retry's backoff short at close
+        self._closed = threading.Event()  # set by close(); cuts a retry's backoff short
         self.dropped = 0
         """Records refused because ``max_pending`` were already waiting (logged)."""
         self.write_errors = 0
@@ -288,9 +287,8 @@ class Store:
         file was deleted or replaced takes nothing more until a restart, so closing
         does not wait for it (docs/reliability.md, "The store")."""
         ok = self.flush(0 if self.backend.file_problem() else timeout)
-        self._closed = True
+        self._closed.set()
         self._wake.set()
-        self._stop.set()
         self._thread.join(timeout)
         self.backend.close()
         left = self.backlog
@@ -315,7 +313,7 @@ class Store:
         while True:
             self._wake.wait(self.interval)
             self._wake.clear()
-            closing = self._closed
+            closing = self._closed.is_set()
             if not closing:
                 self._prune_some()
             queue = self._queue
@@ -343,7 +341,7 @@ class Store:
                     if permanent or failures % ISOLATE_AFTER == 0:
                         pending = self._isolate(pending)
                     if pending:
-                        self._stop.wait(backoff)
+                        self._closed.wait(backoff)
                         backoff = min(backoff * 2, 5.0)
                         continue
                     failures = 0
