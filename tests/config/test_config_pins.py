@@ -226,3 +226,19 @@ def test_a_python_script_run_by_a_launcher_pins_its_folder_tree(root: Path,
                                                                 command: str) -> None:
     """`uv run x.py` runs Python on it as surely as `python3 x.py` does."""
     assert {"hooks/x.py", "hooks/lib.py", "hooks"} <= pins(root, command)
+
+
+def test_the_pinned_variables_are_every_one_a_dialect_sets_to_the_project_or_plugin() -> None:
+    """A script named through ``$CLAUDE_PROJECT_DIR`` (or any such variable) is pinned
+    only if the pinner knows the variable: it must list every one a dialect sets."""
+    from interlock.config.pins import PLUGIN_VARIABLES, PROJECT_VARIABLES
+    from interlock.engine.hooks import Hook, Invocation
+    from interlock.events import BeforeToolCall
+    from interlock.executors.dialects import DIALECTS
+
+    hook = Hook(name="h", events=("before_tool_call",), fn=lambda e: None)
+    invocation = Invocation(event=BeforeToolCall(tool_name="t"), hook=hook, invocation_id="i")
+    for name, dialect in DIALECTS.items():
+        env = dialect.env(invocation, project_dir="/the/project", plugin_root="/the/plugin")
+        assert {k for k, v in env.items() if v == "/the/project"} <= set(PROJECT_VARIABLES), name
+        assert {k for k, v in env.items() if v == "/the/plugin"} <= set(PLUGIN_VARIABLES), name

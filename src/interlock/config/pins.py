@@ -448,15 +448,21 @@ def command_pins(command: str | list[str], *, cwd: Path, root: Path,
     return pinner
 
 
+PROJECT_VARIABLES = ("INTERLOCK_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR",
+                     "GEMINI_CWD")
+"""Every variable an executor or dialect sets to the project root (a test holds this
+to the dialects' ``env``: one missing here would leave a script it names unpinned)."""
+PLUGIN_VARIABLES = ("CLAUDE_PLUGIN_ROOT", "PLUGIN_ROOT")
+"""Every variable a dialect sets to a plugin's (hook folder's) root."""
+
+
 def hook_variables(decl: Declared, project_root: Path, cwd: Path) -> dict[str, str]:
     """The variables a command hook's process has that can name its files: the
     project root under every dialect's name, its plugin root, ``PWD``, ``HOME``, and
     its own ``env`` (interlock.executors.command, interlock.executors.dialects)."""
-    root = str(project_root)
-    out = dict.fromkeys(("INTERLOCK_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR",
-                         "GEMINI_CWD"), root)
+    out = dict.fromkeys(PROJECT_VARIABLES, str(project_root))
     if decl.hook_dir is not None:
-        out["CLAUDE_PLUGIN_ROOT"] = out["PLUGIN_ROOT"] = str(decl.hook_dir)
+        out.update(dict.fromkeys(PLUGIN_VARIABLES, str(decl.hook_dir)))
     out["PWD"] = str(cwd)
     if "HOME" in os.environ:
         out["HOME"] = os.environ["HOME"]
