@@ -165,9 +165,8 @@ class Gate:
             else:  # the rule's own audit row (docs/agent.md, Permissions)
                 from interlock.agent.permissions import rule_outcome
 
-                call = gate.final(event)
-                self.engine.record(rule_outcome(call.replace(args=args), "block",
-                                                refusal.reason, gate.revision))
+                self.engine.record(rule_outcome(gate.final(event), "block", refusal.reason,
+                                                gate.revision))
         after = AfterToolCall(**self._common(), tool_call_id=call_id, tool_name=name,
                               args=args, status="blocked" if refusal else status,
                               result=error_result(refusal.text) if refusal else result)
