@@ -163,6 +163,8 @@ THROUGH = [
     "echo $(sudo rm -rf ~)",
     "r''m -rf /",
     "\\rm -rf /",
+    "script -q -c 'rm -rf /' /dev/null",
+    "script --command='rm -rf /'",
 ]
 
 

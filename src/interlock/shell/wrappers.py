@@ -1,11 +1,11 @@
 """Commands that run another command: ``sudo rm`` is ``rm``.
 
 :func:`unwrap` strips wrappers recursively and records them. A wrapper that
-hands its command to a shell as one string (``su -c``, ``flock -c``,
-``watch``, ``tmux new``, ``tmux send-keys``, ``screen -X stuff``) becomes
-``sh -c STRING``, so the caller parses the string as a script; one that
-reads a shell's commands from stdin (``sudo -s``, ``su`` with no ``-c``)
-becomes ``sh`` and keeps its stdin.
+hands its command to a shell as one string (``su -c``, ``script -c``,
+``flock -c``, ``watch``, ``tmux new``, ``tmux send-keys``, ``screen -X stuff``)
+becomes ``sh -c STRING``, so the caller parses the string as a script; one that
+reads a shell's commands from stdin (``sudo -s``, ``su`` or ``script`` with no
+``-c``) becomes ``sh`` and keeps its stdin.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ POSITIONAL: dict[str, frozenset[str]] = {
 # Options of these wrappers that are flags, though they look like they
 # take a value in other wrappers.
 _FLAGS = {"taskset": frozenset({"-c", "--cpu-list", "-a", "--all-tasks"})}
-SHELL_STRING = frozenset({"su", "watch", "tmux", "screen", "parallel", "sg"})
+SHELL_STRING = frozenset({"su", "watch", "tmux", "screen", "parallel", "sg", "script"})
 NAMES = frozenset(SIMPLE) | frozenset(POSITIONAL) | SHELL_STRING
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _DURATION = re.compile(r"[\d.]+[smhd]?")
@@ -96,7 +96,7 @@ def unwrap(cmd: Wrapped) -> None:
     """Strip wrappers from ``cmd`` in place (``sudo nice rm`` -> ``rm``)."""
     for _ in range(12):
         name = cmd.name
-        if name not in NAMES or (len(cmd.argv) < 2 and name not in ("sudo", "su")):
+        if name not in NAMES or (len(cmd.argv) < 2 and name not in ("sudo", "su", "script")):
             return
         if not _strip(cmd, name):
             return
@@ -153,7 +153,7 @@ def _strip(cmd: Wrapped, name: str) -> bool:
             return False
         _set(cmd, i)
         return True
-    if name == "su" or name == "sg":
+    if name in ("su", "sg", "script"):
         return _su(cmd)
     if name == "watch":
         i = _skip_options(argv, 1, frozenset({"-n", "--interval"}))
@@ -226,7 +226,8 @@ def _simple(cmd: Wrapped, name: str) -> bool:
 
 
 def _su(cmd: Wrapped) -> bool:
-    """``su [-] [user] [-c CMD]``: CMD through the user's shell, else the shell reads stdin."""
+    """``su [-] [user] [-c CMD]`` (``script [file] [-c CMD]`` alike): CMD through the
+    user's shell, else the shell reads stdin."""
     argv = cmd.argv
     for i, word in enumerate(argv[1:], 1):
         if word in ("-c", "--command") and i + 1 < len(argv):
