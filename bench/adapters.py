@@ -327,7 +327,9 @@ def langchain_run() -> Run:
     from langchain.agents.middleware import AgentMiddleware
 
     class Empty(AgentMiddleware[Any, Any, Any]):
-        """The same hook points, passing through: what LangChain charges for any."""
+        """The same hook points, passing through: what LangChain charges for any. Its
+        wrap hooks are plain functions returning the awaitable, as the adapter's are:
+        LangChain's cheaper path for them (docs/adapters.md, Overhead)."""
 
         async def abefore_agent(self, state: Any, runtime: Any) -> None:
             return None
@@ -335,11 +337,11 @@ def langchain_run() -> Run:
         async def aafter_agent(self, state: Any, runtime: Any) -> None:
             return None
 
-        async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-            return await handler(request)
+        def awrap_model_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
 
-        async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-            return await handler(request)
+        def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+            return handler(request)
 
     bare_model, governed_model = Scripted(messages=script()), Scripted(messages=script())
     bare = create_agent(bare_model, tools=[noop],

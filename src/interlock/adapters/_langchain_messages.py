@@ -18,6 +18,7 @@ from langchain_core.messages import (
 from langgraph.types import Command
 
 from interlock.adapters._core import as_text, with_context
+from interlock.adapters._lifecycle import error_text, status_code
 
 if TYPE_CHECKING:
     from langgraph.prebuilt.tool_node import ToolCallRequest
@@ -262,3 +263,32 @@ def _offered(request: ToolCallRequest, call_id: str) -> list[str] | None:
             offered = message.response_metadata.get(_OFFERED)
             return list(offered) if offered is not None else None
     return None
+
+
+def _error_fields(name: str, args: dict[str, Any], call_id: str, error: str,
+                  attempt: int) -> dict[str, Any]:
+    return {"tool_call_id": call_id, "tool_name": name, "args": args, "error": error,
+            "attempt": attempt}
+
+
+def _select_fields(request: ModelRequest[Any]) -> dict[str, Any]:
+    return {"model": _llm_fields(request, False)["model"]}
+
+
+def _llm_error_fields(request: ModelRequest[Any], error: Exception,
+                      attempt: int) -> dict[str, Any]:
+    return {"model": _llm_fields(request, False)["model"], "error": error_text(error),
+            "status_code": status_code(error), "attempt": attempt}
+
+
+def _final(response: ModelResponse[Any]) -> bool:
+    """Whether this reply ends the loop: it calls no tool, or it is the structured
+    output (a call of the output tool, answered in the same response)."""
+    ai = _ai(response)
+    return ai is not None and (not ai.tool_calls or response.structured_response is not None)
+
+
+def _stop_fields(request: ModelRequest[Any], response: ModelResponse[Any]) -> dict[str, Any]:
+    ai = _ai(response)
+    return {"last_message": as_text(ai.content) if ai is not None else None,
+            "prompt": _prompt(request.state) if request.state else None}

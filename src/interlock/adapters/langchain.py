@@ -34,7 +34,7 @@ Any other decision raises :class:`~interlock.adapters.DecisionNotSupported`.
 from __future__ import annotations
 
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from langchain.agents.middleware import (
@@ -66,8 +66,11 @@ from interlock.adapters._langchain_messages import (
     _approval,
     _call,
     _content,
+    _error_fields,
+    _final,
     _last_human,
     _last_text,
+    _llm_error_fields,
     _llm_fields,
     _mark_offered,
     _message,
@@ -76,6 +79,8 @@ from interlock.adapters._langchain_messages import (
     _refuse_provider_tools,
     _reply_fields,
     _rewrite,
+    _select_fields,
+    _stop_fields,
     _streamed,
     _tool_messages,
     _tool_name,
@@ -89,7 +94,6 @@ from interlock.adapters._lifecycle import (
     keep_working,
     llm_retry,
     not_offered,
-    status_code,
     tool_failure,
 )
 from interlock.engine.errors import InterlockError
@@ -213,10 +217,27 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         except (PolicyStopped, DecisionNotSupported) as e:
             raise _through_langgraph(e)  # noqa: B904 - it keeps e as the cause
 
-    async def awrap_model_call(self, request: ModelRequest[Any],
-                               handler: Callable[[ModelRequest[Any]],
-                                                 Awaitable[ModelResponse[Any]]]
-                               ) -> ModelResponse[Any]:
+    # LangChain runs each middleware's awrap_* hooks as LangSmith spans, and sets up
+    # and closes the span of a coroutine function on a worker thread: two thread-pool
+    # round trips a call, traced or not, ~250 µs a tool call in bench/adapters.py
+    # (LangChain row). These two are plain functions returning the coroutine, so the
+    # span takes its inline path; a trace shows it ending as the coroutine starts
+    # (docs/adapters.md, Overhead).
+    def awrap_model_call(self, request: ModelRequest[Any],
+                         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]]
+                         ) -> Coroutine[Any, Any, ModelResponse[Any]]:
+        return self._awrap_model_call(request, handler)
+
+    def awrap_tool_call(self, request: ToolCallRequest,
+                        handler: Callable[[ToolCallRequest],
+                                          Awaitable[ToolMessage | Command[Any]]]
+                        ) -> Coroutine[Any, Any, ToolMessage | Command[Any]]:
+        return self._awrap_tool_call(request, handler)
+
+    async def _awrap_model_call(self, request: ModelRequest[Any],
+                                handler: Callable[[ModelRequest[Any]],
+                                                  Awaitable[ModelResponse[Any]]]
+                                ) -> ModelResponse[Any]:
         try:
             policy = self.policy
             _refuse_provider_tools(request.tools)
@@ -374,10 +395,10 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         except (PolicyStopped, DecisionNotSupported) as e:
             raise _through_langgraph(e)  # noqa: B904 - it keeps e as the cause
 
-    async def awrap_tool_call(self, request: ToolCallRequest,
-                              handler: Callable[[ToolCallRequest],
-                                                Awaitable[ToolMessage | Command[Any]]]
-                              ) -> ToolMessage | Command[Any]:
+    async def _awrap_tool_call(self, request: ToolCallRequest,
+                               handler: Callable[[ToolCallRequest],
+                                                 Awaitable[ToolMessage | Command[Any]]]
+                               ) -> ToolMessage | Command[Any]:
         try:
             policy = self.policy
             name, args, call_id = _call(request)
@@ -529,35 +550,6 @@ def _tool_failure(error: Exception) -> bool:
 
 
 _model_failure = _tool_failure
-
-
-def _error_fields(name: str, args: dict[str, Any], call_id: str, error: str,
-                  attempt: int) -> dict[str, Any]:
-    return {"tool_call_id": call_id, "tool_name": name, "args": args, "error": error,
-            "attempt": attempt}
-
-
-def _select_fields(request: ModelRequest[Any]) -> dict[str, Any]:
-    return {"model": _llm_fields(request, False)["model"]}
-
-
-def _llm_error_fields(request: ModelRequest[Any], error: Exception,
-                      attempt: int) -> dict[str, Any]:
-    return {"model": _llm_fields(request, False)["model"], "error": error_text(error),
-            "status_code": status_code(error), "attempt": attempt}
-
-
-def _final(response: ModelResponse[Any]) -> bool:
-    """Whether this reply ends the loop: it calls no tool, or it is the structured
-    output (a call of the output tool, answered in the same response)."""
-    ai = _ai(response)
-    return ai is not None and (not ai.tool_calls or response.structured_response is not None)
-
-
-def _stop_fields(request: ModelRequest[Any], response: ModelResponse[Any]) -> dict[str, Any]:
-    ai = _ai(response)
-    return {"last_message": as_text(ai.content) if ai is not None else None,
-            "prompt": _prompt(request.state) if request.state else None}
 
 
 def _with_said(said: list[Any], response: ModelResponse[Any]) -> ModelResponse[Any]:

@@ -4,7 +4,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -89,3 +91,41 @@ async def test_a_tool_a_hook_took_off_the_offer_is_blocked_when_called(engine, r
     assert results["c1"].status == "error"
     assert "not offered" in str(results["c1"].content)
     assert "engine.active-tools" in str(results["c1"].content)
+
+
+class _Counting(ThreadPoolExecutor):
+    """The loop's default executor, counting what it is handed."""
+
+    def __init__(self) -> None:
+        super().__init__(max_workers=2)
+        self.handed = 0
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        self.handed += 1
+        return super().submit(fn, *args, **kwargs)
+
+
+async def test_the_async_hooks_hand_no_work_to_a_worker_thread(engine):
+    """LangChain runs each middleware's awrap_* hooks as LangSmith spans, which for a
+    coroutine function are set up and closed on a worker thread (two thread-pool
+    round trips a model or tool call, traced or not; docs/adapters.md, Overhead).
+    The middleware's run hands the thread pool no more work than a bare run."""
+    engine.on("before_tool_call", lambda e: None, name="watch")
+    counting = _Counting()
+    asyncio.get_running_loop().set_default_executor(counting)
+
+    async def handed(middleware: list[Any]) -> int:
+        model = Chat(messages=iter([
+            AIMessage("", tool_calls=[{"id": f"c{i}", "name": "read_file",
+                                       "args": {"path": str(i)}} for i in range(3)]),
+            AIMessage("done")]))
+        before = counting.handed
+        await create_agent(model, tools=[read_file], middleware=middleware).ainvoke(
+            {"messages": [{"role": "user", "content": "go"}]})
+        return counting.handed - before
+
+    bare = await handed([])
+    governed = await handed([InterlockMiddleware(
+        policy=Policy("langchain", engine=engine, session_id=session()))])
+    assert RAN == ["0", "1", "2"] * 2
+    assert governed == bare
