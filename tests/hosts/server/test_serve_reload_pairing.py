@@ -1,0 +1,85 @@
+"""A decision's hooks and ``[[permissions]]`` rules are of one revision, even when a
+live reload lands in the middle of a call (docs/configuration.md, Live reload).
+
+Each test moves a deny from a hook into a rule, and holds the reload between
+its hooks swap and its rules swap while a call is judged: the next revision's
+hooks (no deny) with the last one's rules (no deny) would allow what neither
+revision allows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from helpers.cfg import GUARD, World, world
+from helpers.reload_window import mid_reload
+from interlock.config.registry import Registry
+from interlock.events import make
+from interlock.hosts.server.app import create_app
+from interlock.hosts.server.auth import TokenStore
+
+__all__ = ["world"]
+
+RM = {"tool_name": "terminal", "args": {"command": "rm -rf /"}, "session_id": "s1",
+      "cwd": "/"}
+HOOK = """
+[[hooks]]
+name = "guard"
+events = ["before_tool_call"]
+handler = "guard.py"
+"""
+RULE = """
+[[permissions]]
+tool = "terminal"
+pattern = "rm *"
+action = "deny"
+"""
+
+
+def hook_then_rule(world: World) -> Registry:
+    """A registry whose deny is in a hook, with the files already moving it into a rule."""
+    world.write(world.home / "guard.py", GUARD)
+    world.config(world.home, HOOK)
+    reg = world.registry()
+    reg.load()
+    world.config(world.home, RULE)
+    return reg
+
+
+def test_serve_judges_a_call_during_a_reload_by_one_revision(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    reg = hook_then_rule(world)
+    app = create_app(reg.engine, project_root=world.root, tokens=TokenStore(), reloader=reg,
+                     rules=lambda: reg.permissions, dispatch=reg.dispatch)
+
+    def evaluate() -> dict[str, Any]:
+        answer = asyncio.run(app.state.api.evaluate(make("before_tool_call", RM)))
+        return dict(json.loads(answer.body))
+
+    with mid_reload(reg, monkeypatch) as during:
+        record = during(evaluate)
+    assert record["decision"] == "block", record
+    assert reg.permissions  # the deny did move into a rule
+    assert not reg.engine.hooks
+
+
+def test_serve_bridge_answers_a_call_during_a_reload_by_one_revision(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    reg = hook_then_rule(world)
+    app = create_app(reg.engine, project_root=world.root, tokens=TokenStore(), reloader=reg,
+                     rules=lambda: reg.permissions, dispatch=reg.dispatch)
+    payload = json.dumps({"hook_event_name": "PreToolUse", "tool_name": "Bash",
+                          "tool_input": {"command": "rm -rf /"}, "session_id": "s1",
+                          "cwd": "/"}).encode()
+
+    def bridge() -> str:
+        answer = asyncio.run(app.state.api.host_reply("claude", payload))
+        return bytes(answer.body).decode()
+
+    with mid_reload(reg, monkeypatch) as during:
+        body = during(bridge)
+    assert '"deny"' in body, body
