@@ -18,9 +18,41 @@ from typing import Any, TypeVar
 
 import pytest
 
+from helpers.cfg import GUARD, World
 from interlock.config.registry import Registry
 
 T = TypeVar("T")
+
+_HOOKS = """
+[[hooks]]
+name = "note"
+events = ["session_start"]
+handler = "note.py"
+"""
+_GUARD = """
+[[hooks]]
+name = "guard"
+events = ["before_tool_call"]
+handler = "guard.py"
+"""
+
+
+def hook_then_rule(world: World, tool: str = "terminal") -> Registry:
+    """A loaded registry whose deny of ``rm`` on ``tool`` is in a hook, with the user's
+    config already moved on to a revision where it is a ``[[permissions]]`` rule.
+    Both revisions also hold a hook that judges no call, so neither is unguarded."""
+    world.write(world.home / "guard.py", GUARD)
+    world.write(world.home / "note.py", "def handle(event):\n    return None\n")
+    world.config(world.home, _HOOKS + _GUARD)
+    reg = world.registry()
+    reg.load()
+    world.config(world.home, _HOOKS + f"""
+[[permissions]]
+tool = "{tool}"
+pattern = "rm *"
+action = "deny"
+""")
+    return reg
 
 
 class _Announcing:

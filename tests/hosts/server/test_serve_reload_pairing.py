@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from helpers.cfg import GUARD, World, world
-from helpers.reload_window import mid_reload
-from interlock.config.registry import Registry
+from helpers.cfg import World, world
+from helpers.reload_window import hook_then_rule, mid_reload
 from interlock.events import make
 from interlock.hosts.server.app import create_app
 from interlock.hosts.server.auth import TokenStore
@@ -26,28 +25,6 @@ __all__ = ["world"]
 
 RM = {"tool_name": "terminal", "args": {"command": "rm -rf /"}, "session_id": "s1",
       "cwd": "/"}
-HOOK = """
-[[hooks]]
-name = "guard"
-events = ["before_tool_call"]
-handler = "guard.py"
-"""
-RULE = """
-[[permissions]]
-tool = "terminal"
-pattern = "rm *"
-action = "deny"
-"""
-
-
-def hook_then_rule(world: World) -> Registry:
-    """A registry whose deny is in a hook, with the files already moving it into a rule."""
-    world.write(world.home / "guard.py", GUARD)
-    world.config(world.home, HOOK)
-    reg = world.registry()
-    reg.load()
-    world.config(world.home, RULE)
-    return reg
 
 
 def test_serve_judges_a_call_during_a_reload_by_one_revision(
@@ -64,7 +41,7 @@ def test_serve_judges_a_call_during_a_reload_by_one_revision(
         record = during(evaluate)
     assert record["decision"] == "block", record
     assert reg.permissions  # the deny did move into a rule
-    assert not reg.engine.hooks
+    assert [h.name for h in reg.engine.hooks] == ["note"]
 
 
 def test_serve_bridge_answers_a_call_during_a_reload_by_one_revision(
