@@ -60,3 +60,16 @@ def test_serve_bridge_answers_a_call_during_a_reload_by_one_revision(
     with mid_reload(reg, monkeypatch) as during:
         body = during(bridge)
     assert '"deny"' in body, body
+
+
+def test_the_chat_gateway_s_agents_pair_the_hooks_and_rules_as_the_registry_does(
+        world: World) -> None:
+    # Its agents are the reference agent (tests/agent/test_agent_reload_pairing.py).
+    from interlock.hosts.server.gateway import build_gateway
+
+    reg = hook_then_rule(world)
+    script = world.root / "chat.yaml"
+    script.write_text("- text: hello\n")
+    gateway = build_gateway(reg.engine, project_root=world.root, model=f"scripted:{script}",
+                            registry=reg)
+    assert gateway.agent_options["dispatch"] == reg.dispatch
