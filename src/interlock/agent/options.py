@@ -12,7 +12,7 @@ from interlock.agent.permissions import PermissionRule
 from interlock.agent.scope import ReadScope
 
 if TYPE_CHECKING:
-    from interlock.hosts.bridge._decide import Dispatch
+    from interlock.models.permission import Dispatch
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful coding agent. Use the tools to inspect and change the "

@@ -19,19 +19,14 @@ from interlock.hosts.bridge._common import redact_reasons
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Coroutine, Sequence
-    from typing import Any, TypeAlias
+    from collections.abc import Sequence
+    from typing import Any
 
     from interlock.agent.permissions import RuleJudge
     from interlock.engine.dispatch import Engine
     from interlock.engine.outcome import Outcome
     from interlock.events import Event
     from interlock.models.permission import PermissionRule
-
-    Dispatch: TypeAlias = Callable[
-        [Event], tuple[Coroutine[Any, Any, Outcome], Sequence[PermissionRule]]]
-    """``engine.emit(event)`` and the rules of the revision whose hooks it runs,
-    taken as one (Registry.dispatch; docs/configuration.md, Live reload)."""
 
 _judge: RuleJudge | None = None
 """One per process: a process serves one project, so one revision of rules at a time."""

@@ -18,8 +18,7 @@ from interlock.hosts.bridge._common import BridgeError, Reply, Result
 from interlock.hosts.bridge._core import failure
 
 if TYPE_CHECKING:
-    from interlock.hosts.bridge._decide import Dispatch
-    from interlock.models.permission import PermissionRule
+    from interlock.models.permission import Dispatch, PermissionRule
 
 HEADER = "x-interlock-reply"
 """The request header asking for this reply (its value: ``host``)."""

@@ -27,7 +27,7 @@ from interlock.engine.redact import redact
 if TYPE_CHECKING:
     from interlock.config.model import PermissionRule
     from interlock.engine.dispatch import Engine
-    from interlock.hosts.bridge._decide import Dispatch
+    from interlock.models.permission import Dispatch
 
 __all__ = ["PROMPT_GET", "RESOURCE_READ", "Gate", "Gated", "Refusal", "as_tool_result",
            "error_result", "tool_name"]

@@ -58,10 +58,9 @@ from interlock.hosts.server.looplag import LoopLag
 from interlock.hosts.server.security import Guard
 
 if TYPE_CHECKING:
-    from interlock.hosts.bridge._decide import Dispatch
     from interlock.hosts.server.console import Console
     from interlock.hosts.server.gateway import Gateway
-    from interlock.models.permission import PermissionRule
+    from interlock.models.permission import Dispatch, PermissionRule
 
 MAX_BODY = 1 << 20
 LOOPBACK_CLIENTS = frozenset({"127.0.0.1", "::1"})
