@@ -56,7 +56,8 @@ action = "deny"
 
 
 class _Announcing:
-    """The registry's pairing lock, saying when a reader (not the reload) asks for it."""
+    """The lock of the registry's pairing (config/pairing.py), saying when a reader
+    (not the reload) asks for it: a reader that finds a swap under way waits there."""
 
     def __init__(self, lock: Any, reloader: threading.Thread, asked: threading.Event) -> None:
         self.lock, self.reloader, self.asked = lock, reloader, asked
@@ -89,9 +90,9 @@ def mid_reload(reg: Registry, monkeypatch: pytest.MonkeyPatch
         return number
 
     monkeypatch.setattr(reg, "_swap", held_swap)
-    monkeypatch.setattr(reg, "_pairing",
-                        _Announcing(getattr(reg, "_pairing", threading.Lock()), reloader,
-                                    reader_in), raising=False)
+    pairing = getattr(reg, "_pairing", None)
+    if pairing is not None:
+        monkeypatch.setattr(pairing, "_lock", _Announcing(pairing._lock, reloader, reader_in))
 
     def during(read: Callable[[], T]) -> T:
         box: list[T] = []

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from interlock.config.activate import hook_for
 from interlock.config.build import refusal_hook
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
+from interlock.config.pairing import Pairing
 from interlock.config.pins import hook_files
 from interlock.config.refs import digest, digest_and_pins, resolve_command, unmet_requirements
 from interlock.config.revision import (
@@ -110,9 +111,8 @@ class Registry:
         """The audit, dead-letter and metrics sinks, once :meth:`record` attached them."""
         # One build at a time: the watcher, the host and CLI actions may all reload.
         self._reloading = threading.RLock()
-        # Held while a revision's hooks and rules go in, and while dispatch() takes
-        # both (never while hooks run): a decision's are of one revision.
-        self._pairing = threading.Lock()
+        # A revision's hooks and rules go in, and dispatch() takes them, as one.
+        self._pairing = Pairing(engine, self._rules)
 
     # -- what is active ---------------------------------------------------------
     @property
@@ -159,20 +159,19 @@ class Registry:
     def revision(self) -> int:
         return self._current.number if self._current is not None else 0
 
-    def dispatch(self, event: Event) -> tuple[Coroutine[Any, Any, Outcome], list[PermissionRule]]:
-        """``engine.emit(event)`` and the ``[[permissions]]`` rules of the revision whose
-        hooks it runs (read apart, a reload between them could judge a call by
-        neither: docs/configuration.md, Live reload). The hooks run when awaited."""
-        with self._pairing:
-            return self.engine.emit(event), self.permissions
+    def dispatch(self, event: Event) -> tuple[Coroutine[Any, Any, Outcome],
+                                              Sequence[PermissionRule]]:
+        """``engine.emit(event)`` and the ``[[permissions]]`` rules (read-only) of the
+        revision whose hooks it runs (read apart, a reload between them could judge
+        a call by neither: docs/configuration.md, Live reload). Hooks run when awaited."""
+        return self._pairing.dispatch(event)
 
-    def dispatch_sync(self, event: Event) -> tuple[Outcome, list[PermissionRule]]:
-        """:meth:`dispatch` for sync hosts: the outcome of ``engine.emit_sync(event)``
-        and the rules of the revision whose hooks made it."""
-        with self._pairing:
-            run = self.engine.prepare_sync(event)
-            rules = self.permissions
-        return run(), rules
+    def dispatch_sync(self, event: Event) -> tuple[Outcome, Sequence[PermissionRule]]:
+        """:meth:`dispatch` for sync hosts: the outcome of ``engine.emit_sync(event)``."""
+        return self._pairing.dispatch_sync(event)
+
+    def _rules(self) -> Sequence[PermissionRule]:
+        return self._current.permissions if self._current is not None else ()
 
     def places(self) -> list[Place]:
         return [
@@ -289,7 +288,7 @@ class Registry:
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:
-        with self._pairing:  # its hooks and its rules, as one (dispatch)
+        with self._pairing.swapping():  # its hooks and its rules, as one (dispatch)
             number = self._swap(rev.hooks)
             previous = self._current
             rev.number = number
@@ -327,7 +326,7 @@ class Registry:
         hook = refusal_hook("no-valid-config", Source.MANAGED, events, None,
                             FailureMode.UNAPPROVED,
                             f"no valid hook configuration is loaded: {error.render()}")
-        with self._pairing:
+        with self._pairing.swapping():
             self._swap([hook])
             self._owned = {id(hook)}
 
