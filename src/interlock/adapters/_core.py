@@ -35,11 +35,12 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, Self
+from typing import TYPE_CHECKING, Any, Literal
 
+from interlock.adapters._session import SessionEnd
 from interlock.engine.decisions import Verdict
 from interlock.engine.errors import InterlockError
 from interlock.engine.logs import logger
@@ -195,6 +196,15 @@ class Policy:
         if self._host is None and self._engine is None:
             self.engine  # noqa: B018 - opens the host
         return self._host.rules if self._host is not None else self._rules
+
+    def dispatch(self, event: Event) -> tuple[Coroutine[Any, Any, Outcome],
+                                              Sequence[PermissionRule]]:
+        """``engine.emit(event)`` and the rules of the revision whose hooks it runs
+        (the host's, whenever a reload lands: docs/configuration.md, Live reload)."""
+        engine = self.engine  # opens the host
+        if self._host is None:
+            return engine.emit(event), self._rules
+        return self._host.registry.dispatch(event)
 
     def _open_host(self) -> Host:
         from interlock.hosts.assembly import Host, Project
@@ -356,20 +366,25 @@ class Policy:
                           *, can_ask: bool = True) -> ToolGate:
         event = BeforeToolCall(session_id=self.session_id, platform=self.framework,
                                cwd=self._cwd, tool_call_id=call_id, tool_name=name, args=args)
-        return self._gate(await self.engine.emit(event), event, can_ask=can_ask)
+        dispatched, rules = self.dispatch(event)
+        return self._gate(await dispatched, event, rules, can_ask=can_ask)
 
     def before_tool_sync(self, name: str, args: dict[str, Any], call_id: str = "",
                          *, can_ask: bool = True) -> ToolGate:
         event = BeforeToolCall(session_id=self.session_id, platform=self.framework,
                                cwd=self._cwd, tool_call_id=call_id, tool_name=name, args=args)
-        return self._gate(self.engine.emit_sync(event), event, can_ask=can_ask)
+        engine = self.engine  # opens the host, whose rules pair with its hooks
+        outcome, rules = (engine.emit_sync(event), self._rules) if self._host is None \
+            else self._host.registry.dispatch_sync(event)
+        return self._gate(outcome, event, rules, can_ask=can_ask)
 
-    def _gate(self, outcome: Outcome, event: BeforeToolCall, *, can_ask: bool) -> ToolGate:
+    def _gate(self, outcome: Outcome, event: BeforeToolCall,
+              rules: Sequence[PermissionRule], *, can_ask: bool) -> ToolGate:
         name, args = event.tool_name, event.args
         verdict = outcome.verdict
         # No hook said anything (the common case): only the rules are left.
         if (verdict is _NONE and not outcome.changes and not outcome.contexts
-                and not self.rules()):
+                and not rules):
             return ToolGate("run", args, None, None, "", outcome)
         self.apply(outcome, can=_TOOL_CAN if can_ask else _TOOL_CAN_NO_ASK, fix=_ASK_FIX)
         new_args: dict[str, Any] = getattr(outcome.payload, "args", args)
@@ -382,7 +397,7 @@ class Policy:
                             outcome)
         # The name asked about, not outcome.event's: the shared outcome of an
         # event with no hooks holds no event (and no hook may rename a tool).
-        ruled = self._ruled(verdict, name, new_args)
+        ruled = self._ruled(verdict, name, new_args, rules)
         if ruled is None:
             if verdict is Verdict.ASK:
                 return ToolGate("ask", new_args, None, outcome.reason, context, outcome)
@@ -401,12 +416,12 @@ class Policy:
                             outcome)
         return ToolGate("ask", new_args, None, reason, context, outcome)
 
-    def _ruled(self, verdict: Verdict, name: str, args: dict[str, Any]) -> str | None:
+    def _ruled(self, verdict: Verdict, name: str, args: dict[str, Any],
+               rules: Sequence[PermissionRule]) -> str | None:
         """``block`` or ``ask`` where the rules matching this call overrule the
         hooks' ``verdict`` (interlock.agent.permissions.overrule, as the bridges
         judge); None when the hooks' stands, or there are no rules (the common case
         costs one list read)."""
-        rules = self.rules()
         if not rules:
             return None
         from interlock.agent.permissions import RuleJudge, overrule
@@ -563,29 +578,3 @@ _ASK_FIX = ("approve the call in a hook, or give the tool an approval step this 
 _FIX = "see which decisions this adapter applies in docs/adapters.md"
 _INPUT_FIX = ("see which decisions on session_start and user_input this adapter applies in "
               "docs/adapters.md, Events each adapter fires")
-
-
-class SessionEnd:
-    """``close()``, ``aclose()`` and ``with``/``async with`` for an adapter object:
-    the end of its session, ``session_end`` once if a run started it; the next
-    run starts a new one (docs/adapters.md, Events each adapter fires)."""
-
-    policy: Policy
-
-    def close(self) -> None:
-        self.policy.end_session()
-
-    async def aclose(self) -> None:
-        self.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.close()

@@ -85,8 +85,8 @@ async def answer(policy: Policy, payload: dict[str, Any]) -> HookJSONOutput:
     # a hook on an event the SDK never sends is refused, and the refusal blocks.
     policy.check_fired(FIRES, absent=GATEWAY_EVENTS)
     event = build_event(claude.SYSTEM, payload).replace(platform=policy.framework)
-    outcome = await policy.engine.emit(event)
-    rules = policy.rules()
+    dispatched, rules = policy.dispatch(event)  # the hooks and rules of one revision
+    outcome = await dispatched
     if (outcome.verdict is Verdict.NONE and not outcome.changes and not outcome.contexts
             and not rules):
         return {}  # no opinion: what claude.answer gives for it at every event

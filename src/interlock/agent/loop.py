@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import uuid
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from typing import Any
 from interlock.agent.active import CURRENT as CURRENT_AGENT
 from interlock.agent.commands import CommandRegistry
 from interlock.agent.options import AgentOptions, RunResult, RunStatus
-from interlock.agent.permissions import PermissionPolicy
+from interlock.agent.permissions import PermissionPolicy, PermissionRule, pinnable
 from interlock.agent.protect import ProtectedPaths
 from interlock.agent.sandbox import Sandbox
 from interlock.agent.sessions import Session, SessionStore
@@ -67,11 +68,15 @@ class RunStopped(Exception):
 class Gate:
     """A gate's merged outcome plus the payload to act on."""
 
-    __slots__ = ("event", "outcome")
+    __slots__ = ("event", "live", "outcome")
 
-    def __init__(self, event: Event, outcome: Outcome) -> None:
+    def __init__(self, event: Event, outcome: Outcome,
+                 live: Sequence[PermissionRule] | None = None) -> None:
         self.event = event
         self.outcome = outcome
+        self.live = live
+        """The live rules of the revision whose hooks made ``outcome`` (when the
+        options' ``dispatch`` paired them), to judge the call by."""
 
     @property
     def payload(self) -> Any:
@@ -131,7 +136,9 @@ class Agent:
         install_reply_validator(engine)
         self.commands = commands or CommandRegistry()
         if parent is None:
-            self.policy = PermissionPolicy(options.permissions, live=options.live_permissions,
+            live = options.live_permissions
+            self.policy = PermissionPolicy(options.permissions,
+                                           live=pinnable(live) if live is not None else None,
                                            unmatched=options.unmatched_permission)
         else:
             # A subagent is bound by its session's rules as they stand at each
@@ -188,11 +195,17 @@ class Agent:
         """Fire a gate event; a ``stop`` raises RunStopped."""
         event = self.event(name, **fields)
         CURRENT_AGENT.set(self)
-        outcome = await self.engine.emit(event)
+        live = None
+        if name == "before_tool_call" and self.options.dispatch is not None:
+            # The hooks and the live rules of one revision, whenever a reload lands.
+            dispatched, live = self.options.dispatch(event)
+            outcome = await dispatched
+        else:
+            outcome = await self.engine.emit(event)
         self._recorded.append((event, outcome))
         if outcome.verdict is Verdict.STOP:
             raise RunStopped(outcome)
-        return Gate(event, outcome)
+        return Gate(event, outcome, live)
 
     async def observe(self, name: str, **fields: Any) -> None:
         """Fire an observe event and wait for its hooks (a decision there is a warning)."""

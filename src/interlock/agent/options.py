@@ -6,10 +6,13 @@ import enum
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from interlock.agent.permissions import PermissionRule
 from interlock.agent.scope import ReadScope
+
+if TYPE_CHECKING:
+    from interlock.models.permission import Dispatch
 
 DEFAULT_SYSTEM_PROMPT = (
     "You are a careful coding agent. Use the tools to inspect and change the "
@@ -45,11 +48,15 @@ class AgentOptions:
     permissions: list[PermissionRule] = field(default_factory=list)
     """Declarative rules: the policy of non-interactive runs."""
     live_permissions: Callable[[], list[PermissionRule]] | None = None
+    """Rules read at every decision, beside ``permissions`` (a host passes the
+    registry's, so a config reload applies to the running agent)."""
+    dispatch: Dispatch | None = None
+    """With ``live_permissions`` a registry's: its ``dispatch`` (Registry.dispatch).
+    A tool call is then judged by the rules of the revision whose hooks judged it,
+    whenever a reload lands (docs/configuration.md, Live reload)."""
     unmatched_permission: Callable[[str], str | None] | None = None
     """The action (allow, ask, deny) for a call no rule matches, by tool name;
     None for no opinion. The chat gateway denies strangers this way."""
-    """Rules read at every decision, beside ``permissions`` (a host passes the
-    registry's, so a config reload applies to the running agent)."""
     ask_person: AskPerson | None = None
     """Interactive runs: asks a person; None means no person can answer."""
     permission_timeout: float = 300.0

@@ -33,9 +33,11 @@ what the rule's action makes of the hooks' decision (docs/agent.md, Permissions)
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any
 
@@ -50,7 +52,8 @@ from interlock.models.permission import PermissionRule
 from interlock.shell.split import CommandLine, split
 
 __all__ = ["RULES_HOOK", "RULE_ASKS", "RULE_DENIES", "Action", "PermissionPolicy", "PermissionRule",
-           "RuleJudge", "overrule", "rule", "rule_from_dict", "rule_outcome", "subject_of"]
+           "RuleJudge", "overrule", "pinnable", "pinned", "rule", "rule_from_dict",
+           "rule_outcome", "subject_of"]
 
 
 class Action(enum.StrEnum):
@@ -96,6 +99,34 @@ def subject_of(tool: str, args: Mapping[str, Any]) -> str:
         if isinstance(value, str):
             return value
     return _as_json(args)
+
+
+_PINNED: ContextVar[Sequence[PermissionRule] | None] = ContextVar("interlock_pinned_rules",
+                                                                 default=None)
+
+
+@contextlib.contextmanager
+def pinned(rules: Sequence[PermissionRule] | None) -> Iterator[None]:
+    """Within the block, a :func:`pinnable` source of live rules answers ``rules``:
+    those of the revision whose hooks judged the call, not the ones a reload made
+    current since (docs/configuration.md, Live reload). None: no pin."""
+    if rules is None:
+        yield
+        return
+    token = _PINNED.set(rules)
+    try:
+        yield
+    finally:
+        _PINNED.reset(token)
+
+
+def pinnable(live: Callable[[], Iterable[PermissionRule]]
+             ) -> Callable[[], Iterable[PermissionRule]]:
+    """``live``, answering the rules :func:`pinned` holds while a block pins them."""
+    def read() -> Iterable[PermissionRule]:
+        rules = _PINNED.get()
+        return live() if rules is None else rules
+    return read
 
 
 def _as_json(args: Mapping[str, Any]) -> str:

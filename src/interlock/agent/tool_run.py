@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from interlock.agent.loop import Gate, RunStopped
 from interlock.agent.options import PermissionPrompt
-from interlock.agent.permissions import Action, PermissionPolicy, rule_outcome
+from interlock.agent.permissions import Action, PermissionPolicy, pinned, rule_outcome
 from interlock.agent.tools import ToolContext, ToolError, call_handler
 from interlock.engine.decisions import Verdict
 from interlock.engine.redact import redact, redact_data
@@ -157,7 +157,8 @@ async def _gated_execute(agent: Agent, call: ToolCall, contexts: list[str],
         if refused is not None:
             agent.step("blocked", event="protected", tool=call.name, args=args, reason=refused)
             return "blocked", _engine_block(call.name, refused), args
-        denied = await _permit(agent, call, tool, args, gate)
+        with pinned(gate.live):  # the rules of the revision whose hooks judged it
+            denied = await _permit(agent, call, tool, args, gate)
         if denied is not None:
             agent.step("blocked", event="permission", tool=call.name, args=args, reason=denied)
             return "blocked", _engine_block(call.name, denied), args

@@ -24,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ from interlock.config.activate import hook_for
 from interlock.config.build import refusal_hook
 from interlock.config.kinds import referenced_files
 from interlock.config.model import HookKind, PermissionRule
+from interlock.config.pairing import Pairing
 from interlock.config.pins import hook_files
 from interlock.config.refs import digest, digest_and_pins, resolve_command, unmet_requirements
 from interlock.config.revision import (
@@ -42,6 +43,7 @@ from interlock.config.revision import (
     Revision,
     apply_references,
     changed_files,
+    close_executor,
     guard_record,
     shadow,
     signature,
@@ -67,9 +69,9 @@ from interlock.reliability.metrics import Metrics
 from interlock.store.paths import bundled_dir, managed_dir, project_dir, state_dir, user_dir
 
 if TYPE_CHECKING:
-    import asyncio
-
     from interlock.config.mcp_servers import McpServer, ServersConsent
+    from interlock.engine.events import Event
+    from interlock.engine.outcome import Outcome
     from interlock.reliability.sinks import Attached
 
 __all__ = ["HookEntry", "Registry", "ReloadResult", "Revision", "close_engine", "open_engine"]
@@ -109,6 +111,8 @@ class Registry:
         """The audit, dead-letter and metrics sinks, once :meth:`record` attached them."""
         # One build at a time: the watcher, the host and CLI actions may all reload.
         self._reloading = threading.RLock()
+        # A revision's hooks and rules go in, and dispatch() takes them, as one.
+        self._pairing = Pairing(engine, self._rules)
 
     # -- what is active ---------------------------------------------------------
     @property
@@ -154,6 +158,20 @@ class Registry:
     @property
     def revision(self) -> int:
         return self._current.number if self._current is not None else 0
+
+    def dispatch(self, event: Event) -> tuple[Coroutine[Any, Any, Outcome],
+                                              Sequence[PermissionRule]]:
+        """``engine.emit(event)`` and the ``[[permissions]]`` rules (read-only) of the
+        revision whose hooks it runs (read apart, a reload between them could judge
+        a call by neither: docs/configuration.md, Live reload). Hooks run when awaited."""
+        return self._pairing.dispatch(event)
+
+    def dispatch_sync(self, event: Event) -> tuple[Outcome, Sequence[PermissionRule]]:
+        """:meth:`dispatch` for sync hosts: the outcome of ``engine.emit_sync(event)``."""
+        return self._pairing.dispatch_sync(event)
+
+    def _rules(self) -> Sequence[PermissionRule]:
+        return self._current.permissions if self._current is not None else ()
 
     def places(self) -> list[Place]:
         return [
@@ -270,11 +288,12 @@ class Registry:
 
     # -- installing ----------------------------------------------------------------
     def _install(self, rev: Revision) -> int:
-        number = self._swap(rev.hooks)
-        previous = self._current
-        rev.number = number
-        self._owned = {id(h) for h in rev.hooks}
-        self._current = rev
+        with self._pairing.swapping():  # its hooks and its rules, as one (dispatch)
+            number = self._swap(rev.hooks)
+            previous = self._current
+            rev.number = number
+            self._owned = {id(h) for h in rev.hooks}
+            self._current = rev
         self.last_error = None
         self.trust.set_baseline(self.project_root, rev.guards)
         # Our own write is not a change to react to on the next reload.
@@ -296,7 +315,7 @@ class Registry:
     def _retire(self, executors: Iterable[Executor]) -> None:
         for ex in executors:
             try:
-                _close_executor(ex)
+                close_executor(ex)
             except Exception as exc:  # a stuck worker must not stop a reload
                 log.warning("closing %r failed: %s", ex, exc)
 
@@ -307,8 +326,9 @@ class Registry:
         hook = refusal_hook("no-valid-config", Source.MANAGED, events, None,
                             FailureMode.UNAPPROVED,
                             f"no valid hook configuration is loaded: {error.render()}")
-        self._swap([hook])
-        self._owned = {id(hook)}
+        with self._pairing.swapping():
+            self._swap([hook])
+            self._owned = {id(hook)}
 
     def load(self) -> int:
         """The first load. Raises ConfigError when there is no good revision (gates block)."""
@@ -533,25 +553,6 @@ class Registry:
         for ex in self._current.executors().values():
             with contextlib.suppress(Exception):
                 await ex.aclose()
-
-
-_closing: set[asyncio.Task[None]] = set()
-"""Closes scheduled on a running loop (kept referenced until they finish)."""
-
-
-def _close_executor(ex: Executor) -> None:
-    """Release what an executor holds (processes, connection pools): ``aclose()``."""
-    import asyncio
-
-    try:
-        loop = asyncio.get_running_loop()
-    except RuntimeError:
-        asyncio.run(ex.aclose())
-        return
-    # A reload called from async code: close on this loop without blocking it.
-    task = loop.create_task(ex.aclose())
-    _closing.add(task)
-    task.add_done_callback(_closing.discard)
 
 
 def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks: bool = False,

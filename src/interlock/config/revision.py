@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -24,6 +24,9 @@ from interlock.config.trust import hook_key
 from interlock.engine.errors import ConfigError, FailureMode
 from interlock.engine.hooks import Executor, Hook, OnError, Source
 from interlock.engine.sha import sha256
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class HookEntry(msgspec.Struct):
@@ -309,3 +312,22 @@ def summary(old: Revision | None, new: Revision) -> str:
     if changed:
         parts.append("changed " + ", ".join(changed))
     return "; ".join(parts) or "no hook changed"
+
+
+_closing: set[asyncio.Task[None]] = set()
+"""Closes scheduled on a running loop (kept referenced until they finish)."""
+
+
+def close_executor(ex: Executor) -> None:
+    """Release what an executor holds (processes, connection pools): ``aclose()``."""
+    import asyncio
+
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        asyncio.run(ex.aclose())
+        return
+    # A reload called from async code: close on this loop without blocking it.
+    task = loop.create_task(ex.aclose())
+    _closing.add(task)
+    task.add_done_callback(_closing.discard)

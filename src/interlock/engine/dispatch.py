@@ -337,6 +337,19 @@ class Engine(DispatchLoop):
             return entry
         return entry(event)  # type: ignore[operator]
 
+    def prepare_sync(self, event: Event) -> Callable[[], Outcome]:
+        """:meth:`emit_sync` in two halves: the hooks in force now are taken here
+        (emit_sync's one read), and run when the result is called. A host pairing
+        them with what is swapped beside them (Registry.dispatch_sync) takes this
+        half under its own lock, and runs the hooks outside it."""
+        try:
+            entry = self._table[event.__class__]
+        except KeyError:
+            raise _not_an_event("emit_sync", event) from None
+        if entry.__class__ is NoHooks:
+            return lambda: entry
+        return lambda: entry(event)  # type: ignore[operator]
+
     def _run_sync(self, event: Event, plan: Plan | None) -> Outcome:
         if plan is None:
             return _PASSED[event.__class__]

@@ -9,9 +9,21 @@ the config itself; docs/one-policy.md, Speed), so neither does ``interlock.model
 from __future__ import annotations
 
 import fnmatch
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import msgspec
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Coroutine, Sequence
+    from typing import Any, TypeAlias
+
+    from interlock.engine.events import Event
+    from interlock.engine.outcome import Outcome
+
+    Dispatch: TypeAlias = Callable[
+        [Event], tuple[Coroutine[Any, Any, Outcome], Sequence["PermissionRule"]]]
+    """``engine.emit(event)`` and the rules of the revision whose hooks it runs,
+    taken as one (Registry.dispatch; docs/configuration.md, Live reload)."""
 
 
 class PermissionRule(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

@@ -184,7 +184,8 @@ class Daemon:
         raw = await reader.readexactly(length)
         await self.catch_up()
         error = self.host.registry.last_error
-        reply = await host_reply(self.host.engine, agent, raw, rules=self.host.rules,
+        reply = await host_reply(self.host.engine, agent, raw,
+                                 dispatch=self.host.registry.dispatch,
                                  settled=self.settled, refused=error)
         body, headers = encode(reply)
         return 200, body, headers

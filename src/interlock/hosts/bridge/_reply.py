@@ -18,7 +18,7 @@ from interlock.hosts.bridge._common import BridgeError, Reply, Result
 from interlock.hosts.bridge._core import failure
 
 if TYPE_CHECKING:
-    from interlock.models.permission import PermissionRule
+    from interlock.models.permission import Dispatch, PermissionRule
 
 HEADER = "x-interlock-reply"
 """The request header asking for this reply (its value: ``host``)."""
@@ -26,10 +26,12 @@ HEADER = "x-interlock-reply"
 
 async def host_reply(engine: Any, agent: str, payload: Any, *,
                      rules: Sequence[PermissionRule] = (),
+                     dispatch: Dispatch | None = None,
                      settled: Callable[[], Awaitable[bool]] | None = None,
                      refused: Exception | None = None) -> Reply:
     """The agent's reply to its hook input ``payload`` (raw or decoded), evaluated by
-    ``engine`` and the ``[[permissions]]`` ``rules`` in force (``_decide``).
+    ``engine`` and the ``[[permissions]]`` ``rules`` in force (``_decide``); with
+    ``dispatch`` (their registry's), by the hooks and rules of one revision.
 
     ``settled``: strict audit's wait for the decision's records to commit; a
     decision that cannot be recorded is not answered (a deny). ``refused``: why
@@ -53,7 +55,11 @@ async def host_reply(engine: Any, agent: str, payload: Any, *,
         if refused is not None:
             raise refused
         event = build_event(agent, payload)
-        outcome = await engine.emit(event)
+        if dispatch is not None:
+            dispatched, rules = dispatch(event)
+            outcome = await dispatched
+        else:
+            outcome = await engine.emit(event)
         record = decided(outcome, event, rules, engine=engine)  # a rule's row, too
         if settled is not None and not await settled():
             raise BridgeError("the audit store is not committing, so this decision was not "

@@ -332,7 +332,8 @@ def register(app: typer.Typer) -> None:
                                  metrics=registry.metrics, console=console, live=loaded,
                                  audit_gate=_audit_gate(registry, audit, audit_payloads),
                                  ready=_ready(registry, shared),
-                                 rules=lambda: registry.permissions)
+                                 rules=lambda: registry.permissions,
+                                 dispatch=registry.dispatch)
                 if repo is not None:
                     service = _policy_service(repo, kept, registry, policy_secret_file,
                                               policy_refresh,

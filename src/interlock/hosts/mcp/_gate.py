@@ -27,6 +27,7 @@ from interlock.engine.redact import redact
 if TYPE_CHECKING:
     from interlock.config.model import PermissionRule
     from interlock.engine.dispatch import Engine
+    from interlock.models.permission import Dispatch
 
 __all__ = ["PROMPT_GET", "RESOURCE_READ", "Gate", "Gated", "Refusal", "as_tool_result",
            "error_result", "tool_name"]
@@ -87,6 +88,9 @@ class Gate:
     """The name in ``mcp__<server>__<tool>``."""
     rules: Callable[[], Iterable[PermissionRule]] = list
     """The registry's current ``[[permissions]]`` rules, read at every call."""
+    dispatch: Dispatch | None = None
+    """When the rules are live (Registry.dispatch): a call's dispatch and the rules
+    of the revision whose hooks it runs, taken as one."""
     session_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4().hex[:12]}")
     platform: str = "mcp"
     cwd: str = field(default_factory=os.getcwd)
@@ -94,7 +98,8 @@ class Gate:
     def _common(self) -> dict[str, Any]:
         return {"session_id": self.session_id, "platform": self.platform, "cwd": self.cwd}
 
-    def _rule(self, name: str, args: Mapping[str, Any]) -> Refusal | None:
+    def _rule(self, name: str, args: Mapping[str, Any],
+              rules: Iterable[PermissionRule]) -> Refusal | None:
         from interlock.agent.permissions import (
             RULE_DENIES,
             RULES_HOOK,
@@ -102,7 +107,7 @@ class Gate:
             PermissionPolicy,
         )
 
-        action = PermissionPolicy(self.rules()).decide(name, args)
+        action = PermissionPolicy(rules).decide(name, args)
         if action is Action.DENY:
             return Refusal(RULE_DENIES, by=RULES_HOOK)
         if action is Action.ASK:
@@ -141,7 +146,11 @@ class Gate:
         call_id = call_id or f"mcp-{uuid.uuid4().hex[:12]}"
         event = BeforeToolCall(**self._common(), tool_call_id=call_id, tool_name=name,
                                args=args)
-        gate = await self.engine.emit(event)
+        # The hooks and the rules of one revision, whenever a reload lands
+        # (docs/configuration.md, Live reload).
+        dispatched, rules = (self.dispatch(event) if self.dispatch is not None
+                             else (self.engine.emit(event), list(self.rules())))
+        gate = await dispatched
         refusal: Refusal | None = None
         failure: Exception | None = None
         result: dict[str, Any] | None = None
@@ -155,7 +164,7 @@ class Gate:
             args = dict(gate.final(event).args)  # type: ignore[attr-defined]
             if gate.verdict is Verdict.RESPOND:
                 result, status = {"value": gate.value}, "responded"
-            elif (refusal := self._rule(name, args)) is None:
+            elif (refusal := self._rule(name, args, rules)) is None:
                 try:
                     result = await run(args)
                     status = "error" if result.get("isError") else "ok"

@@ -322,7 +322,8 @@ async def run_proxy(upstream: Upstream, *, name: str, project: Path | None = Non
     try:
         host.warn_if_unguarded()  # on stderr: stdout carries the protocol
         host.start_live_task()
-        gate = Gate(host.engine, name, rules=lambda: host.rules, cwd=os.getcwd())
+        gate = Gate(host.engine, name, rules=lambda: host.rules,
+                    dispatch=host.registry.dispatch, cwd=os.getcwd())
         connection = _Connection()
         server = build_server(gate, connection, name)
         async with anyio.create_task_group() as tasks:

@@ -60,7 +60,7 @@ from interlock.hosts.server.security import Guard
 if TYPE_CHECKING:
     from interlock.hosts.server.console import Console
     from interlock.hosts.server.gateway import Gateway
-    from interlock.models.permission import PermissionRule
+    from interlock.models.permission import Dispatch, PermissionRule
 
 MAX_BODY = 1 << 20
 LOOPBACK_CLIENTS = frozenset({"127.0.0.1", "::1"})
@@ -197,10 +197,13 @@ class Api:
                  max_body: int, metrics: Exposition | None = None,
                  audit_gate: AuditGate | None = None,
                  ready: Callable[[], str | None] | None = None,
-                 rules: Callable[[], list[PermissionRule]] | None = None) -> None:
+                 rules: Callable[[], list[PermissionRule]] | None = None,
+                 dispatch: Dispatch | None = None) -> None:
         self.engine = engine
         self.rules = rules or list
-        """The ``[[permissions]]`` rules in force, read at each bridge call."""
+        """The ``[[permissions]]`` rules in force (what ``/v1/ready`` looks at)."""
+        self.dispatch: Dispatch = dispatch or (lambda event: (engine.emit(event), self.rules()))
+        """An event's dispatch and the rules of the same revision, taken as one."""
         self.root = project_root.resolve()
         self.tokens = tokens
         self.reloader = reloader
@@ -302,12 +305,11 @@ class Api:
         redacted as every bridge redacts them."""
         from interlock.hosts.bridge._decide import decided
 
-        # The rules in force as emit() takes the hooks in force: a reload landing
-        # while the hooks run must not pair them with the next revision's rules
-        # (a deny moved from a rule into a hook would be in neither).
-        rules = self.rules()
         try:
-            outcome = await self.engine.emit(event)
+            # The hooks and the rules of one revision, whenever a reload lands
+            # (a deny moved from a hook into a rule, or back, is in one of them).
+            dispatched, rules = self.dispatch(event)
+            outcome = await dispatched
         except RecursionError:  # parsed, but too deep for the hooks' copy of the payload
             return _error(400, "the body is nested too deeply to evaluate")
         # Rules bind every agent's tool calls, a /v1/events client's too; only an
@@ -370,7 +372,7 @@ class Api:
         """The agent's reply, ready for the bridge to forward (interlock.hosts.bridge._reply)."""
         from interlock.hosts.bridge._reply import encode, host_reply
 
-        reply = await host_reply(self.engine, agent, payload, rules=self.rules(),
+        reply = await host_reply(self.engine, agent, payload, dispatch=self.dispatch,
                                  settled=self.audit_gate)
         self.counters["evaluations"] += 1
         body, headers = encode(reply)
@@ -496,6 +498,7 @@ def create_app(
     live: Live | None = None,
     ready: Callable[[], str | None] | None = None,
     rules: Callable[[], list[PermissionRule]] | None = None,
+    dispatch: Dispatch | None = None,
 ) -> Starlette:
     """The server's ASGI app over ``engine``, for ``project_root`` only.
 
@@ -507,8 +510,10 @@ def create_app(
     ``live``: watches the configuration while the app runs (its lifespan).
     ``ready``: None while the server can answer, else a short reason (``GET
     /v1/ready`` answers ``503`` with it); the hooks being loaded is checked here.
-    ``rules``: the ``[[permissions]]`` rules in force, which ``/v1/bridge`` applies
-    to tool calls after the hooks, as every bridge does (docs/one-policy.md).
+    ``rules``: the ``[[permissions]]`` rules in force, which ``/v1/events`` and
+    ``/v1/bridge`` apply to tool calls after the hooks, as every bridge does
+    (docs/one-policy.md). ``dispatch``: when they are live (Registry.dispatch), an
+    event's dispatch with the rules of the revision whose hooks it runs.
 
     ``socket_path``: the Unix socket this app is also served on (its peers are
     trusted for events after the uid check). ``allowed_hosts`` /
@@ -521,7 +526,7 @@ def create_app(
     api = Api(engine, project_root=project_root, tokens=tokens, reloader=reloader,
               dead_letters=dead_letters, status=status, socket_path=socket_path,
               max_body=max_body, metrics=metrics, audit_gate=audit_gate, ready=ready,
-              rules=rules)
+              rules=rules, dispatch=dispatch)
     spec = msgspec.json.encode(build_spec(HOSTS))
 
     async def openapi(request: Request) -> Response:

@@ -431,6 +431,9 @@ def build_gateway(engine: Engine, *, project_root: Path, model: str | None,
         Sandbox(tuple, mode=mode)  # sandbox = "required" and none: the server does not start
         options = {"pinned": lambda: registry.pinned_files, "sandbox": mode,
                    "sandbox_network": network}
+    if rules is not None and hasattr(registry, "dispatch"):
+        # A call's hooks and the operator's rules, of one revision (AgentOptions.dispatch).
+        options["dispatch"] = registry.dispatch
     return Gateway(engine, factory, project_root=project_root, model_name=name,
                    ask_timeout=ask_timeout, rules=rules, store=store, close_store=True,
                    extra_tools=extra_tools, agent_options=options)

@@ -106,6 +106,7 @@ def build_agent(spec: RunSpec, *, interactive: bool = False, on_text: Any = None
         options = AgentOptions(model=name, cwd=Path(session.cwd) if session else spec.cwd,
                                project_root=project.root, permissions=list(spec.rules),
                                live_permissions=lambda: host.rules,
+                               dispatch=registry.dispatch,
                                pinned=lambda: registry.pinned_files, sandbox=mode,
                                sandbox_network=network,
                                max_turns=spec.max_turns, on_text=on_text, on_step=on_step,
