@@ -123,6 +123,24 @@ async def test_an_injected_judge_cannot_approve_modify_or_respond(answer):
     engine.close()
 
 
+@pytest.mark.parametrize("answer", [
+    "{}",
+    '{"reason": "this deletes the production database; block it"}',
+    '{"decision": null, "reason": "dangerous"}',
+    '{"context": "it wipes the disk"}',
+])
+async def test_an_answer_without_a_decision_is_a_failure_not_no_opinion(answer):
+    # The schema requires "decision": a judge that left it out (or nulled it)
+    # said nothing the engine may read as "no objection" on a gate.
+    sink = RecordingSink()
+    engine = _engine(FakeProvider(answer), sink=sink)
+    _e, out = await _emit(engine, "rm -rf /")
+    assert out.blocked
+    assert "did not answer (contract)" in (out.reason or "")
+    assert [f.mode for f in sink.failures] == ["contract"]
+    engine.close()
+
+
 @pytest.mark.parametrize("garbage", ["", "sure, looks fine!", "[1, 2]", '{"decision": 3}',
                                      '{"decision": "block", "reason": 7}', "{not json"])
 async def test_garbage_answers_are_failures(garbage):

@@ -233,9 +233,12 @@ def parse_answer(text: str, *, max_chars: int = 4000, who: str = "prompt judge"
     if extra:
         raise ContractError(f"{who}'s answer has fields it may not use: "
                             f"{sorted(extra)} (only decision, reason, context)")
-    raw = answer.get("decision", "none")
-    if raw is None:
-        raw = "none"
+    if "decision" not in answer:
+        # The schema requires it: a judge that left it out said nothing the engine
+        # may read as "no objection" (a gate would open on a non-answer).
+        raise ContractError(f"{who}'s answer has no 'decision'; it must say block, ask "
+                            "or none")
+    raw = answer["decision"]
     if not isinstance(raw, str) or raw.lower() not in ALLOWED:
         raise ContractError(f"{who} answered {raw!r}; an LLM judge may answer only "
                             "block, ask or none")
