@@ -395,6 +395,27 @@ def test_background_queue_overflow_is_dead_lettered():
     assert len(dropped) >= 3  # at most one running plus two queued
 
 
+def test_background_work_a_close_cuts_off_is_dead_lettered():
+    # close() waits for the queues with a deadline, then stops the loop: the
+    # invocation it cancels and those still queued never ran, and each is
+    # recorded (docs/engine.md, Shadow and background hooks), not lost.
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink])
+    started = threading.Event()
+
+    async def hangs(event):
+        started.set()
+        await asyncio.Event().wait()
+
+    engine.on("notification", hangs, background=True, name="hangs")
+    for _ in range(3):
+        engine.notify(Notification(message="x"))
+    assert started.wait(5)
+    engine.close(timeout=0.05)
+    assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:hangs", "dropped")] * 3
+    assert "closed" in sink.failures[0].error
+
+
 def test_shadow_hooks_are_audited_not_applied(engine, sink):
     engine.on("before_tool_call", lambda e: block("would block"), shadow=True, name="trial")
     out = engine.emit_sync(ev())
