@@ -183,6 +183,27 @@ async def test_output_cap():
     engine.close()
 
 
+async def test_a_prompt_past_max_input_is_a_failure_not_a_cut_view():
+    # The payload is the attacker's: padded past the cap, a cut prompt would
+    # hide the part that matters (and the template's own rules after it) from
+    # the judge, whose "none" would then be about some other call.
+    sink = RecordingSink()
+    provider = FakeProvider(lambda req: json.dumps(
+        {"decision": "block" if "rm -rf" in req.messages[1]["content"] else "none"}))
+    engine = _engine(provider, sink=sink, max_input_chars=1000)
+    _e, out = await _emit(engine, "echo " + "A" * 2000 + "; rm -rf /")
+    assert out.blocked
+    assert "did not answer (ineligible)" in (out.reason or "")
+    assert "max_input" in sink.failures[0].error
+    assert provider.requests == []  # the judge was never shown a cut prompt
+    engine.close()
+    engine = _engine(provider, max_input_chars=100_000)
+    _e, out = await _emit(engine, "ls; rm -rf /")
+    assert out.blocked
+    assert out.reason == "blocked by a prompt judge"
+    engine.close()
+
+
 def test_judge_reasons_are_redacted_and_capped():
     secret = "ghp_" + "aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2"
     decision = parse_answer(json.dumps({"decision": "block", "reason": f"{secret} " * 400}),
