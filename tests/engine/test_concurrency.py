@@ -156,17 +156,23 @@ def test_defaults_closed_on_gate_open_on_observe(engine, sink):
 
 def test_cancellation_is_not_swallowed():
     engine = Engine()
+    started = asyncio.Event()
 
-    async def cancelled(event):
-        raise asyncio.CancelledError
+    async def waits(event):
+        started.set()
+        await asyncio.Event().wait()
 
-    engine.on("before_tool_call", cancelled)
+    engine.on("before_tool_call", waits)
 
     async def main():
-        return await engine.emit(ev())
+        task = asyncio.ensure_future(engine.emit(ev()))
+        await started.wait()
+        task.cancel()  # the host cancels the dispatch: that propagates
+        return await task
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(main())
+    engine.close()
 
 
 # -- fail-closed per event ---------------------------------------------------------

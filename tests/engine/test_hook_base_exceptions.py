@@ -97,3 +97,24 @@ async def test_cancellation_still_propagates(engine):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+@pytest.mark.parametrize("modifies", [False, True], ids=["check", "modifier"])
+@pytest.mark.parametrize("suspends", [True, False], ids=["suspended", "first-step"])
+async def test_a_cancelled_error_a_hook_raises_itself_is_its_crash(modifies, suspends,
+                                                                    engine, sink):
+    # Nobody cancelled the hook or the dispatch: it awaited someone else's task
+    # that was cancelled (or raised CancelledError). Passed on, it would end the
+    # dispatch with no outcome and no failure record, as if the host had gone.
+    async def hook(event):
+        if not suspends:
+            raise asyncio.CancelledError
+        other = asyncio.ensure_future(asyncio.sleep(10))
+        asyncio.get_running_loop().call_soon(other.cancel)
+        await other
+
+    engine.on("before_tool_call", hook, name="awaits", on_error="closed", modifies=modifies)
+    out = await engine.emit(BeforeToolCall(tool_name="terminal", args={"command": "ls"},
+                                           session_id="s"))
+    assert out.blocked
+    assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:awaits", "crash")]
