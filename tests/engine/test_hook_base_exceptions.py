@@ -118,3 +118,30 @@ async def test_a_cancelled_error_a_hook_raises_itself_is_its_crash(modifies, sus
                                            session_id="s"))
     assert out.blocked
     assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:awaits", "crash")]
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["no-sinks", "sinks"])
+@pytest.mark.parametrize("modifies", [False, True], ids=["check", "modifier"])
+def test_a_sync_hook_whose_own_event_loop_was_cancelled_has_crashed(lean, modifies, sink):
+    # A sync hook that runs a coroutine of its own with asyncio.run(), in which
+    # a task was cancelled: the CancelledError is the hook's, never a
+    # cancellation of the dispatch (sync code is not cancelled by asyncio).
+    from interlock import Engine
+
+    def hook(event):
+        async def inner():
+            other = asyncio.ensure_future(asyncio.sleep(10))
+            asyncio.get_running_loop().call_soon(other.cancel)
+            await other
+        asyncio.run(inner())
+
+    engine = Engine() if lean else Engine(sinks=[sink])
+    try:
+        engine.on("before_tool_call", hook, name="runs", on_error="closed", modifies=modifies)
+        out = call(engine)
+    finally:
+        engine.close()
+    assert out.blocked
+    assert "crash" in (out.reason or "")
+    if not lean:
+        assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:runs", "crash")]

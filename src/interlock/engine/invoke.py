@@ -24,6 +24,7 @@ from interlock.engine.errors import (
     HookCrash,
     HookFailure,
     HookTimeout,
+    sync_cancelled,
 )
 from interlock.engine.events import Event
 from interlock.engine.hooks import Hook, Invocation, Mode
@@ -107,6 +108,10 @@ def call_sync(hook: Hook, event: Event, spec: EventSpec) -> Answer:
     except HookFailure as exc:
         return None, exc
     except HOOK_ERRORS as exc:
+        return None, crash(hook, exc)
+    except BaseException as exc:
+        if not sync_cancelled(exc):
+            raise
         return None, crash(hook, exc)
     return settle(hook, spec, answer)
 
