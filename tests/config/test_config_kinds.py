@@ -125,6 +125,7 @@ def test_registry_close_closes_http_pools(world: World,
     ('prompt = "x {{event.nope}}"', 4, "prompt", "names no field of before_tool_call"),
     ('prompt = "x"\nmodifies = true', 5, "modifies", "only block, ask, context or nothing"),
     ('kind = "agent"\nprompt = "x"\nmax_cost = 0', 6, "max_cost", "must be positive"),
+    ('prompt = "x"\nmax_input = -1', 5, "max_input", "must be positive"),
     ('url = "https://h.example/x"\ncommand = "true"', 5, "command", "takes no command"),
     ('prompt_file = "missing.md"', 4, "prompt_file", "cannot read"),
 ])
@@ -154,11 +155,13 @@ def test_a_prompt_hook_from_config_judges_with_its_template_file(world: World) -
         prompt_file = "judge.md"
         model = "scripted:judge.json"
         max_output = 500
+        max_input = 20000
         """)
     reg = world.registry(accept=True)
     reg.load()
     (entry,) = reg.hooks
     assert entry.definition.effective_kind.value == "prompt"
+    assert entry.hook.executor.inner.max_input_chars == 20000  # type: ignore[union-attr]
     assert world.home / "judge.md" in entry.files
     outcome = reg.engine.emit_sync(_call("make deploy"))
     assert outcome.verdict.value == "block"

@@ -156,17 +156,23 @@ def test_defaults_closed_on_gate_open_on_observe(engine, sink):
 
 def test_cancellation_is_not_swallowed():
     engine = Engine()
+    started = asyncio.Event()
 
-    async def cancelled(event):
-        raise asyncio.CancelledError
+    async def waits(event):
+        started.set()
+        await asyncio.Event().wait()
 
-    engine.on("before_tool_call", cancelled)
+    engine.on("before_tool_call", waits)
 
     async def main():
-        return await engine.emit(ev())
+        task = asyncio.ensure_future(engine.emit(ev()))
+        await started.wait()
+        task.cancel()  # the host cancels the dispatch: that propagates
+        return await task
 
     with pytest.raises(asyncio.CancelledError):
         asyncio.run(main())
+    engine.close()
 
 
 # -- fail-closed per event ---------------------------------------------------------
@@ -393,6 +399,27 @@ def test_background_queue_overflow_is_dead_lettered():
     gate.set()
     engine.close()
     assert len(dropped) >= 3  # at most one running plus two queued
+
+
+def test_background_work_a_close_cuts_off_is_dead_lettered():
+    # close() waits for the queues with a deadline, then stops the loop: the
+    # invocation it cancels and those still queued never ran, and each is
+    # recorded (docs/engine.md, Shadow and background hooks), not lost.
+    sink = RecordingSink()
+    engine = Engine(sinks=[sink])
+    started = threading.Event()
+
+    async def hangs(event):
+        started.set()
+        await asyncio.Event().wait()
+
+    engine.on("notification", hangs, background=True, name="hangs")
+    for _ in range(3):
+        engine.notify(Notification(message="x"))
+    assert started.wait(5)
+    engine.close(timeout=0.05)
+    assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:hangs", "dropped")] * 3
+    assert "closed" in sink.failures[0].error
 
 
 def test_shadow_hooks_are_audited_not_applied(engine, sink):

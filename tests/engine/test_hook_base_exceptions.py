@@ -97,3 +97,51 @@ async def test_cancellation_still_propagates(engine):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
+
+
+@pytest.mark.parametrize("modifies", [False, True], ids=["check", "modifier"])
+@pytest.mark.parametrize("suspends", [True, False], ids=["suspended", "first-step"])
+async def test_a_cancelled_error_a_hook_raises_itself_is_its_crash(modifies, suspends,
+                                                                    engine, sink):
+    # Nobody cancelled the hook or the dispatch: it awaited someone else's task
+    # that was cancelled (or raised CancelledError). Passed on, it would end the
+    # dispatch with no outcome and no failure record, as if the host had gone.
+    async def hook(event):
+        if not suspends:
+            raise asyncio.CancelledError
+        other = asyncio.ensure_future(asyncio.sleep(10))
+        asyncio.get_running_loop().call_soon(other.cancel)
+        await other
+
+    engine.on("before_tool_call", hook, name="awaits", on_error="closed", modifies=modifies)
+    out = await engine.emit(BeforeToolCall(tool_name="terminal", args={"command": "ls"},
+                                           session_id="s"))
+    assert out.blocked
+    assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:awaits", "crash")]
+
+
+@pytest.mark.parametrize("lean", [True, False], ids=["no-sinks", "sinks"])
+@pytest.mark.parametrize("modifies", [False, True], ids=["check", "modifier"])
+def test_a_sync_hook_whose_own_event_loop_was_cancelled_has_crashed(lean, modifies, sink):
+    # A sync hook that runs a coroutine of its own with asyncio.run(), in which
+    # a task was cancelled: the CancelledError is the hook's, never a
+    # cancellation of the dispatch (sync code is not cancelled by asyncio).
+    from interlock import Engine
+
+    def hook(event):
+        async def inner():
+            other = asyncio.ensure_future(asyncio.sleep(10))
+            asyncio.get_running_loop().call_soon(other.cancel)
+            await other
+        asyncio.run(inner())
+
+    engine = Engine() if lean else Engine(sinks=[sink])
+    try:
+        engine.on("before_tool_call", hook, name="runs", on_error="closed", modifies=modifies)
+        out = call(engine)
+    finally:
+        engine.close()
+    assert out.blocked
+    assert "crash" in (out.reason or "")
+    if not lean:
+        assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:runs", "crash")]

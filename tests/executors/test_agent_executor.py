@@ -84,6 +84,15 @@ async def test_garbage_is_a_failure_and_blocks(project: Path) -> None:
     assert "JSON object" in sink.failures[0].error
 
 
+async def test_a_prompt_past_max_input_fails_before_the_judge_runs(project: Path) -> None:
+    sink = RecordingSink()
+    model = ScriptedModel([])
+    outcome = await _judge(model, project, sink=sink, max_input_chars=50)
+    assert outcome.verdict is Verdict.BLOCK
+    assert [f.mode.value for f in sink.failures] == ["ineligible"]
+    assert model.calls == []  # never shown a cut prompt
+
+
 async def test_a_judge_looping_past_its_turn_cap_fails(project: Path) -> None:
     (project / "a.txt").write_text("a")
     model = ScriptedModel([_read("a.txt")] * 10)

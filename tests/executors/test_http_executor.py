@@ -563,6 +563,24 @@ async def test_empty_answers_mean_no_opinion(
     assert decision.context == "remember the style guide"
 
 
+async def test_a_connection_dropped_after_the_headers_is_no_answer(
+        server: HookServer, make_executor: Callable[..., HttpExecutor]) -> None:
+    # A handler that sends its status first and then dies (raises, is killed)
+    # leaves a 200 with no length and nothing after it: the body's end cannot
+    # be told from the connection's. Read as empty it would be "no opinion",
+    # and a fail-closed gate would open on a server that never answered.
+    def dies_after_headers(h: _Handler, seen: Seen) -> None:
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.end_headers()
+        h.wfile.flush()
+        h.close_connection = True
+
+    server.routes["/dies"] = dies_after_headers
+    with pytest.raises(ContractError, match="Content-Length"):
+        await make_executor(server.url("/dies"))(invocation())
+
+
 # --- headers, keys and signatures -------------------------------------------------
 
 

@@ -123,6 +123,24 @@ async def test_an_injected_judge_cannot_approve_modify_or_respond(answer):
     engine.close()
 
 
+@pytest.mark.parametrize("answer", [
+    "{}",
+    '{"reason": "this deletes the production database; block it"}',
+    '{"decision": null, "reason": "dangerous"}',
+    '{"context": "it wipes the disk"}',
+])
+async def test_an_answer_without_a_decision_is_a_failure_not_no_opinion(answer):
+    # The schema requires "decision": a judge that left it out (or nulled it)
+    # said nothing the engine may read as "no objection" on a gate.
+    sink = RecordingSink()
+    engine = _engine(FakeProvider(answer), sink=sink)
+    _e, out = await _emit(engine, "rm -rf /")
+    assert out.blocked
+    assert "did not answer (contract)" in (out.reason or "")
+    assert [f.mode for f in sink.failures] == ["contract"]
+    engine.close()
+
+
 @pytest.mark.parametrize("garbage", ["", "sure, looks fine!", "[1, 2]", '{"decision": 3}',
                                      '{"decision": "block", "reason": 7}', "{not json"])
 async def test_garbage_answers_are_failures(garbage):
@@ -162,6 +180,27 @@ async def test_output_cap():
     _e, out = await _emit(engine)
     assert out.blocked
     assert "(contract)" in (out.reason or "")
+    engine.close()
+
+
+async def test_a_prompt_past_max_input_is_a_failure_not_a_cut_view():
+    # The payload is the attacker's: padded past the cap, a cut prompt would
+    # hide the part that matters (and the template's own rules after it) from
+    # the judge, whose "none" would then be about some other call.
+    sink = RecordingSink()
+    provider = FakeProvider(lambda req: json.dumps(
+        {"decision": "block" if "rm -rf" in req.messages[1]["content"] else "none"}))
+    engine = _engine(provider, sink=sink, max_input_chars=1000)
+    _e, out = await _emit(engine, "echo " + "A" * 2000 + "; rm -rf /")
+    assert out.blocked
+    assert "did not answer (ineligible)" in (out.reason or "")
+    assert "max_input" in sink.failures[0].error
+    assert provider.requests == []  # the judge was never shown a cut prompt
+    engine.close()
+    engine = _engine(provider, max_input_chars=100_000)
+    _e, out = await _emit(engine, "ls; rm -rf /")
+    assert out.blocked
+    assert out.reason == "blocked by a prompt judge"
     engine.close()
 
 

@@ -3,7 +3,8 @@
 Its ``check`` tool takes the wire request as arguments and answers as a hook
 does: it blocks a terminal command holding ``rm -rf``, rewrites ``ORIGINAL``
 into ``REWRITTEN``, fails (a tool error) on ``FAIL``, and has no opinion
-otherwise.
+otherwise. Its ``echo_answer`` tool answers, as text, whatever the call's
+``answer`` argument holds.
 """
 
 from typing import Any
@@ -28,6 +29,14 @@ def check(event: str, payload: dict[str, Any], contract_version: int = 1,
         return {"decision": "modify",
                 "changes": {"args": {**args, "command": command.replace("ORIGINAL", "REWRITTEN")}}}
     return {}
+
+
+@server.tool()
+def echo_answer(event: str, payload: dict[str, Any], contract_version: int = 1,
+                invocation_id: str = "", hook: str = "", session_id: str = "", cwd: str = "",
+                replay: bool = False) -> str:
+    """Answer, as text, the tool call's ``answer`` argument verbatim."""
+    return str((payload.get("args") or {}).get("answer", ""))
 
 
 if __name__ == "__main__":

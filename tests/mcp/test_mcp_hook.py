@@ -10,7 +10,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
+from fixtures.helpers import invocation
 from helpers.cfg import World, run, world
+from interlock.engine.errors import ContractError
 from interlock.events import BeforeToolCall
 from interlock.hosts.assembly import Host
 
@@ -88,3 +90,18 @@ def test_approval_pins_the_servers_files(world: World) -> None:
     assert _approved(world)
     (world.root / "policy_server.py").write_text(SERVER.read_text() + "\n# changed\n")
     assert not _approved(world), "an edit of the server's script withdraws the approval"
+
+
+@pytest.mark.parametrize("text", [
+    '{"decision": "block", "reason": "no", "decision": "none"}',
+    '{"decision": "none", "decision": "block"}',
+])
+async def test_an_ambiguous_text_answer_is_a_contract_error(text: str) -> None:
+    # Read as its last key, the first answer is "none": a fail-closed gate would
+    # open on an answer a person reads as a block (docs/wire-contract.md).
+    from interlock.executors.mcp import McpToolExecutor
+
+    ex = McpToolExecutor([sys.executable, str(SERVER)], tool="echo_answer", server="policy",
+                         hook_name="mcp-judge", cwd=SERVER.parent, timeout=30)
+    with pytest.raises(ContractError, match="ambiguous"):
+        await ex(invocation(args={"command": "rm -rf /", "answer": text}))

@@ -28,6 +28,7 @@ _OWNERS: dict[str, frozenset[HookKind]] = {
     "prompt_file": LLM_KINDS,
     "model": LLM_KINDS,
     "max_output": LLM_KINDS,
+    "max_input": LLM_KINDS,
     "max_turns": frozenset({HookKind.AGENT}),
     "max_cost": frozenset({HookKind.AGENT}),
     "server": frozenset({HookKind.MCP}),
@@ -66,7 +67,7 @@ def check(d: HookDef, err: Err, events: tuple[str, ...], folder: Path) -> None:
         raise err("modifies", f"a {kind.value} hook may answer only block, ask, context or "
                               "nothing (it reads text an attacker may have written)",
                   "remove modifies = true; use a command or python hook to change calls")
-    for name in ("max_output", "max_turns", "max_cost"):
+    for name in ("max_output", "max_input", "max_turns", "max_cost"):
         value = getattr(d, name)
         if value is not None and value <= 0:
             raise err(name, f"{name} must be positive, got {value}", f"give {name} a positive "
@@ -163,6 +164,8 @@ def build(d: HookDef, folder: Path, project_root: Path, events: tuple[str, ...],
     kwargs: dict[str, Any] = {"model": model_name, "timeout": timeout}
     if d.max_output is not None:
         kwargs["max_output_chars"] = d.max_output
+    if d.max_input is not None:
+        kwargs["max_input_chars"] = d.max_input
     if kind is HookKind.PROMPT:
         from interlock.executors.prompt import PromptExecutor
 

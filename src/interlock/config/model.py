@@ -101,6 +101,8 @@ class HookDef(msgspec.Struct, forbid_unknown_fields=True, kw_only=True, omit_def
     """prompt / agent: scripted:FILE, openai:NAME, ... (default $INTERLOCK_MODEL)."""
     max_output: int | None = None
     """prompt / agent: characters of answer accepted (past it, a failure)."""
+    max_input: int | None = None
+    """prompt / agent: characters of rendered prompt accepted (past it, a failure)."""
     max_turns: int | None = None
     """agent: model turns before the judge has failed."""
     max_cost: int | None = None

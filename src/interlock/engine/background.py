@@ -87,12 +87,30 @@ class Background:
                         call(hook, event, event.spec), context=ctx)
                     if failure is not None:
                         self._record_failure(hook, event, failure)
+                except asyncio.CancelledError:
+                    # The loop is closing (close() past its deadline): this one and
+                    # those still queued never finish, and each is recorded.
+                    self._cut_off(queue, hook, event)
+                    raise
                 finally:
                     with self._cond:
                         self._pending -= 1
                         self._cond.notify_all()
 
         return run()
+
+    def _cut_off(self, queue: _Queue, hook: Hook, event: Event) -> None:
+        """Record the invocation a closing loop cancelled and empty its queue."""
+        with self._cond:
+            rest = list(queue.items)
+            queue.items.clear()
+            queue.busy = False
+            self._pending -= len(rest)
+            self._cond.notify_all()
+        for h, e, _ctx in ((hook, event, None), *rest):
+            self._record_failure(h, e, HookFailure(
+                f"hook {h.qualified_name}'s background invocation was dropped: the engine "
+                "closed before it finished", mode=FailureMode.DROPPED))
 
     def drain(self, timeout: float | None) -> bool:
         """Wait until everything queued has run; False on timeout."""

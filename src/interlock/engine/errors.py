@@ -14,6 +14,7 @@ names the file, the field and the fix.
 from __future__ import annotations
 
 import enum
+import sys
 
 
 def install_extra(extra: str) -> str:
@@ -100,6 +101,15 @@ HOOK_ERRORS: tuple[type[BaseException], ...] = (Exception, *HOOK_EXITS)
 cancellation. ``SystemExit`` from a hook's ``sys.exit()`` must not end the host
 (a bridge that exits 0 with no answer reads as "allow"), so isolating a hook
 catches these, and only cancellation propagates (docs/engine.md, Failures)."""
+
+
+def sync_cancelled(exc: BaseException) -> bool:
+    """Is ``exc``, raised by a sync hook, asyncio's CancelledError? Always the hook's
+    own (it ran a loop of its own, say with ``asyncio.run``): sync code is never
+    cancelled by asyncio, so it is the hook's crash (docs/engine.md, Failures).
+    asyncio is not imported to ask: a hook that raised one has imported it."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(exc, asyncio.CancelledError)
 
 
 class HookFailure(InterlockError):

@@ -12,7 +12,7 @@ from msgspec.structs import replace as msgspec_replace
 
 from interlock.engine.contract import _SCALARS, copy_payload
 from interlock.engine.decisions import ENDING, Decision, Verdict
-from interlock.engine.errors import HOOK_ERRORS, HookFailure
+from interlock.engine.errors import HOOK_ERRORS, HookFailure, sync_cancelled
 from interlock.engine.events import Event
 from interlock.engine.invoke import answer_checker, call_sync, crash
 from interlock.engine.merge import mutated, snapshot
@@ -113,6 +113,10 @@ def compile_fast(loop: DispatchLoop, plan: Plan) -> Callable[[Event], Outcome]:
             except HookFailure as exc:  # includes ContractError from check()
                 res = result_of(hook, event, spec, None, exc, 0, record=False)
             except HOOK_ERRORS as exc:
+                res = result_of(hook, event, spec, None, crash(hook, exc), 0, record=False)
+            except BaseException as exc:
+                if not sync_cancelled(exc):
+                    raise
                 res = result_of(hook, event, spec, None, crash(hook, exc), 0, record=False)
             if outcome is None:
                 answers = [None] * size

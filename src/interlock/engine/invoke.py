@@ -24,6 +24,7 @@ from interlock.engine.errors import (
     HookCrash,
     HookFailure,
     HookTimeout,
+    sync_cancelled,
 )
 from interlock.engine.events import Event
 from interlock.engine.hooks import Hook, Invocation, Mode
@@ -84,6 +85,10 @@ def start(hook: Hook, event: Event, spec: EventSpec) -> Answer | asyncio.Future[
             return None, exc
         except HOOK_ERRORS as exc:
             return None, crash(hook, exc)
+        except asyncio.CancelledError as exc:
+            # Stepped synchronously: a cancellation of the caller is delivered at
+            # its next await, never here, so this CancelledError is the hook's own.
+            return None, crash(hook, exc)
         # It suspended: only now does it get a timer (~20 us each, bench/dispatch.py;
         # docs/engine.md, Timers).
         deadline = None
@@ -103,6 +108,10 @@ def call_sync(hook: Hook, event: Event, spec: EventSpec) -> Answer:
     except HookFailure as exc:
         return None, exc
     except HOOK_ERRORS as exc:
+        return None, crash(hook, exc)
+    except BaseException as exc:
+        if not sync_cancelled(exc):
+            raise
         return None, crash(hook, exc)
     return settle(hook, spec, answer)
 
@@ -155,6 +164,13 @@ async def _guarded(hook: Hook, spec: EventSpec, answer_of: Awaitable[Any],
     except HookFailure as exc:
         return None, exc
     except HOOK_ERRORS as exc:
+        return None, crash(hook, exc)
+    except asyncio.CancelledError as exc:
+        task = asyncio.current_task()
+        if task is None or task.cancelling():
+            raise  # a real cancellation (the host, an ending answer): never swallowed
+        # Nobody cancelled us: the hook awaited something else that was cancelled.
+        # Its crash, so it fails closed and is recorded (docs/engine.md, Failures).
         return None, crash(hook, exc)
     return settle(hook, spec, answer)
 

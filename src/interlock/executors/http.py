@@ -226,7 +226,17 @@ class HttpExecutor(Executor):
     async def _answer(self, resp: httpx.Response) -> Decision | None:
         status = resp.status_code
         if 200 <= status < 300:
-            return self._decode(await self._read(resp))
+            raw = await self._read(resp)
+            if not raw.strip() and status not in (204, 205) and not _framed(resp):
+                # A close-delimited body that is empty: a server that sent its
+                # status and then died looks exactly like this. "No opinion" must
+                # be said, not inferred from a dropped connection.
+                raise ContractError(
+                    f"{self._me()} answered HTTP {status} with no Content-Length and "
+                    "nothing before the connection closed, which a server that died "
+                    "after its headers also sends (fix: answer 204, or send "
+                    "Content-Length: 0 with an empty body)")
+            return self._decode(raw)
         if 300 <= status < 400:
             await self._refuse_redirect(resp)
         retryable = status in _RETRYABLE_STATUS or status >= 500
@@ -310,6 +320,13 @@ def retry_after(value: str | None, *, now: float | None = None) -> float | None:
     if when.tzinfo is None:
         return None
     return max(0.0, when.timestamp() - (time.time() if now is None else now))
+
+
+def _framed(resp: httpx.Response) -> bool:
+    """Does the response say where its body ends (a length, or chunks)? Else
+    its end is wherever the connection closed."""
+    return ("content-length" in resp.headers
+            or "chunked" in resp.headers.get("transfer-encoding", "").lower())
 
 
 def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:

@@ -21,7 +21,6 @@ Approval pins the files ``command`` runs, as for a command hook
 
 from __future__ import annotations
 
-import json
 import shlex
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +32,8 @@ from mcp import Client, StdioServerParameters
 from interlock.engine.decisions import Decision, decode_wire
 from interlock.engine.errors import ConfigError, ContractError, HookCrash, HookTimeout
 from interlock.engine.hooks import Executor
+from interlock.engine.strictjson import AmbiguousJSON
+from interlock.engine.strictjson import loads as strict_loads
 from interlock.executors._process import clean_env
 
 if TYPE_CHECKING:
@@ -87,7 +88,10 @@ class McpToolExecutor(Executor):
             if not text.strip():
                 return None
             try:
-                answer = json.loads(text)
+                answer = strict_loads(text)
+            except AmbiguousJSON as exc:  # one reader's block is another's "none"
+                raise ContractError(f"hook {label} answered an ambiguous JSON text ({exc}): "
+                                    f"{text[:200]!r} (fix: name each field once)") from None
             except ValueError:
                 raise ContractError(f"hook {label} answered text that is not JSON: "
                                     f"{text[:200]!r}") from None

@@ -14,10 +14,12 @@ JSON object following :data:`ANSWER_SCHEMA`:
 An LLM judge reads text an attacker may have written, so it may answer ONLY
 block, ask, context or nothing (docs/configuration.md, HTTP, prompt and agent
 hooks). Anything else the
-model says — approve, allow, modify, respond, extra fields, garbage, an
-answer past the output cap, no answer before the timeout — is a
+model says — approve, allow, modify, respond, no decision, extra fields,
+garbage, an answer past the output cap, no answer before the timeout — is a
 :class:`HookFailure`, and the hook's own ``on_error`` decides (closed by
-default on gate events: a failing judge blocks, it never lets through).
+default on gate events: a failing judge blocks, it never lets through). So is
+a prompt past ``max_input_chars``: it is never cut, since the judge would
+judge a view of the call without the tail an attacker padded away.
 """
 
 from __future__ import annotations
@@ -112,7 +114,17 @@ class PromptTemplate:
             raw = getattr(event, name[6:], None)
             return raw if isinstance(raw, str) else json.dumps(raw, default=str)
 
-        return _PLACEHOLDER.sub(value, self.text)[:max_chars]
+        text = _PLACEHOLDER.sub(value, self.text)
+        if len(text) > max_chars:
+            # Cut, the prompt would hide its tail from the judge: the part of the
+            # payload an attacker padded past the cap, or the template's own rules
+            # after it. A "none" about a view of the call is no answer about it.
+            raise HookFailure(
+                f"the judge's prompt is {len(text)} characters, over max_input "
+                f"({max_chars}); it is not cut (fix: raise max_input, or judge fewer "
+                "fields with {{event.<field>}} placeholders)",
+                mode=FailureMode.INELIGIBLE, retryable=False)
+        return text
 
 
 @dataclass
@@ -127,7 +139,7 @@ class PromptExecutor(Executor):
     max_output_chars: int = 4000
     """An answer longer than this is a failure, not truncated into something else."""
     max_input_chars: int = 50_000
-    """The rendered prompt is cut to this many characters (the tail is dropped)."""
+    """A rendered prompt longer than this is a failure (``ineligible``), never cut."""
     params: Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
@@ -233,9 +245,12 @@ def parse_answer(text: str, *, max_chars: int = 4000, who: str = "prompt judge"
     if extra:
         raise ContractError(f"{who}'s answer has fields it may not use: "
                             f"{sorted(extra)} (only decision, reason, context)")
-    raw = answer.get("decision", "none")
-    if raw is None:
-        raw = "none"
+    if "decision" not in answer:
+        # The schema requires it: a judge that left it out said nothing the engine
+        # may read as "no objection" (a gate would open on a non-answer).
+        raise ContractError(f"{who}'s answer has no 'decision'; it must say block, ask "
+                            "or none")
+    raw = answer["decision"]
     if not isinstance(raw, str) or raw.lower() not in ALLOWED:
         raise ContractError(f"{who} answered {raw!r}; an LLM judge may answer only "
                             "block, ask or none")
