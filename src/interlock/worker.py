@@ -77,7 +77,9 @@ def run(handler: Handler, *, stdin: IO[bytes] | None = None,
                 answer = answer_of(result)
             except HOOK_ERRORS as exc:  # a handler's sys.exit() answers, like any crash
                 answer = {"error": f"{type(exc).__name__}: {exc}"}
-            out.write(encoder.encode({"id": rid, **answer}) + b"\n")
+            # The request's id last: a handler's own "id" must not route its answer
+            # to another request.
+            out.write(encoder.encode({**answer, "id": rid}) + b"\n")
             out.flush()
     finally:
         if runner is not None:

@@ -97,6 +97,17 @@ async def test_an_answer_past_the_cap_is_a_failure(workers, cap):
     assert await call(ex, "ls") is None
 
 
+async def test_an_answer_whose_id_is_a_boolean_answers_no_request(workers):
+    """``true == 1`` in Python, but a JSON ``true`` is no request id: the answer is
+    refused, never applied to request 1 as its "no opinion"."""
+    script = ("import sys, json\n"
+              "for line in sys.stdin:\n"
+              "    print(json.dumps({'id': True, 'decision': 'none'}), flush=True)\n")
+    ex = workers([PY, "-c", script])
+    with pytest.raises(ContractError, match="not an answer"):
+        await call(ex, "rm -rf x")
+
+
 async def test_concurrent_requests_are_matched_by_id(workers):
     ex = workers([PY, str(HERE / "worker_reorder.py")])
     a, b = await asyncio.gather(call(ex, "first"), call(ex, "second"))
@@ -200,6 +211,17 @@ def test_a_python_handler_and_a_worker_read_the_same_dict_alike(command):
 
 
 # -- interlock.worker.run ---------------------------------------------------------
+
+def test_run_answers_with_the_request_id_whatever_the_handler_returns():
+    """A handler's dict holding its own "id" (say, copied from the payload) must not
+    route its answer to another request."""
+    stdin = io.BytesIO(b'{"id": 7, "payload": {}}\n')
+    stdout = io.BytesIO()
+    run(lambda request: {"id": 3, "decision": "block", "reason": "no"}, stdin=stdin,
+        stdout=stdout)
+    (answer,) = [json.loads(x) for x in stdout.getvalue().splitlines()]
+    assert answer == {"id": 7, "decision": "block", "reason": "no"}
+
 
 def test_run_answers_each_line_with_its_id():
     async def later(request):

@@ -100,7 +100,7 @@ class _Worker(asyncio.SubprocessProtocol):
             rid, problem = None, f" ({exc}: which value counts is ambiguous)"
         except (ValueError, KeyError):
             rid = None
-        if not isinstance(rid, int):
+        if rid.__class__ is not int:  # JSON true is no id, though True == 1
             text = line.decode("utf-8", "replace")
             self.fail(ContractError(
                 f"worker {self.label} wrote a line that is not an answer{problem}: "
