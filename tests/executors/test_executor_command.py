@@ -190,6 +190,43 @@ async def test_processes_left_behind_by_a_finished_hook_are_killed(tmp_path):
         kill_quietly(orphan)
 
 
+DETACH = ("setsid sh -c 'echo $$ > {pidfile}; exec sleep 300' & "
+          "while [ ! -s {pidfile} ]; do sleep 0.01; done")
+"""A job detached into a session of its own (its pid written once it has), that
+keeps the hook's stdout open."""
+
+
+async def test_a_detached_job_holding_stdout_does_not_swallow_the_answer(tmp_path):
+    """A job the hook detached with setsid outlives the group kill and keeps stdout
+    open. The hook's own answer, written before it exited, is its answer; the
+    executor does not wait for the job until the timeout (which on a fail-open
+    hook would let the call through)."""
+    pidfile = tmp_path / "bg.pid"
+    run = CommandExecutor(
+        f"{DETACH.format(pidfile=pidfile)}; "
+        """echo '{"decision": "block", "reason": "no"}'""",
+        hook_name="h", cwd=tmp_path, timeout=30)
+    try:
+        decision = await asyncio.wait_for(run(invocation()), 15)
+        assert decision is not None
+        assert decision.verdict is Verdict.BLOCK
+    finally:
+        kill_quietly(read_pid(pidfile))
+
+
+async def test_a_detached_job_holding_stdout_after_a_silent_exit_is_a_crash(tmp_path):
+    """Exit 0 with nothing written while a job still holds stdout: the answer may be
+    still to come, so it is not read as "no opinion"."""
+    pidfile = tmp_path / "bg.pid"
+    run = CommandExecutor(DETACH.format(pidfile=pidfile), hook_name="h", cwd=tmp_path,
+                          timeout=30)
+    try:
+        with pytest.raises(HookCrash, match="holds its stdout open"):
+            await asyncio.wait_for(run(invocation()), 15)
+    finally:
+        kill_quietly(read_pid(pidfile))
+
+
 async def test_cancellation_kills_the_group(tmp_path):
     pidfile = tmp_path / "grandchild.pid"
     run = executor("sh", "hang", str(pidfile), timeout=30)

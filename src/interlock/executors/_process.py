@@ -28,6 +28,9 @@ if TYPE_CHECKING:
 CLEAN_ENV = ("PATH", "HOME", "LANG", "TMPDIR")
 """What a native hook inherits from the host's environment, besides its own ``env``."""
 
+_DRAIN_GRACE = 0.5
+"""After a hook exits, how long its pipes may stay open (held by a job it detached)
+before what it wrote is taken as its answer."""
 _REAP_GRACE = 5.0
 """Seconds to wait for a killed process to be reaped (SIGKILL cannot be ignored)."""
 
@@ -156,7 +159,12 @@ async def run_once(
                 # that is still some group's id, so this cannot hit a stranger
                 # while the group lives; once it is empty, killpg finds nothing.
                 kill_group(pid)
-                await collector.drained
+                try:
+                    await asyncio.wait_for(asyncio.shield(collector.drained), _DRAIN_GRACE)
+                except TimeoutError:
+                    # A job the hook detached (setsid) outlived the kill and holds
+                    # its stdout: what the hook wrote before it exited has arrived.
+                    held(collector, transport.get_returncode(), label)
                 _check_cap(collector, label)  # the exit can be seen before the last data
         except TimeoutError:
             raise HookTimeout(f"hook {label} timed out after {timeout:g}s; "
@@ -174,6 +182,18 @@ async def run_once(
     code = transport.get_returncode()
     return Completed(exit_code=-1 if code is None else code, stdout=bytes(collector.out),
                      stderr=bytes(collector.err), stderr_truncated=collector.err_truncated)
+
+
+def held(collector: Collector, code: int | None, label: str) -> None:
+    """The hook exited, but a process it detached still holds its stdout open: the
+    answer is what it wrote; an exit 0 that wrote nothing may have its answer still
+    to come, so it is a crash, never "no opinion" (docs/wire-contract.md, How the
+    process runs)."""
+    if code == 0 and not collector.out.strip():
+        raise HookCrash(
+            f"hook {label} exited with nothing on stdout, and a process it started "
+            "still holds its stdout open (fix: redirect a background job's output, "
+            "e.g. `job >/dev/null 2>&1 &`)")
 
 
 def _check_cap(collector: Collector, label: str) -> None:
