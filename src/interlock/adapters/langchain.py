@@ -329,9 +329,17 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                 "a streamed run cannot take back text it has streamed; run the agent with "
                 "invoke/ainvoke, or stream without stream_mode=\"messages\", to rewrite "
                 "its text (docs/adapters.md, LangChain)")
-        calls = outcome.changes.get("tool_calls", [
-            {"id": c.get("id"), "name": c["name"], "args": c["args"]}
-            for c in (old.tool_calls if old else [])])
+        was = [{"id": c.get("id"), "name": c["name"], "args": c["args"]}
+               for c in (old.tool_calls if old else [])]
+        calls = outcome.changes.get("tool_calls", was)
+        if response.structured_response is not None and (text != before or calls != was):
+            # LangChain parsed the structured output from the model's reply before
+            # after_llm_call: the rewrite would not reach it.
+            raise DecisionNotSupported(
+                FRAMEWORK, outcome.name, "modify", hook_name(outcome),
+                "this reply is the run's structured output, which LangChain parsed before "
+                "after_llm_call; block the reply instead, or check the output in a "
+                "before_stop hook (docs/adapters.md, LangChain)")
         new = _ai_message({"text": text, "tool_calls": calls})
         rest = [m for m in response.result if m is not old]
         return ModelResponse(result=[new, *rest], structured_response=response.structured_response)

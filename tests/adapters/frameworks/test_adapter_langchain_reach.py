@@ -411,3 +411,24 @@ def test_a_text_rewrite_of_a_hook_answer_applies_on_a_message_stream(project):
         {"messages": [{"role": "user", "content": "the password?"}]}, stream_mode="messages")]
     assert model.seen == []
     assert streamed == ["the password is [secret]"]
+
+
+@BOTH
+def test_a_rewrite_of_the_structured_output_is_not_dropped(project, mode):
+    # LangChain parses the structured output inside the model call, before
+    # after_llm_call: a rewrite of the reply must not leave the parsed original as the
+    # run's structured_response.
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_llm_call", lambda e: modify(tool_calls=[
+        {**c, "args": {"text": c["args"]["text"].replace("hunter2", "[secret]")}}
+        for c in e.tool_calls]), modifies=True)
+    model = Scripted([AIMessage("", tool_calls=[
+        {"id": "o1", "name": "Answer", "args": {"text": "the password is hunter2"}}])])
+    with pytest.raises(DecisionNotSupported, match="structured output"):
+        run(policy, model, mode=mode, response_format=ToolStrategy(Answer))
