@@ -53,10 +53,8 @@ from pydantic_ai.capabilities.abstract import (
     WrapToolExecuteHandler,
 )
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelRequest,
     ModelResponse,
-    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
@@ -86,6 +84,7 @@ from interlock.adapters._lifecycle import (
     status_code,
     tool_failure,
 )
+from interlock.adapters._pydantic_ai_messages import _messages, _open_calls, _response
 
 __all__ = ["FIRES", "REALTIME_FIRES", "Interlock"]
 
@@ -121,6 +120,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _deferred: set[tuple[str | None, str]] = field(repr=False)
     _offered: dict[str | None, set[str]] = field(repr=False)
     _judged: set[tuple[str | None, str]] = field(repr=False)
+    _open: set[tuple[str | None, str]] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None,
@@ -142,6 +142,9 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         self._judged = set()
         """External tools' and denied calls (by run id and call id) that after_tool_call
         saw."""
+        self._open = set()
+        """Calls the run's history left unanswered (by run id and call id), until a tool
+        hook runs them: a DeferredToolResults answer reaches the model without one."""
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -158,6 +161,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             self.policy.apply(outcome, can=("block",))
             if outcome.blocked:
                 raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
+        self._open |= {(ctx.run_id, c) for c in _open_calls(ctx.messages)}
         if ctx.run_id is not None and (given.text != prompt or given.context
                                        or given.respond is not None):
             self._inputs[ctx.run_id] = (prompt, given)
@@ -172,6 +176,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         finally:
             self._judged = {k for k in self._judged if k[0] != ctx.run_id}
             self._deferred = {k for k in self._deferred if k[0] != ctx.run_id}
+            self._open = {k for k in self._open if k[0] != ctx.run_id}
             self._offered.pop(ctx.run_id, None)
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
@@ -254,7 +259,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             if not isinstance(part, ToolReturnPart):
                 continue
             denied = part.outcome == "denied"
-            if not denied:
+            if not denied and (ctx.run_id, part.tool_call_id) not in self._open:
                 if external is None:
                     external = {t.name for t in
                                 request_context.model_request_parameters.function_tools
@@ -438,6 +443,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                 tool_def: ToolDefinition, args: dict[str, Any],
                                 handler: WrapToolExecuteHandler) -> Any:
         policy, name, call_id = self.policy, call.tool_name, call.tool_call_id
+        if self._open:  # it runs: after_tool_call sees its result here
+            self._open.discard((ctx.run_id, call_id))
         offered = self._offered.get(ctx.run_id) if self._offered else None
         if offered is not None and name not in offered:
             # A before_llm_call hook took it off the offer (docs/adapters.md, pydantic-ai).
@@ -535,43 +542,6 @@ def _apply_input(request_context: ModelRequestContext, original: str, given: Run
             "the first request holds no prompt part equal to the run's input to "
             "replace (docs/adapters.md, pydantic-ai)")
 
-
-
-def _messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
-    """The conversation in the catalog's OpenAI shape (role, content)."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, ModelResponse):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or ""}
-            calls = [{"id": p.tool_call_id, "type": "function",
-                      "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
-                     for p in message.parts if isinstance(p, ToolCallPart)]
-            if calls:
-                entry["tool_calls"] = calls
-            out.append(entry)
-            continue
-        if message.instructions:
-            out.append({"role": "system", "content": message.instructions})
-        for part in message.parts:
-            if isinstance(part, SystemPromptPart):
-                out.append({"role": "system", "content": part.content})
-            elif isinstance(part, UserPromptPart):
-                out.append({"role": "user", "content": as_text(part.content)})
-            elif isinstance(part, ToolReturnPart):
-                out.append({"role": "tool", "tool_call_id": part.tool_call_id,
-                            "content": part.model_response_str()})
-    return out
-
-
-def _response(value: Any, model: str) -> ModelResponse:
-    """A respond decision's synthetic reply: ``{"text", "tool_calls"}`` or text."""
-    if isinstance(value, str):
-        return ModelResponse(parts=[TextPart(value)], model_name=model)
-    data = value if isinstance(value, dict) else {}
-    parts: list[Any] = [TextPart(data["text"])] if data.get("text") else []
-    parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
-              for c in data.get("tool_calls") or []]
-    return ModelResponse(parts=parts or [TextPart("")], model_name=model)
 
 
 def _refuse_native(tools: Any) -> None:
