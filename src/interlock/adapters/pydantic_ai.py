@@ -60,7 +60,7 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
 from pydantic_ai.output import OutputContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import ToolDefinition
@@ -211,8 +211,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         response = await handler(request_context)
         if self._failures and ctx.run_id is not None:
             self._failures.pop(ctx.run_id, None)
-        return await self._after_model(response, model, False,
-                                       streamed=request_context.streaming)
+        return await self._after_model(response, model, False, streamed=(
+            params if request_context.streaming else None))
 
     async def _before_model(self, ctx: RunContext[Any], request_context: ModelRequestContext,
                             model: str) -> ModelResponse | None:
@@ -372,8 +372,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 "result is the run's output; block it, or change the arguments in the "
                 "function (docs/adapters.md, pydantic-ai)")
 
-    async def _after_model(self, response: ModelResponse, model: str, synthetic: bool,
-                           *, streamed: bool = False) -> ModelResponse:
+    async def _after_model(self, response: ModelResponse, model: str, synthetic: bool, *,
+                           streamed: ModelRequestParameters | None = None) -> ModelResponse:
+        """after_llm_call, applied to the response. ``streamed``: a streamed request's
+        parameters (its output tools), whose consumer has read the response."""
         if not self.policy.listens("after_llm_call"):
             return response
         calls = [{"id": p.tool_call_id, "name": p.tool_name, "args": p.args_as_dict()}
@@ -386,15 +388,16 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             raise PolicyStopped(after.name, after.reason, hook_name(after))
         if after.changes:
             text = after.changes.get("text", response.text or "")
-            if streamed and text != (response.text or ""):
-                # The consumer of a stream has read the model's text as it came, and
-                # run_stream's output is the stream's, not this response's.
+            new_calls = after.changes.get("tool_calls", calls)
+            if streamed is not None and (text != (response.text or "") or _outputs(
+                    calls, streamed) != _outputs(new_calls, streamed)):
+                # The consumer of a stream has read the model's text and output as they
+                # came, and run_stream's output is the stream's, not this response's.
                 raise DecisionNotSupported(
                     FRAMEWORK, after.name, "modify", hook_name(after),
-                    "a streamed run cannot take back text it has streamed; run the agent "
-                    "without streaming (run, run_sync) to rewrite its text "
+                    "a streamed run cannot take back the text or output it has streamed; "
+                    "run the agent without streaming (run, run_sync) to rewrite them "
                     "(docs/adapters.md, pydantic-ai)")
-            new_calls = after.changes.get("tool_calls", calls)
             parts: list[Any] = [TextPart(text)] if text else []
             parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
                       for c in new_calls]
@@ -491,6 +494,12 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
 
 _DENIED = ToolDenied().message
 """What the model reads of a denial that gives no message (``approvals={id: False}``)."""
+
+
+def _outputs(calls: list[dict[str, Any]], params: ModelRequestParameters) -> list[Any]:
+    """The calls of output tools among ``calls``: the run's output."""
+    names = {t.name for t in params.output_tools}
+    return [c for c in calls if c.get("name") in names]
 
 
 def _joined(first: str, second: str) -> str:
