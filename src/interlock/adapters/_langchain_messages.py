@@ -17,7 +17,7 @@ from langchain_core.messages import (
 )
 from langgraph.types import Command
 
-from interlock.adapters._core import as_text, with_context
+from interlock.adapters._core import DecisionNotSupported, as_text, with_context
 from interlock.adapters._lifecycle import error_text, status_code
 
 if TYPE_CHECKING:
@@ -205,6 +205,27 @@ def _streamed() -> bool:
     handlers = getattr(callbacks, "handlers", callbacks)
     return isinstance(handlers, list) and any(
         isinstance(h, _StreamingCallbackHandler) for h in handlers)
+
+
+def _unstreamed() -> None:
+    """Refuse a hook's change of a tool's result that a consumer of this run's events
+    (``astream_events``) has read already: they hand it each tool's own output
+    (``on_tool_end``) before after_tool_call and tool_result_persist see it."""
+    from langchain_core.tracers.event_stream import _AstreamEventsCallbackHandler
+    from langgraph.config import get_config
+
+    try:
+        callbacks = get_config().get("callbacks")
+    except RuntimeError:  # not inside a graph run
+        return
+    handlers = getattr(callbacks, "handlers", callbacks)
+    if isinstance(handlers, list) and any(
+            isinstance(h, _AstreamEventsCallbackHandler) for h in handlers):
+        raise DecisionNotSupported(
+            "langchain", "after_tool_call", "modify or block", None,
+            "astream_events streamed the tool's own result before the hooks judged it; "
+            "stream with astream(stream_mode=\"messages\") or \"updates\", which carry the "
+            "result as the hooks left it (docs/adapters.md, LangChain)")
 
 
 def _ai_message(value: Any) -> AIMessage:

@@ -84,6 +84,7 @@ from interlock.adapters._langchain_messages import (
     _streamed,
     _tool_messages,
     _tool_name,
+    _unstreamed,
     _with_args,
     _with_result,
 )
@@ -396,6 +397,8 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     content = _content(message)
                     after = policy.after_tool_sync(name, gate.args, content, call_id,
                                                    status=message.status)
+                    if after.result is not content:
+                        _unstreamed()
                     rewritten[id(message)] = _with_result(message, content, after.result,
                                                           gate.context, after.context)
                 final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
@@ -455,6 +458,8 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                     content = _content(message)
                     after = await policy.after_tool(name, gate.args, content, call_id,
                                                     status=message.status)
+                    if after.result is not content:
+                        _unstreamed()
                     rewritten[id(message)] = _with_result(message, content, after.result,
                                                           gate.context, after.context)
                 final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
