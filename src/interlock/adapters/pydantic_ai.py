@@ -46,8 +46,9 @@ from pydantic_ai import (
     RunContext,
     ToolDenied,
 )
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
 from pydantic_ai.capabilities.abstract import (
+    CapabilityOrdering,
     WrapModelRequestHandler,
     WrapRunHandler,
     WrapToolExecuteHandler,
@@ -145,6 +146,11 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         self._open = set()
         """Calls the run's history left unanswered (by run id and call id), until a tool
         hook runs them: a DeferredToolResults answer reaches the model without one."""
+
+    def get_ordering(self) -> CapabilityOrdering:
+        """Outside pydantic-ai's ``HandleDeferredToolCalls``, wherever it is listed:
+        before_tool_call judges an external call before a handler runs it."""
+        return CapabilityOrdering(wraps=[HandleDeferredToolCalls])
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -470,8 +476,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             try:
                 result = await handler(gate.args)
             except CallDeferred:
-                # Judged: handle_deferred_tool_calls skips it.
+                # Judged: handle_deferred_tool_calls skips it; its result, once given,
+                # passes after_tool_call in _unhooked_returns.
                 self._deferred.add((ctx.run_id, call_id))
+                self._open.add((ctx.run_id, call_id))
                 raise
             except Exception as exc:
                 if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):
