@@ -191,7 +191,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         on_invoke.__annotations__ = {"ctx": ToolContext, "raw": str, "return": Any}
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
-        setattr(governed, MARK, True)
+        setattr(governed, MARK, tool)
         return governed
 
     async def _invoke(self, tool: FunctionTool,
@@ -301,7 +301,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         return self._runs.get(id(context.usage))
 
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
-        check_governed(agent)
+        check_governed(agent, self)
         if (current := self._run_of(context)) is not None:  # a handoff within the run
             current.agent = agent
             return
