@@ -11,13 +11,14 @@ from langchain.agents.middleware import AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
+    BaseMessage,
     HumanMessage,
     ToolMessage,
     convert_to_messages,
 )
 from langgraph.types import Command
 
-from interlock.adapters._core import as_text, with_context
+from interlock.adapters._core import DecisionNotSupported, as_text, with_context
 from interlock.adapters._lifecycle import error_text, status_code
 
 if TYPE_CHECKING:
@@ -69,6 +70,30 @@ def _tool_messages(result: Any) -> list[ToolMessage] | None:
     else:
         update[:] = converted
     return [m for m in converted if isinstance(m, ToolMessage)]
+
+
+def _nothing_besides(result: Any, state: Any, name: str) -> None:
+    """Refuse a tool's ``Command`` (or a list holding some) that adds a message other
+    than its ToolMessage to the state, which the hooks would not judge (a message
+    already in ``state`` is not new: a handoff tool passes the history on)."""
+    commands = [r for r in (result if isinstance(result, list) else [result])
+                if isinstance(r, Command)]
+    if not commands:
+        return
+    history = (state.get("messages", []) if isinstance(state, dict)
+               else getattr(state, "messages", [])) or []
+    known = {m.id for m in history if getattr(m, "id", None)}
+    for command in commands:
+        update = command.update
+        items = (update.get("messages", []) if isinstance(update, dict) else update) or []
+        for m in items:
+            if isinstance(m, BaseMessage) and not isinstance(m, ToolMessage) and (
+                    m.id is None or m.id not in known):
+                raise DecisionNotSupported(
+                    "langchain", "after_tool_call", "judge the result", None,
+                    f"the tool {name!r} adds {type(m).__name__} to the state beside its "
+                    "ToolMessage, which the hooks do not judge; put what the model is to "
+                    "read in the ToolMessage (docs/adapters.md, LangChain)")
 
 
 def _rewrite(result: Any, rewritten: dict[int, ToolMessage]) -> Any:
@@ -205,6 +230,27 @@ def _streamed() -> bool:
     handlers = getattr(callbacks, "handlers", callbacks)
     return isinstance(handlers, list) and any(
         isinstance(h, _StreamingCallbackHandler) for h in handlers)
+
+
+def _unstreamed() -> None:
+    """Refuse a hook's change of a tool's result that a consumer of this run's events
+    (``astream_events``) has read already: they hand it each tool's own output
+    (``on_tool_end``) before after_tool_call and tool_result_persist see it."""
+    from langchain_core.tracers.event_stream import _AstreamEventsCallbackHandler
+    from langgraph.config import get_config
+
+    try:
+        callbacks = get_config().get("callbacks")
+    except RuntimeError:  # not inside a graph run
+        return
+    handlers = getattr(callbacks, "handlers", callbacks)
+    if isinstance(handlers, list) and any(
+            isinstance(h, _AstreamEventsCallbackHandler) for h in handlers):
+        raise DecisionNotSupported(
+            "langchain", "after_tool_call", "modify or block", None,
+            "astream_events streamed the tool's own result before the hooks judged it; "
+            "stream with astream(stream_mode=\"messages\") or \"updates\", which carry the "
+            "result as the hooks left it (docs/adapters.md, LangChain)")
 
 
 def _ai_message(value: Any) -> AIMessage:

@@ -74,6 +74,7 @@ from interlock.adapters._langchain_messages import (
     _llm_fields,
     _mark_offered,
     _message,
+    _nothing_besides,
     _offered,
     _prompt,
     _refuse_provider_tools,
@@ -84,6 +85,7 @@ from interlock.adapters._langchain_messages import (
     _streamed,
     _tool_messages,
     _tool_name,
+    _unstreamed,
     _with_args,
     _with_result,
 )
@@ -329,9 +331,17 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                 "a streamed run cannot take back text it has streamed; run the agent with "
                 "invoke/ainvoke, or stream without stream_mode=\"messages\", to rewrite "
                 "its text (docs/adapters.md, LangChain)")
-        calls = outcome.changes.get("tool_calls", [
-            {"id": c.get("id"), "name": c["name"], "args": c["args"]}
-            for c in (old.tool_calls if old else [])])
+        was = [{"id": c.get("id"), "name": c["name"], "args": c["args"]}
+               for c in (old.tool_calls if old else [])]
+        calls = outcome.changes.get("tool_calls", was)
+        if response.structured_response is not None and (text != before or calls != was):
+            # LangChain parsed the structured output from the model's reply before
+            # after_llm_call: the rewrite would not reach it.
+            raise DecisionNotSupported(
+                FRAMEWORK, outcome.name, "modify", hook_name(outcome),
+                "this reply is the run's structured output, which LangChain parsed before "
+                "after_llm_call; block the reply instead, or check the output in a "
+                "before_stop hook (docs/adapters.md, LangChain)")
         new = _ai_message({"text": text, "tool_calls": calls})
         rest = [m for m in response.result if m is not old]
         return ModelResponse(result=[new, *rest], structured_response=response.structured_response)
@@ -384,10 +394,12 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                             continue
                         result = _failed(failure, name, call_id) if failure.answered else result
                 rewritten: dict[int, ToolMessage] = {}
-                for message in self._results(result, name):
+                for message in self._results(result, name, request.state):
                     content = _content(message)
                     after = policy.after_tool_sync(name, gate.args, content, call_id,
                                                    status=message.status)
+                    if after.result is not content:
+                        _unstreamed()
                     rewritten[id(message)] = _with_result(message, content, after.result,
                                                           gate.context, after.context)
                 final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
@@ -443,10 +455,12 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
                             continue
                         result = _failed(failure, name, call_id) if failure.answered else result
                 rewritten: dict[int, ToolMessage] = {}
-                for message in self._results(result, name):
+                for message in self._results(result, name, request.state):
                     content = _content(message)
                     after = await policy.after_tool(name, gate.args, content, call_id,
                                                     status=message.status)
+                    if after.result is not content:
+                        _unstreamed()
                     rewritten[id(message)] = _with_result(message, content, after.result,
                                                           gate.context, after.context)
                 final: ToolMessage | Command[Any] = _rewrite(result, rewritten)
@@ -454,22 +468,24 @@ class InterlockMiddleware(SessionEnd, AgentMiddleware[AgentState[Any], Any, Any]
         except (PolicyStopped, DecisionNotSupported) as e:
             raise _through_langgraph(e)  # noqa: B904 - it keeps e as the cause
 
-    def _results(self, result: Any, name: str) -> list[ToolMessage]:
+    def _results(self, result: Any, name: str, state: Any) -> list[ToolMessage]:
         """The ToolMessages a tool's result gives the model: the message itself, or
         those in a ``Command``'s ``update["messages"]`` (LangGraph's state-updating
-        tools), each judged by after_tool_call. A shape holding none that can be
-        read is refused while a hook listens there, never passed through unjudged."""
-        found = _tool_messages(result)
+        tools), each judged by after_tool_call. A shape holding none that can be read,
+        or a message beside them, is refused while a hook listens there (either
+        event may block or rewrite the result), never passed through unjudged."""
+        found, listens = _tool_messages(result), self.policy.listens
+        judged = listens("after_tool_call") or listens("tool_result_persist")
         if not found:
-            # Both events judge the result: either hook may block or rewrite it.
-            if self.policy.listens("after_tool_call") or \
-                    self.policy.listens("tool_result_persist"):
+            if judged:
                 raise DecisionNotSupported(
                     FRAMEWORK, "after_tool_call", "judge the result", None,
                     f"the tool {name!r} returned {type(result).__name__} with no ToolMessage "
                     "the adapter can read; return a ToolMessage, or a Command whose "
                     "update['messages'] holds one (docs/adapters.md, LangChain)")
             return []
+        if judged:
+            _nothing_besides(result, state, name)
         return found
 
     def _asked(self, gate: ToolGate, name: str, call_id: str) -> ToolGate | None:

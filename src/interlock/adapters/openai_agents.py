@@ -72,6 +72,7 @@ from interlock.adapters._core import (
     as_text,
     with_context,
 )
+from interlock.adapters._lifecycle import TOOL_RETRY_CAP
 from interlock.adapters._openai_agents_governed import MARK, check_governed, governed_handoff
 from interlock.adapters._openai_agents_refused import Asked, NotSupported, Stopped
 from interlock.engine.decisions import Verdict
@@ -107,9 +108,6 @@ _NESTED_FIX = ("the model input holds the run's input inside another item (a han
                "with nest_handoff_history or an input_filter), where model_input cannot "
                "change it; hand off without reshaping the history (docs/adapters.md, OpenAI "
                "Agents SDK)")
-_RETRIES = 2
-"""Retries of one tool call that a tool_error hook may ask for, as in the
-reference agent (docs/agent.md)."""
 
 
 class Interlock(SessionEnd, RunHooks[Any]):
@@ -193,7 +191,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         on_invoke.__annotations__ = {"ctx": ToolContext, "raw": str, "return": Any}
         governed.needs_approval = needs_approval
         governed.on_invoke_tool = on_invoke
-        setattr(governed, MARK, True)
+        setattr(governed, MARK, tool)
         return governed
 
     async def _invoke(self, tool: FunctionTool,
@@ -269,8 +267,10 @@ class Interlock(SessionEnd, RunHooks[Any]):
             call = self._calls[key] = _Call()
             call.args = _args(getattr(ctx, "tool_arguments", "") or "")
         if call is None or cancelled:
-            # No hook listened as the call began, or the SDK reports a call
-            # cancelled after it ended: the SDK's own handling.
+            # No hook listened as the call began, or the SDK reports a call cancelled
+            # after it ended: the SDK's own handling (a tool set to raise raises).
+            if not cancelled and resolve_function_tool_failure_error_function(tool, ctx) is None:
+                raise error
             message = await maybe_invoke_function_tool_failure_error_function(
                 function_tool=tool, context=ctx, error=error)
             if message is not None and not cancelled:
@@ -280,7 +280,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
             "tool_error", tool_call_id=call_id, tool_name=tool.name, args=call.args,
             error=redact(f"{type(error).__name__}: {error}"), attempt=call.attempt)
         self.policy.apply(outcome, can=("retry", "modify", "context"), fix=_ERROR_FIX)
-        if outcome.verdict is Verdict.RETRY and call.attempt <= _RETRIES:
+        if outcome.verdict is Verdict.RETRY and call.attempt <= TOOL_RETRY_CAP:
             call.contexts.append(outcome.context_text())
             raise _Retry
         call.failed = True
@@ -301,7 +301,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         return self._runs.get(id(context.usage))
 
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
-        check_governed(agent)
+        check_governed(agent, self)
         if (current := self._run_of(context)) is not None:  # a handoff within the run
             current.agent = agent
             return

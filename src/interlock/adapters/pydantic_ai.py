@@ -46,23 +46,22 @@ from pydantic_ai import (
     RunContext,
     ToolDenied,
 )
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities import AbstractCapability, HandleDeferredToolCalls
 from pydantic_ai.capabilities.abstract import (
+    CapabilityOrdering,
     WrapModelRequestHandler,
     WrapRunHandler,
     WrapToolExecuteHandler,
 )
 from pydantic_ai.messages import (
-    ModelMessage,
     ModelRequest,
     ModelResponse,
-    SystemPromptPart,
     TextPart,
     ToolCallPart,
     ToolReturnPart,
     UserPromptPart,
 )
-from pydantic_ai.models import Model, ModelRequestContext
+from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameters
 from pydantic_ai.output import OutputContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import ToolDefinition
@@ -86,6 +85,7 @@ from interlock.adapters._lifecycle import (
     status_code,
     tool_failure,
 )
+from interlock.adapters._pydantic_ai_messages import _messages, _open_calls, _response
 
 __all__ = ["FIRES", "REALTIME_FIRES", "Interlock"]
 
@@ -121,6 +121,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _deferred: set[tuple[str | None, str]] = field(repr=False)
     _offered: dict[str | None, set[str]] = field(repr=False)
     _judged: set[tuple[str | None, str]] = field(repr=False)
+    _open: set[tuple[str | None, str]] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None,
@@ -142,6 +143,14 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         self._judged = set()
         """External tools' and denied calls (by run id and call id) that after_tool_call
         saw."""
+        self._open = set()
+        """Calls the run's history left unanswered (by run id and call id), until a tool
+        hook runs them: a DeferredToolResults answer reaches the model without one."""
+
+    def get_ordering(self) -> CapabilityOrdering:
+        """Outside pydantic-ai's ``HandleDeferredToolCalls``, wherever it is listed:
+        before_tool_call judges an external call before a handler runs it."""
+        return CapabilityOrdering(wraps=[HandleDeferredToolCalls])
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -158,6 +167,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             self.policy.apply(outcome, can=("block",))
             if outcome.blocked:
                 raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
+        self._open |= {(ctx.run_id, c) for c in _open_calls(ctx.messages)}
         if ctx.run_id is not None and (given.text != prompt or given.context
                                        or given.respond is not None):
             self._inputs[ctx.run_id] = (prompt, given)
@@ -172,6 +182,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         finally:
             self._judged = {k for k in self._judged if k[0] != ctx.run_id}
             self._deferred = {k for k in self._deferred if k[0] != ctx.run_id}
+            self._open = {k for k in self._open if k[0] != ctx.run_id}
             self._offered.pop(ctx.run_id, None)
             if ctx.run_id is not None:
                 self._inputs.pop(ctx.run_id, None)
@@ -206,8 +217,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         response = await handler(request_context)
         if self._failures and ctx.run_id is not None:
             self._failures.pop(ctx.run_id, None)
-        return await self._after_model(response, model, False,
-                                       streamed=request_context.streaming)
+        return await self._after_model(response, model, False, streamed=(
+            params if request_context.streaming else None))
 
     async def _before_model(self, ctx: RunContext[Any], request_context: ModelRequestContext,
                             model: str) -> ModelResponse | None:
@@ -254,7 +265,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             if not isinstance(part, ToolReturnPart):
                 continue
             denied = part.outcome == "denied"
-            if not denied:
+            if not denied and (ctx.run_id, part.tool_call_id) not in self._open:
                 if external is None:
                     external = {t.name for t in
                                 request_context.model_request_parameters.function_tools
@@ -367,8 +378,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 "result is the run's output; block it, or change the arguments in the "
                 "function (docs/adapters.md, pydantic-ai)")
 
-    async def _after_model(self, response: ModelResponse, model: str, synthetic: bool,
-                           *, streamed: bool = False) -> ModelResponse:
+    async def _after_model(self, response: ModelResponse, model: str, synthetic: bool, *,
+                           streamed: ModelRequestParameters | None = None) -> ModelResponse:
+        """after_llm_call, applied to the response. ``streamed``: a streamed request's
+        parameters (its output tools), whose consumer has read the response."""
         if not self.policy.listens("after_llm_call"):
             return response
         calls = [{"id": p.tool_call_id, "name": p.tool_name, "args": p.args_as_dict()}
@@ -381,15 +394,16 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             raise PolicyStopped(after.name, after.reason, hook_name(after))
         if after.changes:
             text = after.changes.get("text", response.text or "")
-            if streamed and text != (response.text or ""):
-                # The consumer of a stream has read the model's text as it came, and
-                # run_stream's output is the stream's, not this response's.
+            new_calls = after.changes.get("tool_calls", calls)
+            if streamed is not None and (text != (response.text or "") or _outputs(
+                    calls, streamed) != _outputs(new_calls, streamed)):
+                # The consumer of a stream has read the model's text and output as they
+                # came, and run_stream's output is the stream's, not this response's.
                 raise DecisionNotSupported(
                     FRAMEWORK, after.name, "modify", hook_name(after),
-                    "a streamed run cannot take back text it has streamed; run the agent "
-                    "without streaming (run, run_sync) to rewrite its text "
+                    "a streamed run cannot take back the text or output it has streamed; "
+                    "run the agent without streaming (run, run_sync) to rewrite them "
                     "(docs/adapters.md, pydantic-ai)")
-            new_calls = after.changes.get("tool_calls", calls)
             parts: list[Any] = [TextPart(text)] if text else []
             parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
                       for c in new_calls]
@@ -438,6 +452,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                 tool_def: ToolDefinition, args: dict[str, Any],
                                 handler: WrapToolExecuteHandler) -> Any:
         policy, name, call_id = self.policy, call.tool_name, call.tool_call_id
+        if self._open:  # it runs: after_tool_call sees its result here
+            self._open.discard((ctx.run_id, call_id))
         offered = self._offered.get(ctx.run_id) if self._offered else None
         if offered is not None and name not in offered:
             # A before_llm_call hook took it off the offer (docs/adapters.md, pydantic-ai).
@@ -460,8 +476,10 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             try:
                 result = await handler(gate.args)
             except CallDeferred:
-                # Judged: handle_deferred_tool_calls skips it.
+                # Judged: handle_deferred_tool_calls skips it; its result, once given,
+                # passes after_tool_call in _unhooked_returns.
                 self._deferred.add((ctx.run_id, call_id))
+                self._open.add((ctx.run_id, call_id))
                 raise
             except Exception as exc:
                 if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):
@@ -484,6 +502,12 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
 
 _DENIED = ToolDenied().message
 """What the model reads of a denial that gives no message (``approvals={id: False}``)."""
+
+
+def _outputs(calls: list[dict[str, Any]], params: ModelRequestParameters) -> list[Any]:
+    """The calls of output tools among ``calls``: the run's output."""
+    names = {t.name for t in params.output_tools}
+    return [c for c in calls if c.get("name") in names]
 
 
 def _joined(first: str, second: str) -> str:
@@ -535,43 +559,6 @@ def _apply_input(request_context: ModelRequestContext, original: str, given: Run
             "the first request holds no prompt part equal to the run's input to "
             "replace (docs/adapters.md, pydantic-ai)")
 
-
-
-def _messages(messages: list[ModelMessage]) -> list[dict[str, Any]]:
-    """The conversation in the catalog's OpenAI shape (role, content)."""
-    out: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, ModelResponse):
-            entry: dict[str, Any] = {"role": "assistant", "content": message.text or ""}
-            calls = [{"id": p.tool_call_id, "type": "function",
-                      "function": {"name": p.tool_name, "arguments": p.args_as_json_str()}}
-                     for p in message.parts if isinstance(p, ToolCallPart)]
-            if calls:
-                entry["tool_calls"] = calls
-            out.append(entry)
-            continue
-        if message.instructions:
-            out.append({"role": "system", "content": message.instructions})
-        for part in message.parts:
-            if isinstance(part, SystemPromptPart):
-                out.append({"role": "system", "content": part.content})
-            elif isinstance(part, UserPromptPart):
-                out.append({"role": "user", "content": as_text(part.content)})
-            elif isinstance(part, ToolReturnPart):
-                out.append({"role": "tool", "tool_call_id": part.tool_call_id,
-                            "content": part.model_response_str()})
-    return out
-
-
-def _response(value: Any, model: str) -> ModelResponse:
-    """A respond decision's synthetic reply: ``{"text", "tool_calls"}`` or text."""
-    if isinstance(value, str):
-        return ModelResponse(parts=[TextPart(value)], model_name=model)
-    data = value if isinstance(value, dict) else {}
-    parts: list[Any] = [TextPart(data["text"])] if data.get("text") else []
-    parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
-              for c in data.get("tool_calls") or []]
-    return ModelResponse(parts=parts or [TextPart("")], model_name=model)
 
 
 def _refuse_native(tools: Any) -> None:

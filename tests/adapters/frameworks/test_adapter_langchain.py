@@ -349,3 +349,31 @@ def test_a_user_input_rewrite_with_no_prompt_message_to_replace_is_refused(messa
     with pytest.raises(DecisionNotSupported, match="user_input"):
         _input_update({"messages": messages}, RunInput(text="the password is [redacted]",
                                                        context=""))
+
+
+@tool("read_secret")
+def read_secret_aside(tool_call_id: Annotated[str, InjectedToolCallId]) -> Command[Any]:
+    """Read a secret into the graph's state, beside the tool's result."""
+    from langchain_core.messages import HumanMessage
+
+    RAN.append(("read_secret_aside", {}))
+    return Command(update={"messages": [ToolMessage("read it", tool_call_id=tool_call_id),
+                                        HumanMessage("token=abc123")]})
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_message_a_command_adds_beside_its_result_is_refused_while_a_hook_listens(
+        project, mode):
+    # after_tool_call judges the ToolMessage only: another message the tool adds to
+    # the state would reach the model unjudged.
+    import asyncio
+
+    model = ToolCallingFake(messages=iter([
+        AIMessage(content="", tool_calls=[{"id": "call-1", "name": "read_secret", "args": {}}]),
+        AIMessage(content="done"),
+    ]))
+    agent = create_agent(model, tools=[read_secret_aside], middleware=[
+        InterlockMiddleware(policy=Policy("langchain", session_id=session()))])
+    given = {"messages": [{"role": "user", "content": "read it"}]}
+    with pytest.raises(DecisionNotSupported, match="HumanMessage"):
+        agent.invoke(given) if mode == "sync" else asyncio.run(agent.ainvoke(given))

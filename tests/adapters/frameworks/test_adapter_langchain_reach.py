@@ -411,3 +411,63 @@ def test_a_text_rewrite_of_a_hook_answer_applies_on_a_message_stream(project):
         {"messages": [{"role": "user", "content": "the password?"}]}, stream_mode="messages")]
     assert model.seen == []
     assert streamed == ["the password is [secret]"]
+
+
+@BOTH
+def test_a_rewrite_of_the_structured_output_is_not_dropped(project, mode):
+    # LangChain parses the structured output inside the model call, before
+    # after_llm_call: a rewrite of the reply must not leave the parsed original as the
+    # run's structured_response.
+    from langchain.agents.structured_output import ToolStrategy
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_llm_call", lambda e: modify(tool_calls=[
+        {**c, "args": {"text": c["args"]["text"].replace("hunter2", "[secret]")}}
+        for c in e.tool_calls]), modifies=True)
+    model = Scripted([AIMessage("", tool_calls=[
+        {"id": "o1", "name": "Answer", "args": {"text": "the password is hunter2"}}])])
+    with pytest.raises(DecisionNotSupported, match="structured output"):
+        run(policy, model, mode=mode, response_format=ToolStrategy(Answer))
+
+
+class Whole(Scripted):
+    """Answers in one piece on a stream too (a reply that only calls tools has no
+    text to stream)."""
+
+    disable_streaming: bool = True
+
+
+@tool
+def read_secret(path: str) -> str:
+    """Reads a secret."""
+    return "key sk-live-123"
+
+
+def test_a_result_rewrite_on_a_stream_of_events_is_refused_not_dropped(project):
+    # astream_events hands its consumer the tool's own output (on_tool_end) before
+    # after_tool_call's rewrite: the run ends instead of the consumer reading it.
+    policy = Policy("langchain", session_id=session())
+    policy.engine.on("after_tool_call", lambda e: modify(result="[redacted]"), modifies=True)
+
+    def agent() -> Any:
+        model = Whole([AIMessage("", tool_calls=[{"id": "c1", "name": "read_secret",
+                                                   "args": {"path": "a"}}]), AIMessage("done")])
+        return create_agent(model, tools=[read_secret],
+                            middleware=[InterlockMiddleware(policy=policy)])
+
+    given = {"messages": [{"role": "user", "content": "the key?"}]}
+
+    async def events() -> None:
+        async for _ in agent().astream_events(given, version="v2"):
+            pass
+
+    with pytest.raises(DecisionNotSupported, match="streamed"):
+        asyncio.run(events())
+    # A stream of messages carries the tool's result as the middleware left it.
+    streamed = [str(m.content) for m, _ in agent().stream(given, stream_mode="messages")]
+    assert "sk-live-123" not in json.dumps(streamed)
+    assert any("redacted" in m for m in streamed)

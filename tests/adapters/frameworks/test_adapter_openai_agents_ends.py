@@ -143,6 +143,21 @@ async def test_a_tool_set_to_raise_is_judged_once_and_still_raises(project):
     assert seen == [1]
 
 
+async def test_a_tool_set_to_raise_raises_while_no_hook_is_on_tool_error(project):
+    # As without the adapter: the run ends with the tool's error, and neither the
+    # model nor after_tool_call reads an "ok" result of None.
+    p = policy()
+    statuses: list[str] = []
+    p.engine.on("after_tool_call", lambda e: statuses.append(e.status))
+    interlock = Interlock(policy=p)
+    model = ScriptedModel([[function_call("strict", {"path": "a"}, call_id="c1")],
+                           [assistant_message("done")]])
+    agent = Agent(name="assistant", model=model, tools=interlock.tools([strict]))
+    with pytest.raises(Exception, match="disk gone"):
+        await Runner.run(agent, "read a", hooks=interlock)
+    assert statuses == []
+
+
 async def test_a_rewrite_of_an_error_no_model_reads_ends_the_run(project):
     # The tool raises out of the run: the model would never read the rewrite.
     p = policy()

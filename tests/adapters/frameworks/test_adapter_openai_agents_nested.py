@@ -134,3 +134,28 @@ async def test_an_allowed_handoff_is_asked_once_then_its_callback_runs(engine):
     assert result.final_output == "refunded"
     assert RAN == [("acct-9", 10000)]
     assert asked == ["billing"]
+
+
+def _asking_outer(il: Interlock, hooks: Any) -> Agent[Any]:
+    inner = Agent(name="inner", model=ScriptedModel([[assistant_message("the key is sk-1")]]))
+    options = {"hooks": hooks} if hooks is not None else {}
+    return Agent(name="outer", model=ScriptedModel([
+        [function_call("helper", {"input": "find the key"}, call_id="o1")],
+        [assistant_message("ok")]]), tools=il.tools([inner.as_tool("helper", "a helper",
+                                                                     **options)]))
+
+
+async def test_an_agent_used_as_a_tool_without_the_hooks_is_refused_while_a_model_gate_listens(
+        engine):
+    # The nested run of an agent used as a tool fires run hooks only when as_tool was
+    # given them: a before_llm_call gate would silently not judge its model calls.
+    models: list[int] = []
+    engine.on("before_llm_call", lambda e: models.append(len(e.messages)), name="llm-gate")
+    il = Interlock(policy=Policy("openai-agents", engine=engine, session_id=session()))
+    with pytest.raises(ConfigError, match=r"'helper'.*hooks=interlock"):
+        await Runner.run(_asking_outer(il, None), "go", hooks=il)
+    assert models == []
+    models.clear()
+    result = await Runner.run(_asking_outer(il, il), "go", hooks=il)
+    assert result.final_output == "ok"
+    assert len(models) == 3, "the outer agent's two model calls and the inner one's"

@@ -181,6 +181,37 @@ async def test_a_text_rewrite_a_stream_cannot_take_ends_the_streamed_run(project
             await streamed.get_output()
 
 
+def _answers(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[ToolCallPart(info.output_tools[0].name,
+                                             {"text": "secret sk-live-123"}, tool_call_id="o1")])
+
+
+async def _streams_an_answer(messages: list[ModelMessage], info: AgentInfo) -> Any:
+    from pydantic_ai.models.function import DeltaToolCall
+
+    yield {0: DeltaToolCall(name=info.output_tools[0].name, tool_call_id="o1",
+                            json_args='{"text": "secret sk-live-123"}')}
+
+
+async def test_an_output_rewrite_a_stream_cannot_take_ends_the_streamed_run(project):
+    # run_stream's output is the streamed output tool call's, not after_llm_call's
+    # rewrite of it: the run ends instead of handing out the original.
+    from pydantic import BaseModel
+
+    class Answer(BaseModel):
+        text: str
+
+    policy = Policy("pydantic-ai", session_id=session())
+    policy.engine.on("after_llm_call", lambda e: modify(tool_calls=[
+        {**c, "args": {"text": "[redacted]"}} for c in e.tool_calls]), modifies=True)
+    a = Agent(FunctionModel(_answers, stream_function=_streams_an_answer), output_type=Answer,
+              capabilities=[Interlock(policy=policy)])
+    assert (await a.run("go")).output == Answer(text="[redacted]")
+    with pytest.raises(DecisionNotSupported, match="after_llm_call"):
+        async with a.run_stream("go") as streamed:
+            await streamed.get_output()
+
+
 def echo(sid: str) -> tuple[Policy, Agent[None, str], list[list[str]]]:
     """An agent whose model answers with every user prompt it read, recorded."""
     seen: list[list[str]] = []

@@ -430,3 +430,79 @@ async def test_an_external_tool_result_passes_after_tool_call_before_the_model_r
     assert results == ["found key sk-live-123"]
     assert read[1][-1] == "found key [key]"
     assert "sk-live-123" not in str(result.all_messages())
+
+
+async def test_a_deferring_function_tool_result_passes_after_tool_call(project):
+    # A function tool that raised CallDeferred is answered as an external one is:
+    # the application's result reaches the model only through after_tool_call.
+    from pydantic_ai import DeferredToolResults
+
+    policy = Policy("pydantic-ai", session_id=session())
+    results: list[Any] = []
+    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
+        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
+    model, read = script("done", tool="later")
+    a: Agent[None, str | DeferredToolRequests] = Agent(
+        model, capabilities=[Interlock(policy=policy)], output_type=[str, DeferredToolRequests])
+
+    @a.tool_plain
+    def later(path: str) -> str:
+        """Runs elsewhere."""
+        raise CallDeferred
+
+    paused = await a.run("later a")
+    assert isinstance(paused.output, DeferredToolRequests)
+    result = await a.run(message_history=paused.all_messages(), deferred_tool_results=(
+        DeferredToolResults(calls={"c1": "found key sk-live-123"})))
+    assert result.output == "done"
+    assert results == ["found key sk-live-123"]
+    assert read[1][-1] == "found key [key]"
+    assert "sk-live-123" not in str(result.all_messages())
+
+
+async def test_a_deferred_call_handler_listed_first_still_lets_the_policy_judge_first(project):
+    # HandleDeferredToolCalls runs external calls inline: before_tool_call judges each
+    # call before the handler sees it, wherever the capability is listed.
+    from pydantic_ai import DeferredToolResults
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    handed: list[str] = []
+
+    def run_them(ctx: Any, requests: DeferredToolRequests) -> DeferredToolResults:
+        handed.extend(c.tool_name for c in requests.calls)
+        return DeferredToolResults(calls={c.tool_call_id: "deleted" for c in requests.calls})
+
+    policy = Policy("pydantic-ai", session_id=session())
+    model, read = script("done", tool="delete_file")
+    a: Agent[None, str] = Agent(model, toolsets=[external("delete_file")], capabilities=[
+        HandleDeferredToolCalls(handler=run_them), Interlock(policy=policy)])
+    assert (await a.run("delete a")).output == "done"
+    assert handed == []
+    assert "deleting files is not allowed" in read[1][-1]
+
+
+async def test_a_deferring_tool_answered_inline_passes_after_tool_call(project):
+    from pydantic_ai import DeferredToolResults
+    from pydantic_ai.capabilities import HandleDeferredToolCalls
+
+    def answer(ctx: Any, requests: DeferredToolRequests) -> DeferredToolResults:
+        return DeferredToolResults(calls={c.tool_call_id: "found key sk-live-123"
+                                          for c in requests.calls})
+
+    policy = Policy("pydantic-ai", session_id=session())
+    results: list[Any] = []
+    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
+        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
+    model, read = script("done", tool="later")
+    a: Agent[None, str] = Agent(model, capabilities=[
+        Interlock(policy=policy), HandleDeferredToolCalls(handler=answer)])
+
+    @a.tool_plain
+    def later(path: str) -> str:
+        """Runs elsewhere."""
+        raise CallDeferred
+
+    result = await a.run("later a")
+    assert result.output == "done"
+    assert results == ["found key sk-live-123"]
+    assert read[1][-1] == "found key [key]"
