@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("mcp")
 
 from fixtures.helpers import invocation
 from helpers.cfg import World, run, world
@@ -17,6 +16,11 @@ from interlock.events import BeforeToolCall
 from interlock.hosts.assembly import Host
 
 __all__ = ["world"]
+
+# Asked without importing it: the SDK takes most of a second to import, at
+# collection, in every worker.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None,
+                                reason="the MCP SDK is not installed (the mcp extra)")
 
 SERVER = Path(__file__).with_name("mcp_policy_server.py")
 
