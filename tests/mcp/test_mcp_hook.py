@@ -96,6 +96,7 @@ def test_approval_pins_the_servers_files(world: World) -> None:
     assert not _approved(world), "an edit of the server's script withdraws the approval"
 
 
+@pytest.mark.e2e  # a real MCP server process over stdio
 @pytest.mark.parametrize("text", [
     '{"decision": "block", "reason": "no", "decision": "none"}',
     '{"decision": "none", "decision": "block"}',
