@@ -50,9 +50,9 @@ unit: $(VENV)/.installed
 
 test: lint typecheck unit
 
-# The unit tests only: no `slow` or `e2e` marks, and the folders that are end to end
-# or slow throughout are not even collected (tests/conftest.py says what gets which
-# mark), on every core (pytest-xdist).
+# The unit tests only: no `slow` or `e2e` marks, and the folders and modules that are
+# end to end or slow throughout are not even imported (tests/conftest.py says what
+# gets which mark), on every core (pytest-xdist).
 test-fast: $(VENV)/.installed
 	$(BIN)/pytest -n auto -m "not slow and not e2e and not realclients" \
 	    --ignore=tests/adversarial --ignore=tests/console --ignore=tests/realclients \

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("mcp")
 
 from fixtures.helpers import invocation
 from helpers.cfg import World, run, world
@@ -17,6 +16,11 @@ from interlock.events import BeforeToolCall
 from interlock.hosts.assembly import Host
 
 __all__ = ["world"]
+
+# Asked without importing it: the SDK takes most of a second to import, at
+# collection, in every worker.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("mcp") is None,
+                                reason="the MCP SDK is not installed (the mcp extra)")
 
 SERVER = Path(__file__).with_name("mcp_policy_server.py")
 
@@ -92,6 +96,7 @@ def test_approval_pins_the_servers_files(world: World) -> None:
     assert not _approved(world), "an edit of the server's script withdraws the approval"
 
 
+@pytest.mark.e2e  # a real MCP server process over stdio
 @pytest.mark.parametrize("text", [
     '{"decision": "block", "reason": "no", "decision": "none"}',
     '{"decision": "none", "decision": "block"}',

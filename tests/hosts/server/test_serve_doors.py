@@ -22,6 +22,8 @@ from interlock.hosts.server.console import Console
 from interlock.hosts.server.console_feed import DecisionFeed
 from interlock.hosts.server.listen import Serving
 
+pytestmark = pytest.mark.e2e  # each test serves the app on a real port, and stops it
+
 
 @dataclass
 class Served:

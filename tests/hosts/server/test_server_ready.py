@@ -7,6 +7,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from interlock import Engine, block
 from interlock.hosts.server.app import create_app
 from interlock.hosts.server.auth import TokenStore
@@ -58,6 +60,7 @@ def test_a_server_without_hooks_is_not_ready() -> None:
     engine.close()
 
 
+@pytest.mark.e2e  # a real `interlock serve` process
 def test_a_project_whose_only_policy_is_a_deny_rule_is_served(tmp_path: Path) -> None:
     """As the bridge runs one (docs/one-policy.md, Permission rules). Before: serve
     refused to start ("no hooks are configured"), and the agents behind it fell back
@@ -89,6 +92,7 @@ def test_a_server_with_only_allow_rules_is_not_ready() -> None:
     engine.close()
 
 
+@pytest.mark.e2e  # a real `interlock serve` process
 def test_interlock_serve_answers_ready_without_a_token(tmp_path: Path) -> None:
     from helpers.serve import Serve
 
