@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic_ai.messages import (
     ModelMessage,
+    ModelRequest,
     ModelResponse,
     SystemPromptPart,
     TextPart,
@@ -14,8 +15,9 @@ from pydantic_ai.messages import (
     ToolReturnPart,
     UserPromptPart,
 )
+from pydantic_ai.models import ModelRequestContext, ModelRequestParameters
 
-from interlock.adapters._core import as_text
+from interlock.adapters._core import DecisionNotSupported, RunInput, as_text
 
 
 def _open_calls(messages: list[ModelMessage]) -> set[str]:
@@ -65,3 +67,34 @@ def _response(value: Any, model: str) -> ModelResponse:
     parts += [ToolCallPart(c["name"], c.get("args") or {}, tool_call_id=c.get("id") or "")
               for c in data.get("tool_calls") or []]
     return ModelResponse(parts=parts or [TextPart("")], model_name=model)
+
+
+def _outputs(calls: list[dict[str, Any]], params: ModelRequestParameters) -> list[Any]:
+    """The calls of output tools among ``calls``: the run's output."""
+    names = {t.name for t in params.output_tools}
+    return [c for c in calls if c.get("name") in names]
+
+
+def _apply_input(request_context: ModelRequestContext, original: str, given: RunInput) -> None:
+    """user_input's decision on the first request: the prompt part rewritten in place
+    (so the run's history holds what the model read), context after it."""
+    for message in reversed(request_context.messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        parts = list(message.parts)
+        replaced = False
+        for i, part in enumerate(parts):
+            if isinstance(part, UserPromptPart) and part.content == original:
+                parts[i] = UserPromptPart(given.text)
+                replaced = True
+        if given.text != original and not replaced:
+            break  # the model would read the original prompt
+        if given.context:
+            parts.append(UserPromptPart(given.context))
+        message.parts = parts
+        return
+    if given.text != original or given.context:
+        raise DecisionNotSupported(
+            "pydantic-ai", "user_input", "modify" if given.text != original else "context", None,
+            "the first request holds no prompt part equal to the run's input to "
+            "replace (docs/adapters.md, pydantic-ai)")

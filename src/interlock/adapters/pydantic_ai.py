@@ -23,7 +23,9 @@ What maps where (docs/adapters.md, pydantic-ai):
   person answers with ``DeferredToolResults``; a denial fires
   ``permission_denied`` and is a blocked call), ``tool_error`` (retry runs
   the call again; a rewrite or context gives the model the error) and
-  ``after_tool_call`` (modify or block of the result; context beside it);
+  ``after_tool_call`` (modify or block of the result; context beside it); args
+  another capability changed after the judgment are judged again where the tool
+  runs (``_pydantic_ai_toolset``);
 - the final output: ``before_stop`` (block sends its reason to the model as a
   retry, which counts against the agent's output retries).
 
@@ -65,6 +67,7 @@ from pydantic_ai.models import Model, ModelRequestContext, ModelRequestParameter
 from pydantic_ai.output import OutputContext
 from pydantic_ai.run import AgentRunResult
 from pydantic_ai.tools import ToolDefinition
+from pydantic_ai.toolsets import AbstractToolset
 
 from interlock.adapters._core import (
     DecisionNotSupported,
@@ -85,7 +88,14 @@ from interlock.adapters._lifecycle import (
     status_code,
     tool_failure,
 )
-from interlock.adapters._pydantic_ai_messages import _messages, _open_calls, _response
+from interlock.adapters._pydantic_ai_messages import (
+    _apply_input,
+    _messages,
+    _open_calls,
+    _outputs,
+    _response,
+)
+from interlock.adapters._pydantic_ai_toolset import Judged, JudgedToolset, Key, joined
 
 __all__ = ["FIRES", "REALTIME_FIRES", "Interlock"]
 
@@ -122,6 +132,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
     _offered: dict[str | None, set[str]] = field(repr=False)
     _judged: set[tuple[str | None, str]] = field(repr=False)
     _open: set[tuple[str | None, str]] = field(repr=False)
+    _running: dict[Key, Judged] = field(repr=False)
 
     def __init__(self, *, project: str | os.PathLike[str] | None = None,
                  policy: Policy | None = None,
@@ -146,11 +157,20 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         self._open = set()
         """Calls the run's history left unanswered (by run id and call id), until a tool
         hook runs them: a DeferredToolResults answer reaches the model without one."""
+        self._running = {}
+        """Calls before_tool_call let run (by run id and call id), with the args it
+        judged, while they run."""
 
     def get_ordering(self) -> CapabilityOrdering:
         """Outside pydantic-ai's ``HandleDeferredToolCalls``, wherever it is listed:
         before_tool_call judges an external call before a handler runs it."""
         return CapabilityOrdering(wraps=[HandleDeferredToolCalls])
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+        """The agent's function tools run only with args the policy judged, whatever
+        capability changed them after wrap_tool_execute (docs/adapters.md, pydantic-ai,
+        Order). A durable capability's toolsets (innermost) are inside this one."""
+        return JudgedToolset(toolset, policy=self.policy, running=self._running)
 
     # -- the run ------------------------------------------------------------------
     async def wrap_run(self, ctx: RunContext[Any], *,
@@ -472,7 +492,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 # DeferredToolRequests.approvals; a person's DeferredToolResults resumes it.
                 raise ApprovalRequired(metadata={"reason": gate.reason or "",
                                                  "hook": hook_name(gate.outcome) or ""})
-            status = "ok"
+            status, key = "ok", (ctx.run_id, call_id)
+            judged = self._running[key] = Judged(name, gate.args)
             try:
                 result = await handler(gate.args)
             except CallDeferred:
@@ -485,7 +506,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 if isinstance(exc, _NOT_FAILURES) or not policy.listens("tool_error"):
                     raise
                 outcome = await policy.emit("tool_error", tool_call_id=call_id, tool_name=name,
-                                            args=gate.args, error=error_text(exc),
+                                            args=(judged.gate or gate).args,
+                                            error=error_text(exc),
                                             attempt=attempt)
                 failure = tool_failure(policy, outcome, attempt)
                 if failure.retry:
@@ -496,23 +518,20 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                 # The model reads the error as the tool's result, as in the reference agent.
                 status, result = "error", with_context({"error": failure.error},
                                                        failure.context)
-            after = await policy.after_tool(name, gate.args, result, call_id, status=status)
-            return with_context(after.result, _joined(gate.context, after.context))
+            finally:
+                self._running.pop(key, None)
+            ran, context = gate, gate.context
+            if judged.gate is not None:  # other args reached the tool, judged there
+                ran, context = judged.gate, joined(gate.context, judged.gate.context)
+                if ran.action != "run":
+                    after = await policy.after_gated(ran, name, call_id)
+                    return with_context(after.result, joined(context, after.context))
+            after = await policy.after_tool(name, ran.args, result, call_id, status=status)
+            return with_context(after.result, joined(context, after.context))
 
 
 _DENIED = ToolDenied().message
 """What the model reads of a denial that gives no message (``approvals={id: False}``)."""
-
-
-def _outputs(calls: list[dict[str, Any]], params: ModelRequestParameters) -> list[Any]:
-    """The calls of output tools among ``calls``: the run's output."""
-    names = {t.name for t in params.output_tools}
-    return [c for c in calls if c.get("name") in names]
-
-
-def _joined(first: str, second: str) -> str:
-    """Two hook contexts, either of them '' (the usual case: both)."""
-    return f"{first}\n{second}" if first and second else first or second
 
 
 def _not_failures() -> tuple[type[Exception], ...]:
@@ -533,32 +552,6 @@ def _not_failures() -> tuple[type[Exception], ...]:
 
 
 _NOT_FAILURES = _not_failures()
-
-
-def _apply_input(request_context: ModelRequestContext, original: str, given: RunInput) -> None:
-    """user_input's decision on the first request: the prompt part rewritten in place
-    (so the run's history holds what the model read), context after it."""
-    for message in reversed(request_context.messages):
-        if not isinstance(message, ModelRequest):
-            continue
-        parts = list(message.parts)
-        replaced = False
-        for i, part in enumerate(parts):
-            if isinstance(part, UserPromptPart) and part.content == original:
-                parts[i] = UserPromptPart(given.text)
-                replaced = True
-        if given.text != original and not replaced:
-            break  # the model would read the original prompt
-        if given.context:
-            parts.append(UserPromptPart(given.context))
-        message.parts = parts
-        return
-    if given.text != original or given.context:
-        raise DecisionNotSupported(
-            FRAMEWORK, "user_input", "modify" if given.text != original else "context", None,
-            "the first request holds no prompt part equal to the run's input to "
-            "replace (docs/adapters.md, pydantic-ai)")
-
 
 
 def _refuse_native(tools: Any) -> None:
