@@ -24,22 +24,27 @@ def _raiser(exc: BaseException):
     return hook
 
 
-@pytest.mark.parametrize("exc", RAISED, ids=repr)
-@pytest.mark.parametrize("lean", [True, False], ids=["no-sinks", "sinks"])
-def test_a_sync_hook_that_raises_a_base_exception_blocks_a_fail_closed_gate(exc, lean, sink):
+def crashed_closed(hook, name: str, lean: bool, sink, **options) -> None:
+    """``hook`` as a fail-closed before_tool_call hook, on an engine with sinks or
+    not (the fast path): the call is blocked as its crash, recorded as one."""
     from interlock import Engine
 
     engine = Engine() if lean else Engine(sinks=[sink])
     try:
-        engine.on("before_tool_call", _raiser(exc), name="quitter", on_error="closed")
+        engine.on("before_tool_call", hook, name=name, on_error="closed", **options)
         out = call(engine)
     finally:
         engine.close()
     assert out.blocked
     assert "crash" in (out.reason or "")
     if not lean:
-        assert [f.hook for f in sink.failures] == ["code:quitter"]
-        assert sink.failures[0].mode.value == "crash"
+        assert [(f.hook, f.mode.value) for f in sink.failures] == [(f"code:{name}", "crash")]
+
+
+@pytest.mark.parametrize("exc", RAISED, ids=repr)
+@pytest.mark.parametrize("lean", [True, False], ids=["no-sinks", "sinks"])
+def test_a_sync_hook_that_raises_a_base_exception_blocks_a_fail_closed_gate(exc, lean, sink):
+    crashed_closed(_raiser(exc), "quitter", lean, sink)
 
 
 @pytest.mark.parametrize("exc", RAISED, ids=repr)
@@ -126,8 +131,6 @@ def test_a_sync_hook_whose_own_event_loop_was_cancelled_has_crashed(lean, modifi
     # A sync hook that runs a coroutine of its own with asyncio.run(), in which
     # a task was cancelled: the CancelledError is the hook's, never a
     # cancellation of the dispatch (sync code is not cancelled by asyncio).
-    from interlock import Engine
-
     def hook(event):
         async def inner():
             other = asyncio.ensure_future(asyncio.sleep(10))
@@ -135,13 +138,4 @@ def test_a_sync_hook_whose_own_event_loop_was_cancelled_has_crashed(lean, modifi
             await other
         asyncio.run(inner())
 
-    engine = Engine() if lean else Engine(sinks=[sink])
-    try:
-        engine.on("before_tool_call", hook, name="runs", on_error="closed", modifies=modifies)
-        out = call(engine)
-    finally:
-        engine.close()
-    assert out.blocked
-    assert "crash" in (out.reason or "")
-    if not lean:
-        assert [(f.hook, f.mode.value) for f in sink.failures] == [("code:runs", "crash")]
+    crashed_closed(hook, "runs", lean, sink, modifies=modifies)

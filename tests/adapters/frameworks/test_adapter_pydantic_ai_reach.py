@@ -399,58 +399,48 @@ async def test_an_allowed_external_call_is_handed_out_and_a_deferring_tool_judge
     assert [c.tool_name for c in result.output.calls] == ["lookup"]
 
     model, _ = script("done", tool="later")
-    b: Agent[None, str | DeferredToolRequests] = Agent(
-        model, capabilities=[Interlock(policy=policy)], output_type=[str, DeferredToolRequests])
-
-    @b.tool_plain
-    def later(path: str) -> str:
-        """Runs elsewhere."""
-        raise CallDeferred
-
-    result = await b.run("later a")
+    result = await deferring(model, policy).run("later a")
     assert isinstance(result.output, DeferredToolRequests)
     assert judged == ["lookup", "later"]
 
 
-async def test_an_external_tool_result_passes_after_tool_call_before_the_model_reads_it(project):
-    from pydantic_ai import DeferredToolResults
-
-    policy = Policy("pydantic-ai", session_id=session())
-    results: list[Any] = []
-    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
-        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
-    model, read = script("done", tool="lookup")
-    a: Agent[None, str | DeferredToolRequests] = Agent(
-        model, capabilities=[Interlock(policy=policy)], toolsets=[external("lookup")],
-        output_type=[str, DeferredToolRequests])
-    paused = await a.run("look a up")
-    result = await a.run(message_history=paused.all_messages(), deferred_tool_results=(
-        DeferredToolResults(calls={"c1": "found key sk-live-123"})))
-    assert result.output == "done"
-    assert results == ["found key sk-live-123"]
-    assert read[1][-1] == "found key [key]"
-    assert "sk-live-123" not in str(result.all_messages())
-
-
-async def test_a_deferring_function_tool_result_passes_after_tool_call(project):
-    # A function tool that raised CallDeferred is answered as an external one is:
-    # the application's result reaches the model only through after_tool_call.
-    from pydantic_ai import DeferredToolResults
-
-    policy = Policy("pydantic-ai", session_id=session())
-    results: list[Any] = []
-    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
-        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
-    model, read = script("done", tool="later")
-    a: Agent[None, str | DeferredToolRequests] = Agent(
+def deferring(model: Any, policy: Policy) -> Agent[None, str | DeferredToolRequests]:
+    """An agent under ``policy`` whose one tool, ``later``, defers itself
+    (``CallDeferred``): the application runs it and gives its result back."""
+    agent: Agent[None, str | DeferredToolRequests] = Agent(
         model, capabilities=[Interlock(policy=policy)], output_type=[str, DeferredToolRequests])
 
-    @a.tool_plain
+    @agent.tool_plain
     def later(path: str) -> str:
         """Runs elsewhere."""
         raise CallDeferred
 
-    paused = await a.run("later a")
+    return agent
+
+
+def redacting() -> tuple[Policy, list[Any]]:
+    """A policy whose after_tool_call hook hides the key ``sk-live-123``, and the
+    results that hook read."""
+    policy = Policy("pydantic-ai", session_id=session())
+    results: list[Any] = []
+    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
+        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
+    return policy, results
+
+
+@pytest.mark.parametrize("tool", ["lookup", "later"], ids=["external", "deferring-itself"])
+async def test_a_deferred_call_s_result_passes_after_tool_call_before_the_model_reads_it(
+        project, tool):
+    # An external tool's call, or a function tool's that raised CallDeferred: the
+    # application's result reaches the model only through after_tool_call.
+    from pydantic_ai import DeferredToolResults
+
+    policy, results = redacting()
+    model, read = script("done", tool=tool)
+    a = deferring(model, policy) if tool == "later" else Agent(
+        model, capabilities=[Interlock(policy=policy)], toolsets=[external("lookup")],
+        output_type=[str, DeferredToolRequests])
+    paused = await a.run(f"{tool} a")
     assert isinstance(paused.output, DeferredToolRequests)
     result = await a.run(message_history=paused.all_messages(), deferred_tool_results=(
         DeferredToolResults(calls={"c1": "found key sk-live-123"})))
@@ -489,10 +479,7 @@ async def test_a_deferring_tool_answered_inline_passes_after_tool_call(project):
         return DeferredToolResults(calls={c.tool_call_id: "found key sk-live-123"
                                           for c in requests.calls})
 
-    policy = Policy("pydantic-ai", session_id=session())
-    results: list[Any] = []
-    policy.engine.on("after_tool_call", lambda e: results.append(e.result) or modify(
-        result=str(e.result).replace("sk-live-123", "[key]")), modifies=True)
+    policy, results = redacting()
     model, read = script("done", tool="later")
     a: Agent[None, str] = Agent(model, capabilities=[
         Interlock(policy=policy), HandleDeferredToolCalls(handler=answer)])
