@@ -288,3 +288,46 @@ def test_a_project_cannot_undo_the_users_choice_of_bundled_hooks(world: World) -
     reg.load()
     assert reg.entry("bundled:no-rm").state == "active"
     assert rm(reg.engine).verdict is Verdict.BLOCK
+
+
+SLOW_WORKER = """
+import time
+from interlock.worker import run
+
+def handle(request):
+    time.sleep(0.3)
+    return None
+
+run(handle)
+"""
+
+
+@pytest.mark.slow
+def test_closing_a_host_drains_background_worker_hooks_before_stopping_workers(
+        world: World) -> None:
+    """A background worker hook still running or queued at shutdown finishes on its
+    worker, and no worker process is left behind: closing the workers first had the
+    drain start a new one that nothing stopped."""
+    import sys
+
+    from interlock.config.registry import close_engine
+    from interlock.events import AgentEnd
+
+    world.write(world.home / "w.py", SLOW_WORKER)
+    world.config(world.home, f"""
+        [[hooks]]
+        name = "w"
+        kind = "worker"
+        events = ["agent_end"]
+        background = true
+        command = ["{sys.executable}", "./w.py"]
+        timeout = 20
+        """)
+    reg = world.registry(accept=True)
+    reg.load()
+    executor = reg.entry("w").hook.executor.inner  # type: ignore[union-attr]
+    for _ in range(3):
+        reg.engine.emit_sync(AgentEnd(session_id="s", status="completed"))
+    close_engine(reg.engine, reg, timeout=20)
+    assert executor.pid is None  # type: ignore[attr-defined]
+    assert executor.starts == 1  # type: ignore[attr-defined]
