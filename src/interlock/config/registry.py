@@ -586,11 +586,9 @@ def open_engine(project_root: Path, *, config: Path | None = None, accept_hooks:
 
 def close_engine(engine: Engine, registry: Registry, timeout: float = 30.0,
                  record_timeout: float | None = None) -> bool:
-    """Shut a host down in order: the engine (draining background hooks on the
-    workers they run on; what the deadline cuts off is dead-lettered), then the
-    workers (stopped first, a drained hook would start its worker again, and nothing
-    would stop it), then the store (flushed). False when what was recorded did not
-    all commit within ``record_timeout`` (else ``timeout``)."""
+    """Shut a host down in order (docs/reliability.md): the engine, draining background
+    hooks on their workers; the workers; the store, flushed. False when what was
+    recorded did not all commit within ``record_timeout`` (else ``timeout``)."""
     try:
         try:
             engine.close(timeout=timeout)
