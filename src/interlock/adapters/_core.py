@@ -356,7 +356,7 @@ class Policy:
             raise PolicyStopped(outcome.name, outcome.reason, hook_name(outcome))
         contexts.append(outcome.context_text())
         answer = str(outcome.value) if outcome.verdict is Verdict.RESPOND else None
-        return RunInput(outcome.changes.get("text", text), "\n".join(c for c in contexts if c),
+        return RunInput(outcome.changes.get("text", text), joined(*contexts),
                         answer)
 
     # -- tool calls ---------------------------------------------------------------
@@ -473,6 +473,14 @@ class Policy:
         return await self.after_tool(name, gate.args, gate.value, call_id,
                                      status=_GATED_STATUS[gate.action])
 
+    async def answered(self, gate: ToolGate, name: str, call_id: str = "",
+                       *before: str) -> Any:
+        """What the model reads of a call before_tool_call blocked or answered: the
+        result after_tool_call left, with the contexts ``before``, the gate's and
+        after_tool_call's beside it."""
+        after = await self.after_gated(gate, name, call_id)
+        return with_context(after.result, joined(*before, gate.context, after.context))
+
     def after_gated_sync(self, gate: ToolGate, name: str, call_id: str = "") -> AfterTool:
         return self.after_tool_sync(name, gate.args, gate.value, call_id,
                                     status=_GATED_STATUS[gate.action])
@@ -533,6 +541,11 @@ def _rule_block(tool: str, reason: str) -> dict[str, Any]:
 
     return {"error": "tool call blocked", "tool_name": tool, "reason": reason, "hint": None,
             "hook": RULES_HOOK}
+
+
+def joined(*contexts: str) -> str:
+    """Hook contexts, one to a line, the empty ones left out."""
+    return "\n".join(c for c in contexts if c)
 
 
 def with_context(result: Any, context: str) -> Any:

@@ -18,7 +18,7 @@ from langchain_core.messages import (
 )
 from langgraph.types import Command
 
-from interlock.adapters._core import DecisionNotSupported, as_text, with_context
+from interlock.adapters._core import DecisionNotSupported, as_text, joined, with_context
 from interlock.adapters._lifecycle import error_text, status_code
 
 if TYPE_CHECKING:
@@ -150,9 +150,8 @@ def _with_result(message: ToolMessage, content: Any, result: Any,
                  *contexts: str) -> ToolMessage:
     if result is content and not any(contexts):
         return message  # unchanged (the usual case)
-    context = "\n".join(c for c in contexts if c)
-    return _message(with_context(result, context), message.name or "", message.tool_call_id,
-                    message.status)
+    return _message(with_context(result, joined(*contexts)), message.name or "",
+                    message.tool_call_id, message.status)
 
 
 def _last_human(state: AgentState[Any]) -> HumanMessage | None:

@@ -16,7 +16,7 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.toolsets import ToolsetTool, WrapperToolset
 
-from interlock.adapters._core import Policy, ToolGate, with_context
+from interlock.adapters._core import Policy, ToolGate, joined, with_context
 
 
 @dataclass(slots=True)
@@ -59,13 +59,7 @@ class JudgedToolset(WrapperToolset[Any]):
                 return gate.value
             return await self.wrapped.call_tool(name, gate.args, ctx, tool)
         if gate.action in ("block", "respond"):
-            after = await self.policy.after_gated(gate, shown, call_id)
-            return with_context(after.result, joined(gate.context, after.context))
+            return await self.policy.answered(gate, shown, call_id)
         result = await self.wrapped.call_tool(name, gate.args, ctx, tool)
         after = await self.policy.after_tool(shown, gate.args, result, call_id)
         return with_context(after.result, joined(gate.context, after.context))
-
-
-def joined(first: str, second: str) -> str:
-    """Two hook contexts, either of them '' (the usual case: both)."""
-    return f"{first}\n{second}" if first and second else first or second

@@ -58,6 +58,7 @@ from interlock.adapters._core import (
     ToolGate,
     as_text,
     hook_name,
+    joined,
     with_context,
 )
 from interlock.adapters._langchain_messages import (
@@ -536,9 +537,8 @@ def _through_langgraph(error: PolicyStopped | DecisionNotSupported) -> Interlock
 
 def _answered(gate: ToolGate, after: AfterTool, name: str, call_id: str) -> ToolMessage:
     """The ToolMessage of a call before_tool_call blocked or answered."""
-    context = "\n".join(c for c in (gate.context, after.context) if c)
-    return _message(with_context(after.result, context), name, call_id,
-                    "error" if gate.action == "block" else "success")
+    return _message(with_context(after.result, joined(gate.context, after.context)), name,
+                    call_id, "error" if gate.action == "block" else "success")
 
 
 def _answer_update(state: AgentState[Any], given: RunInput) -> dict[str, Any]:

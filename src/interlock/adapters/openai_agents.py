@@ -70,6 +70,7 @@ from interlock.adapters._core import (
     SessionEnd,
     ToolGate,
     as_text,
+    joined,
     with_context,
 )
 from interlock.adapters._lifecycle import TOOL_RETRY_CAP
@@ -210,7 +211,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
             while True:
                 if gate.action in ("block", "respond"):
                     gated = await self.policy.after_gated(gate, name, call_id)
-                    context = _joined(*_contexts(self._calls.get(key)), gate.context,
+                    context = joined(*_contexts(self._calls.get(key)), gate.context,
                                       gated.context)
                     return as_text(with_context(gated.result, context))
                 if gate.action == "ask" and ctx.is_tool_approved(name, call_id) is not True:
@@ -235,7 +236,7 @@ class Interlock(SessionEnd, RunHooks[Any]):
         after = await self.policy.after_tool(name, gate.args, result, call_id,
                                              status="error" if call and call.failed else "ok")
         final = with_context(after.result,
-                             _joined(*_contexts(call), gate.context, after.context))
+                             joined(*_contexts(call), gate.context, after.context))
         return final if final is result else as_text(final)
 
     async def _attempt(self, tool: FunctionTool,
@@ -561,8 +562,6 @@ def _contexts(call: _Call | None) -> list[str]:
     return call.contexts if call is not None else []
 
 
-def _joined(*contexts: str) -> str:
-    return "\n".join(c for c in contexts if c)
 
 
 def _args(raw: str) -> dict[str, Any]:

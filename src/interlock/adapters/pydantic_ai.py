@@ -77,6 +77,7 @@ from interlock.adapters._core import (
     SessionEnd,
     as_text,
     hook_name,
+    joined,
     with_context,
 )
 from interlock.adapters._lifecycle import (
@@ -95,7 +96,7 @@ from interlock.adapters._pydantic_ai_messages import (
     _outputs,
     _response,
 )
-from interlock.adapters._pydantic_ai_toolset import Judged, JudgedToolset, Key, joined
+from interlock.adapters._pydantic_ai_toolset import Judged, JudgedToolset, Key
 
 __all__ = ["FIRES", "REALTIME_FIRES", "Interlock"]
 
@@ -456,9 +457,8 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
             gate = await self.policy.before_tool(call.tool_name, args, call.tool_call_id,
                                                  can_ask=False)
             if gate.action in ("block", "respond"):
-                after = await self.policy.after_gated(gate, call.tool_name, call.tool_call_id)
-                context = "\n".join(c for c in (gate.context, after.context) if c)
-                answered[call.tool_call_id] = with_context(after.result, context)
+                answered[call.tool_call_id] = await self.policy.answered(
+                    gate, call.tool_name, call.tool_call_id)
                 self._judged.add((ctx.run_id, call.tool_call_id))
             elif gate.args != args or gate.context:
                 raise DecisionNotSupported(
@@ -484,9 +484,7 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
         while True:
             gate = await policy.before_tool(name, args, call_id)
             if gate.action in ("block", "respond"):
-                after = await policy.after_gated(gate, name, call_id)
-                context = "\n".join(c for c in (gate.context, after.context) if c)
-                return with_context(after.result, context)
+                return await policy.answered(gate, name, call_id)
             if gate.action == "ask" and not ctx.tool_call_approved:
                 # pydantic-ai's human-in-the-loop step: the run ends with this call in
                 # DeferredToolRequests.approvals; a person's DeferredToolResults resumes it.
@@ -520,14 +518,13 @@ class Interlock(SessionEnd, AbstractCapability[Any]):
                                                        failure.context)
             finally:
                 self._running.pop(key, None)
-            ran, context = gate, gate.context
+            ran, before = gate, [gate.context]
             if judged.gate is not None:  # other args reached the tool, judged there
-                ran, context = judged.gate, joined(gate.context, judged.gate.context)
+                ran, before = judged.gate, [gate.context, judged.gate.context]
                 if ran.action != "run":
-                    after = await policy.after_gated(ran, name, call_id)
-                    return with_context(after.result, joined(context, after.context))
+                    return await policy.answered(ran, name, call_id, gate.context)
             after = await policy.after_tool(name, ran.args, result, call_id, status=status)
-            return with_context(after.result, joined(context, after.context))
+            return with_context(after.result, joined(*before, after.context))
 
 
 _DENIED = ToolDenied().message
