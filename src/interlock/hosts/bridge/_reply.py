@@ -10,7 +10,7 @@ bridge gives when it fails (``_core.failure``), never an allow.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from interlock.hosts.bridge import host
@@ -18,20 +18,18 @@ from interlock.hosts.bridge._common import BridgeError, Reply, Result
 from interlock.hosts.bridge._core import failure
 
 if TYPE_CHECKING:
-    from interlock.models.permission import Dispatch, PermissionRule
+    from interlock.models.permission import Dispatch
 
 HEADER = "x-interlock-reply"
 """The request header asking for this reply (its value: ``host``)."""
 
 
-async def host_reply(engine: Any, agent: str, payload: Any, *,
-                     rules: Sequence[PermissionRule] = (),
-                     dispatch: Dispatch | None = None,
+async def host_reply(engine: Any, agent: str, payload: Any, *, dispatch: Dispatch,
                      settled: Callable[[], Awaitable[bool]] | None = None,
                      refused: Exception | None = None) -> Reply:
     """The agent's reply to its hook input ``payload`` (raw or decoded), evaluated by
-    ``engine`` and the ``[[permissions]]`` ``rules`` in force (``_decide``); with
-    ``dispatch`` (their registry's), by the hooks and rules of one revision.
+    the hooks of ``engine`` and the ``[[permissions]]`` rules (``_decide``) of one
+    revision, as ``dispatch`` (their registry's) takes them.
 
     ``settled``: strict audit's wait for the decision's records to commit; a
     decision that cannot be recorded is not answered (a deny). ``refused``: why
@@ -55,11 +53,8 @@ async def host_reply(engine: Any, agent: str, payload: Any, *,
         if refused is not None:
             raise refused
         event = build_event(agent, payload)
-        if dispatch is not None:
-            dispatched, rules = dispatch(event)
-            outcome = await dispatched
-        else:
-            outcome = await engine.emit(event)
+        dispatched, rules = dispatch(event)
+        outcome = await dispatched
         record = decided(outcome, event, rules, engine=engine)  # a rule's row, too
         if settled is not None and not await settled():
             raise BridgeError("the audit store is not committing, so this decision was not "

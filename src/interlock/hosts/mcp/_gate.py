@@ -86,11 +86,11 @@ class Gate:
     engine: Engine
     server: str
     """The name in ``mcp__<server>__<tool>``."""
+    dispatch: Dispatch
+    """A call's dispatch and the rules of the revision whose hooks it runs, taken as
+    one (Registry.dispatch)."""
     rules: Callable[[], Iterable[PermissionRule]] = list
-    """The registry's current ``[[permissions]]`` rules, read at every call."""
-    dispatch: Dispatch | None = None
-    """When the rules are live (Registry.dispatch): a call's dispatch and the rules
-    of the revision whose hooks it runs, taken as one."""
+    """The registry's current ``[[permissions]]`` rules (what ``tools/list`` hides)."""
     session_id: str = field(default_factory=lambda: f"mcp-{uuid.uuid4().hex[:12]}")
     platform: str = "mcp"
     cwd: str = field(default_factory=os.getcwd)
@@ -148,8 +148,7 @@ class Gate:
                                args=args)
         # The hooks and the rules of one revision, whenever a reload lands
         # (docs/configuration.md, Live reload).
-        dispatched, rules = (self.dispatch(event) if self.dispatch is not None
-                             else (self.engine.emit(event), list(self.rules())))
+        dispatched, rules = self.dispatch(event)
         gate = await dispatched
         refusal: Refusal | None = None
         failure: Exception | None = None
