@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from typing import Any
 
 import pytest
 
@@ -244,21 +245,29 @@ run(handle)
 """
 
 
-@pytest.mark.slow
-def test_worker_hooks_keep_their_process_across_unrelated_reloads(world: World) -> None:
+def worker_registry(world: World, script: str, event: str, extra: str = "") -> Any:
+    """A loaded registry with one user worker hook ``w`` on ``event``, running
+    ``script``."""
     import sys
 
-    world.write(world.home / "w.py", WORKER)
+    world.write(world.home / "w.py", script)
     world.config(world.home, f"""
         [[hooks]]
         name = "w"
         kind = "worker"
-        events = ["before_tool_call"]
+        events = ["{event}"]
         command = ["{sys.executable}", "./w.py"]
         timeout = 20
+        {extra}
         """)
     reg = world.registry(accept=True)
     reg.load()
+    return reg
+
+
+@pytest.mark.slow
+def test_worker_hooks_keep_their_process_across_unrelated_reloads(world: World) -> None:
+    reg = worker_registry(world, WORKER, "before_tool_call")
     try:
         out = rm(reg.engine)
         assert out.verdict is Verdict.BLOCK
@@ -308,23 +317,10 @@ def test_closing_a_host_drains_background_worker_hooks_before_stopping_workers(
     """A background worker hook still running or queued at shutdown finishes on its
     worker, and no worker process is left behind: closing the workers first had the
     drain start a new one that nothing stopped."""
-    import sys
-
     from interlock.config.registry import close_engine
     from interlock.events import AgentEnd
 
-    world.write(world.home / "w.py", SLOW_WORKER)
-    world.config(world.home, f"""
-        [[hooks]]
-        name = "w"
-        kind = "worker"
-        events = ["agent_end"]
-        background = true
-        command = ["{sys.executable}", "./w.py"]
-        timeout = 20
-        """)
-    reg = world.registry(accept=True)
-    reg.load()
+    reg = worker_registry(world, SLOW_WORKER, "agent_end", "background = true")
     executor = reg.entry("w").hook.executor.inner  # type: ignore[union-attr]
     for _ in range(3):
         reg.engine.emit_sync(AgentEnd(session_id="s", status="completed"))
